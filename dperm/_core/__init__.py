@@ -1,0 +1,1 @@
+"""Compiled kernels of dperm: arithmetic only, no validation or policy."""

@@ -1,0 +1,199 @@
+"""minimize(): the Python face of the batched, compiled L-BFGS solver.
+
+Solves, for every k at once,
+
+    min_w  (1/n) sum_i phi(y_i w.x_i) + ((alpha_k + extra_l2_k) / 2) ||w||^2 + linear_k.w / n
+
+with one pass over X per iteration for all still-active problems.
+"""
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dperm._validation import check_X, check_pm1_labels, check_positive, check_n_threads
+from dperm.exceptions import ConvergenceWarning
+from dperm.losses import get_loss
+
+__all__ = ["minimize", "MinimizeResult", "objective", "hessian", "hessian_vector",
+           "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
+
+#: gradient-norm tolerance: tight, because the privacy proofs assume the exact minimizer
+DEFAULT_TOL = 1e-10
+DEFAULT_MAX_ITER = 2000
+
+_STATUS = {1: "converged", 2: "max_iter reached", 3: "line search failed (rounding error dominates)"}
+
+
+@dataclass
+class MinimizeResult:
+    """Per-problem results of `minimize`.
+
+    coef: (d,) or (k, d); fun, n_iter, grad_norm, converged, status: scalars or (k,).
+    """
+
+    coef: np.ndarray
+    fun: np.ndarray
+    n_iter: np.ndarray
+    grad_norm: np.ndarray
+    converged: np.ndarray
+    status: list = field(default_factory=list)
+
+
+def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
+    X = check_X(X, name="X")
+    n, d = X.shape
+    y = check_pm1_labels(y, n, name="y")
+    lo = get_loss(loss)
+    h = check_positive(h, "h")
+    scalar = np.ndim(alpha) == 0
+    alpha_arr = np.atleast_1d(np.asarray(alpha, dtype=np.float64)) if not isinstance(alpha, str) else None
+    if alpha_arr is None or alpha_arr.ndim != 1 or alpha_arr.size == 0:
+        raise ValueError(f"alpha: must be a positive number or a 1-D sequence of them, got {alpha!r}")
+    if not (np.all(np.isfinite(alpha_arr)) and np.all(alpha_arr > 0)):
+        raise ValueError(f"alpha: every value must be positive and finite, got {alpha!r}")
+    k = alpha_arr.size
+    extra = np.broadcast_to(np.asarray(extra_l2, dtype=np.float64), (k,)) if np.ndim(extra_l2) <= 1 else None
+    if extra is None or not (np.all(np.isfinite(extra)) and np.all(extra >= 0)):
+        raise ValueError(f"extra_l2: must be >= 0 and finite (scalar or one per alpha), got {extra_l2!r}")
+    B = None
+    if linear is not None:
+        B = np.asarray(linear, dtype=np.float64)
+        if B.ndim == 1:
+            B = B[None, :]
+        if B.shape[1] != d or B.shape[0] not in (1, k):
+            raise ValueError(f"linear: expected shape ({d},) or ({k}, {d}), got {np.shape(linear)}")
+        if not np.all(np.isfinite(B)):
+            raise ValueError("linear: contains NaN or infinity")
+        B = np.ascontiguousarray(np.broadcast_to(B, (k, d)))
+        scalar = scalar and np.ndim(linear) == 1
+    l2 = np.ascontiguousarray(alpha_arr + extra)
+    return X, y, lo, h, l2, B, scalar, check_n_threads(n_threads)
+
+
+def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
+             tol=None, max_iter=None, n_threads=None, memory=10, coef_init=None, warn=True):
+    """Minimize regularized empirical risk for one or many problems at once.
+
+    Parameters
+    ----------
+    X : array (n, d)
+        Features. float32 and float64 are read as they are (float32 halves memory
+        traffic; sums are accumulated in float64); other dtypes and non-C layouts are
+        converted to C-contiguous float64. Must be finite.
+    y : array (n,)
+        Labels in {-1, +1}.
+    loss : {"logistic", "huber", "smooth_hinge"}
+    alpha : float or array (k,)
+        Regularization strength Lambda > 0; an array solves k problems in one batch.
+    h : float
+        Width of the Huber / smoothed-hinge transition (> 0); ignored for logistic.
+    linear : None, array (d,) or (k, d)
+        Linear term b; the objective gains b.w / n (objective perturbation's hook).
+    extra_l2 : float or array (k,)
+        Extra ridge term Delta >= 0 added to alpha (objective perturbation's Delta).
+    tol : float
+        Stop when the Euclidean norm of the gradient is <= tol (default 1e-10).
+    max_iter : int
+        Iteration cap per problem (default 2000).
+    n_threads : int or None
+        OpenMP threads for the pass over X (None: all available cores).
+    memory : int
+        L-BFGS history length.
+    coef_init : None or array (d,) / (k, d)
+        Starting point (default zero).
+    warn : bool
+        Issue a ConvergenceWarning for problems that did not reach tol.
+
+    Returns
+    -------
+    MinimizeResult with coef (d,) or (k, d), fun, n_iter, grad_norm, converged and
+    a status string per problem; scalars where alpha (and linear) were scalar.
+    """
+    X, y, lo, h, l2, B, scalar, nt = _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads)
+    tol = DEFAULT_TOL if tol is None else check_positive(tol, "tol")
+    if max_iter is None:
+        max_iter = DEFAULT_MAX_ITER
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
+        raise ValueError(f"max_iter: must be an integer >= 0, got {max_iter!r}")
+    if isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1:
+        raise ValueError(f"memory: must be an integer >= 1, got {memory!r}")
+    k, d = l2.size, X.shape[1]
+    W0 = np.zeros((k, d))
+    if coef_init is not None:
+        c0 = np.asarray(coef_init, dtype=np.float64)
+        try:
+            W0[:] = c0
+        except ValueError:
+            raise ValueError(f"coef_init: expected shape ({d},) or ({k}, {d}), got {c0.shape}") from None
+        if not np.all(np.isfinite(W0)):
+            raise ValueError("coef_init: contains NaN or infinity")
+    from dperm._core._lbfgs import lbfgs
+
+    coef, fun, n_iter, gnorm, status = lbfgs(X, y, lo.kernel_id, h, W0, l2, B, tol,
+                                             int(max_iter), int(memory), nt)
+    converged = status == 1
+    if warn and not converged.all():
+        bad = np.flatnonzero(~converged)
+        warnings.warn(
+            f"minimize: {bad.size} of {k} problem(s) stopped before ||grad|| <= {tol:g} "
+            f"(largest final gradient norm {gnorm[bad].max():.3g}; "
+            f"{_STATUS[int(status[bad[0]])]}). The privacy guarantee assumes the exact "
+            f"minimizer: raise max_iter or check the data.",
+            ConvergenceWarning, stacklevel=2)
+    res = MinimizeResult(coef=coef, fun=fun, n_iter=n_iter, grad_norm=gnorm,
+                         converged=converged, status=[_STATUS[int(s)] for s in status])
+    if scalar:
+        res = MinimizeResult(coef=coef[0], fun=fun[0], n_iter=int(n_iter[0]), grad_norm=gnorm[0],
+                             converged=bool(converged[0]), status=res.status[0])
+    return res
+
+
+def _as_block(W, d, name):
+    W = np.asarray(W, dtype=np.float64)
+    single = W.ndim == 1
+    W = np.ascontiguousarray(np.atleast_2d(W))
+    if W.ndim != 2 or W.shape[1] != d:
+        raise ValueError(f"{name}: expected shape ({d},) or (k, {d}), got {np.shape(W)}")
+    return W, single
+
+
+def objective(X, y, W, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0, n_threads=None):
+    """Objective values and gradients at W ((d,) or (k, d)) in one pass over X.
+
+    Returns (value, gradient) with shapes () and (d,), or (k,) and (k, d).
+    """
+    from dperm._core._objective import value_grad
+
+    X, y, lo, h, l2, B, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads)
+    W, single = _as_block(W, X.shape[1], "W")
+    l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
+    if B is not None:
+        B = np.ascontiguousarray(np.broadcast_to(B, W.shape))
+    F, G = value_grad(X, y, W, l2, B, lo.kernel_id, h, nt)
+    return (F[0], G[0]) if single else (F, G)
+
+
+def hessian_vector(X, y, W, V, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=None):
+    """Hessian-vector products H(W_k) V_k, one pass over X for all k."""
+    from dperm._core._objective import hess_vec
+
+    X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
+    W, single = _as_block(W, X.shape[1], "W")
+    V, _ = _as_block(V, X.shape[1], "V")
+    if V.shape != W.shape:
+        raise ValueError(f"V: expected the shape of W {W.shape}, got {V.shape}")
+    l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
+    out = hess_vec(X, y, W, V, l2, lo.kernel_id, h, nt)
+    return out[0] if single else out
+
+
+def hessian(X, y, W, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=None):
+    """Full Hessian(s) (d, d) or (k, d, d); O(n d^2), for small d."""
+    from dperm._core._objective import hessian as _hess
+
+    X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
+    W, single = _as_block(W, X.shape[1], "W")
+    l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
+    out = _hess(X, y, W, l2, lo.kernel_id, h, nt)
+    return out[0] if single else out
