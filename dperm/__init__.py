@@ -1,0 +1,22 @@
+"""dperm: differentially private empirical risk minimization.
+
+After Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
+Minimization", JMLR 12 (2011).
+"""
+__version__ = "0.1.0"
+
+from dperm._config import get_config, show_config
+from dperm.exceptions import BudgetExceededError, ConvergenceWarning, PrivacyLeakWarning
+from dperm import erm
+
+__all__ = [
+    "__version__", "get_config", "show_config", "erm",
+    "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning",
+]
+from dperm.accountant import BudgetAccountant
+from dperm.mechanisms import objective_perturbation, output_perturbation
+from dperm.estimators import PrivateLinearClassifier
+from dperm import noise, losses, mechanisms
+
+__all__ += ["BudgetAccountant", "objective_perturbation", "output_perturbation",
+            "PrivateLinearClassifier", "noise", "losses", "mechanisms"]

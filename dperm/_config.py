@@ -1,0 +1,33 @@
+"""Build and runtime configuration (dperm.show_config)."""
+import platform
+
+from dperm._validation import default_threads
+
+__all__ = ["get_config", "show_config"]
+
+
+def get_config():
+    """A dict: version, whether the kernels were built with OpenMP, threads a fit uses."""
+    from dperm._core import _build_info
+    from dperm._core._objective import max_threads, openmp_enabled
+
+    import numpy as np
+
+    omp = openmp_enabled()
+    return {
+        "version": __import__("dperm").__version__,
+        "openmp": omp,
+        "openmp_built": bool(_build_info.OPENMP_BUILT),
+        "openmp_max_threads": max_threads(),
+        # a fit with n_threads=None uses every core the process may run on
+        "default_n_threads": default_threads() if omp else 1,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+
+
+def show_config():
+    """Print the configuration returned by get_config()."""
+    for key, value in get_config().items():
+        print(f"{key:>20}: {value}")
