@@ -20,3 +20,7 @@ from dperm import noise, losses, mechanisms
 
 __all__ += ["BudgetAccountant", "objective_perturbation", "output_perturbation",
             "PrivateLinearClassifier", "noise", "losses", "mechanisms"]
+from dperm.features import RandomFourierFeatures
+from dperm.tuning import private_tuning, PrivateTuningResult
+
+__all__ += ["RandomFourierFeatures", "private_tuning", "PrivateTuningResult"]

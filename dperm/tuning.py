@@ -1,0 +1,341 @@
+"""Private parameter tuning: Algorithm 4 of Chaudhuri, Monteleoni & Sarwate (2011).
+
+Choosing Lambda (or any other parameter) by looking at held-out private data
+leaks through the choice.  Algorithm 4 makes the whole procedure, training and
+selection together, epsilon-differentially private:
+
+1. split the data uniformly at random (a permutation that does not depend on
+   the data values) into m + 1 disjoint parts of (nearly) equal size;
+2. train model i on part i with the i-th parameter setting and privacy
+   parameter epsilon (its constants use ITS part's size);
+3. count z_i, the mistakes of model i on part m + 1;
+4. release model i with probability exp(-epsilon z_i / 2) / sum_k exp(-epsilon z_k / 2)
+   (the exponential mechanism of McSherry & Talwar, 2007).
+
+Privacy (the paper's Theorem 8): a changed row lies in exactly one part.  In a
+training part it affects one model, which is epsilon-DP, and nothing else; in
+the validation part it changes every z_i by at most 1, and the exponential
+mechanism with weights exp(-epsilon z / 2) is then epsilon-DP.  The parts are
+disjoint and the randomness of every step independent, so releasing all the
+models and the chosen index is epsilon-DP (parallel composition), and so is
+releasing the chosen model alone.
+
+Utility (Theorem 9): with probability at least 1 - delta the chosen model makes
+at most z_min + 2 log(m / delta) / epsilon mistakes on the validation part.
+"""
+import numbers
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+import warnings
+
+import numpy as np
+
+from dperm._validation import check_epsilon, check_positive, check_random_state, check_X
+from dperm.exceptions import PrivacyLeakWarning
+
+__all__ = ["private_tuning", "PrivateTuningResult", "exponential_mechanism", "random_split"]
+
+# parameters that private_tuning controls itself and a grid may not set
+_RESERVED = ("epsilon", "perturbation", "random_state", "accountant")
+
+
+def exponential_mechanism(scores, epsilon, sensitivity=1.0, random_state=None):
+    """Pick an index with probability proportional to exp(-epsilon * score / (2 * sensitivity)).
+
+    Scores are costs (lower is better), such as mistake counts.  If changing one
+    row of the private data changes every score by at most `sensitivity`, the
+    chosen index is epsilon-differentially private (McSherry & Talwar 2007).
+
+    The probabilities are computed stably: the smallest score is subtracted
+    before exponentiating (the weights are shift-invariant), so the best index
+    has weight exactly 1 and nothing overflows or divides 0 by 0, however
+    large the scores.
+
+    Parameters
+    ----------
+    scores : array-like of shape (m,)
+        Finite real numbers, m >= 1.
+    epsilon : float > 0
+    sensitivity : float > 0
+        Bound on how much one row can change any single score (1 for a count
+        of mistakes).
+    random_state : None, int or numpy Generator
+        None draws fresh OS entropy; set it only for reproducible experiments.
+
+    Returns
+    -------
+    index : int
+        The chosen index, in range(m).
+    probabilities : ndarray of shape (m,)
+        The selection probabilities q_i (they sum to 1).
+    """
+    epsilon = check_epsilon(epsilon, "epsilon")
+    sensitivity = check_positive(sensitivity, "sensitivity")
+    probabilities = selection_probabilities(scores, epsilon, sensitivity)
+    rng = check_random_state(random_state)
+    index = int(rng.choice(probabilities.size, p=probabilities))
+    return index, probabilities
+
+
+def selection_probabilities(scores, epsilon, sensitivity=1.0):
+    """The exponential mechanism's probabilities q_i, shape (m,); see exponential_mechanism."""
+    try:
+        s = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"scores: must be real numbers, got {scores!r}") from None
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"scores: expected a non-empty 1-D array, got shape {s.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("scores: contains NaN or infinity")
+    w = np.exp(-(epsilon / (2.0 * sensitivity)) * (s - s.min()))
+    return w / w.sum()
+
+
+def random_split(n_samples, n_parts, random_state=None):
+    """Split range(n_samples) uniformly at random into n_parts disjoint parts.
+
+    The split is a uniformly random permutation cut into consecutive blocks, so
+    it depends on nothing but n (public) and the randomness.  Part sizes differ
+    by at most one (the first n_samples % n_parts parts have one more row).
+
+    Returns
+    -------
+    list of n_parts int64 arrays of row indices, together a permutation of
+    range(n_samples).
+    """
+    for value, name in ((n_samples, "n_samples"), (n_parts, "n_parts")):
+        if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < 1:
+            raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
+    if n_parts > n_samples:
+        raise ValueError(f"n_parts: cannot split {n_samples} rows into {n_parts} non-empty parts")
+    rng = check_random_state(random_state)
+    perm = rng.permutation(int(n_samples))
+    return [np.asarray(p, dtype=np.int64) for p in np.array_split(perm, int(n_parts))]
+
+
+@dataclass
+class PrivateTuningResult:
+    """What private_tuning returns.
+
+    Safe to release (covered by the epsilon guarantee): `best_estimator_`,
+    `best_params_`, `best_index_`, `estimators_`, and the public inputs
+    `params`, `epsilon` and the sizes.
+
+    NOT covered: `mistakes` and `probabilities` are computed from the private
+    validation part without noise.  They are kept for diagnostics and tests;
+    publishing them would leak information about the validation rows.
+
+    Attributes
+    ----------
+    best_estimator_ : the chosen fitted estimator (trained on its part only).
+    best_params_ : dict, the chosen parameter setting.
+    best_index_ : int, its position in `params`.
+    params : list of m dicts, the grid in the order used.
+    mistakes : ndarray (m,), z_i, the mistakes of model i on the validation part.
+    probabilities : ndarray (m,), the selection probabilities q_i.
+    train_sizes : ndarray (m,), the size of the part each model was trained on.
+    validation_size : int, the size of part m + 1.
+    epsilon : float, the privacy parameter of the whole procedure.
+    estimators_ : list of the m fitted estimators.
+    """
+
+    best_estimator_: object
+    best_params_: dict
+    best_index_: int
+    params: list
+    mistakes: np.ndarray
+    probabilities: np.ndarray
+    train_sizes: np.ndarray
+    validation_size: int
+    epsilon: float
+    estimators_: list = field(default_factory=list, repr=False)
+
+    @property
+    def n_candidates(self):
+        return len(self.params)
+
+
+def _check_grid(param_grid):
+    """The grid as a list of dicts; refuse anything that is not a fixed, finite collection."""
+    from sklearn.model_selection import ParameterGrid
+
+    if isinstance(param_grid, Mapping):
+        try:
+            grid = list(ParameterGrid(dict(param_grid)))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"param_grid: a dict must map parameter names to non-empty lists of "
+                            f"values ({exc})") from None
+    elif isinstance(param_grid, ParameterGrid):
+        grid = list(param_grid)
+    elif isinstance(param_grid, (list, tuple)):
+        grid = list(param_grid)
+    elif isinstance(param_grid, Iterator) or callable(param_grid) or hasattr(param_grid, "__next__"):
+        raise TypeError(
+            f"param_grid: must be a fixed, finite list of dicts (or a dict of lists) chosen before "
+            f"seeing the data; got a {type(param_grid).__name__} (generators, iterators and "
+            f"callables are refused: pass list(...) of settings fixed in advance)")
+    else:
+        raise TypeError(f"param_grid: must be a list of dicts or a dict of lists, got "
+                        f"{type(param_grid).__name__}")
+    if len(grid) == 0:
+        raise ValueError("param_grid: is empty; give at least one parameter setting")
+    for i, p in enumerate(grid):
+        if not isinstance(p, Mapping):
+            raise TypeError(f"param_grid: entry {i} must be a dict of parameter values, got "
+                            f"{type(p).__name__}")
+        for k in p:
+            if not isinstance(k, str):
+                raise TypeError(f"param_grid: entry {i} has a non-string key {k!r}")
+    return [dict(p) for p in grid]
+
+
+def _keys(params, name):
+    """Parameter names of a (possibly nested) estimator that end in `name`."""
+    return [k for k in params if k == name or k.endswith("__" + name)]
+
+
+def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
+    """Choose among parameter settings with epsilon-differential privacy (Algorithm 4).
+
+    The data are split uniformly at random into m + 1 disjoint parts of (nearly)
+    equal size, m = len(grid).  A clone of `estimator` with the i-th setting and
+    privacy parameter `epsilon` is trained on part i (a private estimator's
+    constants then use that part's size, since it sees nothing else); z_i is
+    the number of its mistakes on part m + 1; index i is chosen with
+    probability exp(-epsilon z_i / 2) / sum_k exp(-epsilon z_k / 2).
+
+    The whole procedure is epsilon-DP (the paper's Theorem 8: disjoint parts
+    and the exponential mechanism), provided that the grid, the label set and
+    every bound the estimator uses are public, i.e. fixed before seeing the
+    data.  By Theorem 9, with probability >= 1 - delta the chosen model makes
+    at most min_i z_i + 2 log(m / delta) / epsilon mistakes on part m + 1.
+    Each model sees only about n / (m + 1) rows, so keep the grid small.
+
+    Parameters
+    ----------
+    estimator : a private scikit-learn classifier, e.g. PrivateLinearClassifier
+        or a Pipeline ending in one.  It must have exactly one `epsilon`
+        parameter (set to `epsilon` in every clone), perturbation != "none",
+        and a public label set (`classes`, not None: reading labels from a
+        part would leak).  If it has a BudgetAccountant, `epsilon` is checked
+        and charged to it once for the whole procedure.
+    X : array of shape (n_samples, n_features)
+    y : array of shape (n_samples,)
+        Labels, all in the estimator's `classes`.
+    param_grid : list of dicts, or dict of lists
+        A fixed, finite list of parameter settings chosen BEFORE seeing the
+        data (a list or tuple of dicts, each one setting; or a dict of lists,
+        expanded by sklearn.model_selection.ParameterGrid; for scikit-learn's
+        list-of-dicts-of-lists form pass ParameterGrid(that_list)).  Generators,
+        iterators, callables and empty grids are refused.  It may not set
+        epsilon, perturbation, random_state or accountant.
+    epsilon : float > 0
+        Privacy parameter of the whole procedure (and of each model).
+    random_state : None, int or numpy Generator
+        One generator drives the split, the models' noise and the selection.
+        None (the default) draws fresh OS entropy for each of them, and every
+        clone's random_state is set to None (overriding the estimator's, so
+        that no two models share noise).  An int or Generator makes the run
+        reproducible: each clone's random_state parameters get independent
+        seeds drawn from it.
+
+    Returns
+    -------
+    PrivateTuningResult
+        `best_estimator_` is the released model; see the class for which
+        fields are NOT covered by the privacy guarantee (mistakes,
+        probabilities).
+    """
+    from sklearn.base import clone
+
+    epsilon = check_epsilon(epsilon, "epsilon")
+    if not hasattr(estimator, "get_params") or not hasattr(estimator, "set_params"):
+        raise TypeError(f"estimator: expected a scikit-learn estimator, got {type(estimator).__name__}")
+    grid = _check_grid(param_grid)
+    base = estimator.get_params(deep=True)
+
+    eps_keys = _keys(base, "epsilon")
+    if len(eps_keys) != 1:
+        raise ValueError(
+            "estimator: private_tuning needs an estimator with exactly one 'epsilon' parameter "
+            f"(a private estimator such as dperm.PrivateLinearClassifier); found {eps_keys or 'none'}")
+    for k in _keys(base, "perturbation"):
+        if base[k] == "none":
+            raise ValueError(f"estimator: {k}='none' is not private; private_tuning needs a private "
+                             "estimator (perturbation='objective' or 'output')")
+    class_keys = _keys(base, "classes")
+    for k in class_keys:
+        if base[k] is None:
+            raise ValueError(
+                f"estimator: {k}=None would read the label set from the private data of one part; "
+                "pass the public label set, e.g. classes=[-1, 1]")
+    if not class_keys:
+        warnings.warn("estimator: has no 'classes' parameter, so private_tuning cannot check that "
+                      "its label set is public", PrivacyLeakWarning, stacklevel=2)
+
+    valid = set(base)
+    for i, p in enumerate(grid):
+        for k in p:
+            if k not in valid:
+                raise ValueError(f"param_grid: entry {i} sets {k!r}, which is not a parameter of "
+                                 f"{type(estimator).__name__} (valid: {sorted(valid)[:20]})")
+            if k.split("__")[-1] in _RESERVED:
+                raise ValueError(f"param_grid: entry {i} sets {k!r}; private_tuning controls "
+                                 f"{', '.join(_RESERVED)} itself")
+
+    X = check_X(X, name="X")
+    n = X.shape[0]
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y: expected {n} labels (one per row of X), got shape {y.shape}")
+    m = len(grid)
+    if n // (m + 1) < 2:
+        raise ValueError(f"param_grid: {m} settings need m + 1 = {m + 1} parts of at least 2 rows, "
+                         f"but X has only {n} rows; use a smaller grid")
+    for k in class_keys:
+        classes = np.asarray(base[k])
+        bad = ~np.isin(y, classes)
+        if bad.any():
+            raise ValueError(f"y: values {np.unique(y[bad])[:5].tolist()} are not in {k}="
+                             f"{classes.tolist()}")
+
+    accountants = []
+    for k in _keys(base, "accountant"):
+        a = base[k]
+        if a is not None and all(a is not b for b in accountants):
+            accountants.append(a)
+    for a in accountants:
+        a.check(epsilon)
+
+    seeded = random_state is not None
+    rng = check_random_state(random_state)
+    parts = random_split(n, m + 1, rng)
+    val = parts[-1]
+    X_val, y_val = X[val], y[val]
+    rs_keys = _keys(base, "random_state")
+
+    estimators, mistakes = [], np.empty(m, dtype=np.int64)
+    for i, p in enumerate(grid):
+        est = clone(estimator)
+        settings = dict(p)
+        settings[eps_keys[0]] = epsilon
+        for k in rs_keys:
+            settings[k] = int(rng.integers(0, 2**63 - 1)) if seeded else None
+        for k in _keys(base, "accountant"):
+            settings[k] = None  # charged once for the whole procedure below
+        est.set_params(**settings)
+        est.fit(X[parts[i]], y[parts[i]])
+        mistakes[i] = int(np.count_nonzero(np.asarray(est.predict(X_val)) != y_val))
+        estimators.append(est)
+
+    # mistakes change by at most 1 when one validation row changes: sensitivity 1
+    best, probabilities = exponential_mechanism(mistakes, epsilon, 1.0, rng)
+    for a in accountants:
+        a.spend(epsilon, label=f"private_tuning({type(estimator).__name__}, m={m})")
+    return PrivateTuningResult(
+        best_estimator_=estimators[best], best_params_=dict(grid[best]), best_index_=best,
+        params=grid, mistakes=mistakes, probabilities=probabilities,
+        train_sizes=np.array([len(p) for p in parts[:-1]]), validation_size=len(val),
+        epsilon=epsilon, estimators_=estimators)
