@@ -37,17 +37,32 @@ def check_X(X, *, name="X", min_samples=1):
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
         raise ValueError(f"{name}: could not be converted to an array ({exc})") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise ValueError(f"{name}: must be numeric, got dtype {arr.dtype}")
     if np.iscomplexobj(arr):
-        raise ValueError(f"{name}: complex values are not supported")
+        raise ValueError(f"{name}: Complex data not supported (complex values are not supported)")
+    if arr.dtype == object:
+        # an object array of numbers is numeric data in disguise (e.g. from pandas)
+        try:
+            arr = arr.astype(np.float64)
+        except TypeError as exc:
+            raise TypeError(f"{name}: must be numeric ({exc})") from None
+        except ValueError as exc:
+            raise ValueError(f"{name}: must be numeric ({exc})") from None
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{name}: must be numeric, got dtype {arr.dtype}")
     if arr.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D array (n_samples, n_features), got shape {arr.shape}")
+        hint = (" Reshape your data either using array.reshape(-1, 1) if your data has a "
+                "single feature or array.reshape(1, -1) if it contains a single sample."
+                if arr.ndim == 1 else "")
+        raise ValueError(f"{name}: expected a 2-D array (n_samples, n_features), "
+                         f"got shape {arr.shape}.{hint}")
     n, d = arr.shape
     if n < min_samples:
-        raise ValueError(f"{name}: needs at least {min_samples} samples, got {n}")
+        raise ValueError(f"{name}: needs at least {min_samples} samples; found array with "
+                         f"{n} sample(s) (shape={arr.shape}) while a minimum of "
+                         f"{min_samples} is required.")
     if d < 1:
-        raise ValueError(f"{name}: needs at least 1 feature, got shape {arr.shape}")
+        raise ValueError(f"{name}: needs at least 1 feature; found array with 0 feature(s) "
+                         f"(shape={arr.shape}) while a minimum of 1 is required.")
     dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
     arr = np.ascontiguousarray(arr, dtype=dtype)
     if not np.isfinite(arr).all():

@@ -49,5 +49,23 @@ class BudgetAccountant:
             self.spent += epsilon
             self.history.append((label, epsilon))
 
+    # A ledger is shared, never duplicated: sklearn's clone() deep-copies non-estimator
+    # parameters, and a copied accountant would let every clone (GridSearchCV,
+    # cross_val_score) spend the whole budget again.  Copies are the same object.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __getstate__(self):  # pickling (e.g. to another process) drops the lock
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def __repr__(self):
         return f"BudgetAccountant(epsilon={self.epsilon:g}, spent={self.spent:g})"

@@ -4,6 +4,9 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import type_of_target
 
 from dperm import erm
 from dperm._validation import (apply_norm_bound, check_choice, check_epsilon, check_n_threads,
@@ -128,14 +131,27 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     def _check_classes(self, y):
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("y: a column vector was passed; using y.ravel()", UserWarning, stacklevel=3)
+            warnings.warn("A column-vector y was passed when a 1d array was expected; "
+                          "using y.ravel()", DataConversionWarning, stacklevel=3)
             y = y.ravel()
         if y.ndim != 1:
             raise ValueError(f"y: expected a 1-D array of labels, got shape {y.shape}")
+        if y.dtype.kind in "fc" and not np.isfinite(y).all():
+            raise ValueError("y: contains NaN or infinity")
         if self.classes is None:
-            classes = np.unique(y)
+            try:
+                classes = np.unique(y)
+            except TypeError:
+                raise ValueError("y: Unknown label type: the labels cannot be sorted "
+                                 "(mixed types?)") from None
+            y_type = type_of_target(y, input_name="y")
+            if classes.size != 2 and y_type.startswith("continuous"):
+                # two distinct float labels are fine; many are a regression target
+                raise ValueError(f"y: Unknown label type: {y_type} (a continuous target was "
+                                 "passed to a classifier; exactly two classes are needed)")
             if classes.size != 2:
-                raise ValueError(f"y: exactly two classes are needed, found {classes.size} "
+                raise ValueError(f"y: Only binary classification is supported; exactly two "
+                                 f"classes are needed, found {classes.size} "
                                  f"({classes[:5].tolist()}{'...' if classes.size > 5 else ''})")
             warnings.warn(
                 "classes: the label set was read from the private y; pass classes=[neg, pos] "
@@ -167,6 +183,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         self._check_params()
         X = check_X(X, name="X", min_samples=2)
         n = X.shape[0]
+        if y is None:
+            raise ValueError("y: this estimator requires y to be passed, but the target y is None")
         yy = np.asarray(y)
         if yy.ndim == 0 or yy.shape[0] != n:
             raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
@@ -217,8 +235,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, ["coef_", "classes_"])
         X = check_X(X, name="X")
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X: has {X.shape[1]} features, but this model was fitted with "
-                             f"{self.n_features_in_}")
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
         # the same public, data-independent map as in training (clip onto the R-ball)
         return apply_norm_bound(X, float(self.data_norm), "clip")
 
@@ -229,23 +247,31 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Predicted labels, shape (n,), taken from classes_."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        scores = self.decision_function(X)  # checks fitted-ness before classes_ is read
+        return self.classes_[(scores > 0).astype(int)]
 
-    def predict_proba(self, X):
-        """Class probabilities (n, 2) in the order of classes_ (logistic loss only)."""
+    def _has_proba(self):
         if self.loss != "logistic":
             raise AttributeError(f"predict_proba is only available for loss='logistic', not {self.loss!r}")
+        return True
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities (n, 2) in the order of classes_ (logistic loss only)."""
         s = self.decision_function(X)
         p1 = np.where(s >= 0, 1.0 / (1.0 + np.exp(-np.abs(s))), np.exp(-np.abs(s)) / (1.0 + np.exp(-np.abs(s))))
         return np.column_stack([1.0 - p1, p1])
 
+    @available_if(_has_proba)
     def predict_log_proba(self, X):
         """log of predict_proba (logistic loss only)."""
         return np.log(self.predict_proba(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.non_deterministic = self.perturbation != "none"
+        # sklearn's meaning: "not deterministic given a fixed random_state"; a private fit
+        # with a fixed seed is reproducible (random_state=None is what makes it random)
+        tags.non_deterministic = False
         tags.classifier_tags.multi_class = False
         tags.input_tags.sparse = False
         return tags
