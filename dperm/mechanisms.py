@@ -19,7 +19,7 @@ from dperm._validation import (apply_norm_bound, check_alpha, check_epsilon, che
 from dperm.losses import get_loss
 from dperm.noise import sample_l2_laplace
 
-__all__ = ["output_perturbation", "objective_perturbation", "PrivateFit",
+__all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_output_noise",
            "output_perturbation_constants", "objective_perturbation_constants"]
 
 
@@ -90,6 +90,21 @@ def objective_perturbation_constants(n, alpha, epsilon, curvature, data_norm=1.0
     return eps_p, delta, beta
 
 
+def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_state=None):
+    """The noise step of Algorithm 1, for exact minimizers already computed.
+
+    minimizers: (len(alpha), d) non-private solutions on n rows of norm <= data_norm.
+    Returns (beta (len(alpha),), coef (len(alpha), n_draws, d)).  Experiments that
+    need the non-private solution anyway use this to avoid solving twice.
+    """
+    minimizers = np.atleast_2d(np.asarray(minimizers, dtype=np.float64))
+    alpha = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
+    beta = output_perturbation_constants(n, alpha, epsilon, data_norm)
+    noise = sample_l2_laplace(beta[:, None], minimizers.shape[1], size=(alpha.size, n_draws),
+                              random_state=random_state)
+    return beta, minimizers[:, None, :] + noise
+
+
 def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws):
     X = check_X(X, name="X", min_samples=2)
     y = check_pm1_labels(y, X.shape[0], name="y")
@@ -134,9 +149,7 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_no
     n, d = X.shape
     res = erm.minimize(X, y, loss=lo.name, alpha=alphas, h=h, tol=tol, max_iter=max_iter,
                        n_threads=n_threads)
-    beta = output_perturbation_constants(n, alphas, epsilon, R)
-    noise = sample_l2_laplace(beta[:, None], d, size=(alphas.size, n_draws), random_state=rng)
-    coef = res.coef[:, None, :] + noise
+    beta, coef = add_output_noise(res.coef, n, alphas, epsilon, R, n_draws, rng)
     per_fit = lambda a: np.repeat(np.asarray(a)[:, None], n_draws, axis=1)
     return PrivateFit(
         mechanism="output", loss=lo.name, epsilon=epsilon, data_norm=R, h=h, n_samples=n,
