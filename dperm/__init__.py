@@ -7,20 +7,17 @@ __version__ = "0.1.0"
 
 from dperm._config import get_config, show_config
 from dperm.exceptions import BudgetExceededError, ConvergenceWarning, PrivacyLeakWarning
-from dperm import erm
-
-__all__ = [
-    "__version__", "get_config", "show_config", "erm",
-    "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning",
-]
 from dperm.accountant import BudgetAccountant
 from dperm.mechanisms import objective_perturbation, output_perturbation
 from dperm.estimators import PrivateLinearClassifier
-from dperm import noise, losses, mechanisms
-
-__all__ += ["BudgetAccountant", "objective_perturbation", "output_perturbation",
-            "PrivateLinearClassifier", "noise", "losses", "mechanisms"]
 from dperm.features import RandomFourierFeatures
-from dperm.tuning import private_tuning, PrivateTuningResult
+from dperm.tuning import PrivateTuningResult, private_tuning
+from dperm import datasets, erm, losses, mechanisms, noise
 
-__all__ += ["RandomFourierFeatures", "private_tuning", "PrivateTuningResult"]
+__all__ = [
+    "__version__", "get_config", "show_config",
+    "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning",
+    "BudgetAccountant", "objective_perturbation", "output_perturbation",
+    "PrivateLinearClassifier", "RandomFourierFeatures", "private_tuning", "PrivateTuningResult",
+    "datasets", "erm", "losses", "mechanisms", "noise",
+]
