@@ -1,0 +1,582 @@
+"""The `dperm` command line (also `python -m dperm`).
+
+    dperm fit [DATA.csv] --label COLUMN [--schema SCHEMA.json] -o MODEL.json
+    dperm predict MODEL.json DATA.csv [-o OUT.csv]
+    dperm reproduce {table1,figure2,tuning} [--quick] [--out DIR]
+    dperm info
+
+Errors in the user's files are reported as one line on stderr with exit status 2.
+"""
+import argparse
+import datetime
+import importlib.util
+import inspect
+import math
+import os
+import sys
+import time
+import warnings
+
+__all__ = ["main", "build_parser"]
+
+EXIT_USAGE = 2
+
+SCHEMA_HELP = """\
+schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking at the data
+  {
+    "numeric":     {"age": [17, 90], "hours": [0, 99]},
+    "categorical": {"color": ["red", "green", "blue"]},
+    "label":       {"column": "y", "classes": ["no", "yes"]}
+  }
+  numeric      column -> [low, high] (a single number H means [0, H]); values are
+               clipped to [low, high] and mapped to [0, 1] by (v - low) / (high - low)
+  categorical  column -> list of categories; one-hot encoded in that order. When
+               fitting, a value not in the list is an error; when predicting it gives
+               an all-zero group for that column
+  label        the label column and its two classes [negative, positive] (--label
+               and --positive override); labels and categories are compared as text
+  Each row is then divided by sqrt(#numeric + #categorical), so every row has norm
+  <= 1 (the public bound R = 1 of the privacy proofs); with the intercept (default)
+  a constant feature is added and rows rescaled by the library. Columns of the CSV
+  not named in the schema are ignored.
+
+  Without --schema, the bounds ([min, max] of each all-numeric column), the category
+  lists (distinct values of every other column) and the label set are READ FROM THE
+  DATA: that leaks information outside the privacy guarantee, so a PrivacyLeakWarning
+  is printed and the model records "schema_from_data": true. Use --save-schema to get
+  a starting point, then replace what it read from the data by public knowledge.
+
+  Without DATA.csv, `dperm fit` trains on the UCI Adult data shipped with dperm
+  (label "income", classes ["<=50K", ">50K"], public bounds and categories).
+
+model file (-o MODEL.json): plain JSON, no pickle: "format", "format_version",
+  "dperm_version", "estimator" (loss, perturbation, epsilon, alpha, h,
+  fit_intercept), "classes" [negative, positive], "label", "feature_names",
+  "coef", "intercept" (score = x.coef + intercept on the encoded row x; the
+  prediction is the positive class iff score > 0), "schema" (the full schema,
+  in the format above), "preprocessing" (how it is applied), "schema_from_data", "read_from_data", "privacy" (epsilon, epsilon',
+  Delta, beta, Lambda, curvature, n, final gradient norm, converged), "training".
+"""
+
+PREDICT_HELP = """\
+Applies the model's stored preprocessing to DATA.csv (a header row is required; a
+label column, if present, is ignored) and writes one output row per input row:
+  prediction   the predicted class
+  score        x.coef + intercept (positive means the positive class)
+  probability  the probability of the positive class (logistic loss only)
+A category not in the model's list gives an all-zero group for that column (it is
+not an error); numeric values are clipped to the stored [low, high].
+"""
+
+
+# ----------------------------------------------------------------------------- output
+def _err(msg):
+    print(f"dperm: error: {msg}", file=sys.stderr)
+
+
+def _note(msg):
+    print(f"dperm: {msg}", file=sys.stderr)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"dperm: {category.__name__}: {message}", file=sys.stderr)
+
+
+def _fmt(v):
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+# ----------------------------------------------------------------------------- info
+def _config_line():
+    from dperm import get_config
+
+    cfg = get_config()
+    omp = "on" if cfg["openmp"] else "off"
+    return (f"dperm {cfg['version']} (OpenMP {omp}, {cfg['default_n_threads']} thread(s) per fit; "
+            f"numpy {cfg['numpy']}, Python {cfg['python']})")
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="print the version and build configuration and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_config_line())
+        parser.exit()
+
+
+def cmd_info(args):
+    from dperm import get_config
+
+    for key, value in get_config().items():
+        print(f"{key:>20}: {value}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- reproduce
+def cmd_reproduce(args):
+    from dperm import experiments
+
+    runner = {"table1": experiments.reproduce_table1, "figure2": experiments.reproduce_figure2,
+              "tuning": experiments.reproduce_tuning}[args.what]
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise _UsageError(f"--out {args.out!r} exists and is not a directory")
+    kwargs = dict(out=args.out, quick=args.quick, progress=not args.no_progress, seed=args.seed)
+    try:
+        accepted = inspect.signature(runner).parameters
+    except (TypeError, ValueError):
+        accepted = {"n_threads": None}
+    if "n_threads" in accepted:
+        kwargs["n_threads"] = args.threads
+    elif args.threads is not None:
+        _note(f"--threads is not used by `reproduce {args.what}`")
+    what = {"table1": "Table 1", "figure2": "Figure 2", "tuning": "the private-tuning learning curve"}
+    print(f"Reproducing {what[args.what]} on Adult ({'quick' if args.quick else 'full protocol'}, "
+          f"seed {args.seed}); results go to {args.out}/", flush=True)
+    t0 = time.perf_counter()
+    out = runner(**kwargs)
+    wall = time.perf_counter() - t0
+    if args.what == "table1":
+        _, text, csv_path = out
+        print(text)
+        print(f"CSV: {csv_path}")
+    else:
+        _, csv_path, png = out
+        _print_csv(csv_path)
+        print(f"CSV: {csv_path}")
+        if png:
+            print(f"plot: {png}")
+        elif importlib.util.find_spec("matplotlib") is None:
+            print("plot: not written (matplotlib is not installed; pip install 'dperm[plot]' "
+                  "or pip install matplotlib)")
+        else:
+            print("plot: not written")
+    print(f"wall time: {wall:.1f} s")
+    return 0
+
+
+def _print_csv(path, max_rows=60):
+    """Print a small CSV file as an aligned table (skipped when it is large)."""
+    import csv
+
+    try:
+        with open(path, newline="") as fh:
+            rows = list(csv.reader(fh))
+    except OSError:
+        return
+    if not rows or len(rows) > max_rows + 1:
+        return
+    widths = [max(len(r[j]) if j < len(r) else 0 for r in rows) for j in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+
+
+# ----------------------------------------------------------------------------- fit
+class _UsageError(Exception):
+    """Bad combination of options (exit status 2)."""
+
+
+def _adult_table():
+    """The shipped Adult rows as a Table, with its public schema."""
+    import numpy as np
+
+    from dperm._cli_io import Table
+    from dperm.datasets import (ADULT_COLUMNS, ADULT_NUMERIC_COLUMNS, ADULT_PUBLIC_BOUNDS,
+                                ADULT_PUBLIC_CATEGORIES, load_adult)
+
+    bunch = load_adult(preprocess="public", return_frame=True)
+    frame = bunch.frame
+    columns = {}
+    for c in ADULT_COLUMNS:
+        if c in ADULT_NUMERIC_COLUMNS:
+            columns[c] = np.ascontiguousarray(frame[c], dtype=np.float64)
+        else:
+            columns[c] = [str(v) for v in frame[c]]
+    columns["income"] = [">50K" if v > 0 else "<=50K" for v in frame["income"]]
+    table = Table("Adult (shipped with dperm)", list(ADULT_COLUMNS) + ["income"], columns,
+                  len(frame))
+    schema = {
+        "numeric": {c: (0.0, float(ADULT_PUBLIC_BOUNDS[c])) for c in ADULT_NUMERIC_COLUMNS},
+        "categorical": {c: list(v) for c, v in ADULT_PUBLIC_CATEGORIES.items()},
+        "label": {"column": "income", "classes": ["<=50K", ">50K"]},
+    }
+    return table, schema
+
+
+def _resolve_classes(args, table, label, schema, leaks):
+    """[negative, positive] as strings, from the schema or (with a warning) the data."""
+    from dperm._cli_io import CLIError, resolve_label
+
+    classes = schema["label"]["classes"]
+    pos = args.positive
+    if classes is None:
+        values = sorted(set(resolve_label(table, label)))
+        if len(values) != 2:
+            shown = values[:6] + (["..."] if len(values) > 6 else [])
+            raise CLIError(f"{table.name}: the label column {label!r} must hold exactly two "
+                           f"classes, found {len(values)}: {shown}")
+        leaks.append("classes")
+        classes = values
+        if pos is None:
+            _note(f"positive class: {classes[1]!r} (the larger of the two; use --positive to choose)")
+    if pos is not None:
+        if pos not in classes:
+            raise CLIError(f"--positive {pos!r} is not one of the classes {list(classes)}")
+        classes = [c for c in classes if c != pos] + [pos]
+    return list(classes)
+
+
+def cmd_fit(args):
+    import dperm
+    from dperm import PrivateLinearClassifier
+    from dperm._cli_io import (CLIError, encode_labels, encode_rows, infer_schema, load_schema,
+                               model_to_json, read_csv, schema_to_json)
+    from dperm.exceptions import PrivacyLeakWarning
+
+    if args.output is None:
+        raise _UsageError("fit: -o/--output MODEL.json is required (where to write the model)")
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(out_dir):
+        raise CLIError(f"cannot write the model to {args.output!r}: directory {out_dir!r} "
+                       "does not exist")
+    leaks = []
+    if args.data is None:
+        table, schema = _adult_table()
+        if args.label not in (None, "income"):
+            raise CLIError(f"the shipped Adult data has the label column 'income', not {args.label!r}")
+        if args.schema is not None:
+            schema = load_schema(args.schema)
+            if schema["label"]["column"] is None:
+                schema["label"]["column"] = "income"
+        source = "adult"
+    else:
+        table = read_csv(args.data)
+        schema = load_schema(args.schema) if args.schema is not None else None
+        source = os.path.basename(args.data)
+    # the label column
+    label = args.label
+    if schema is not None and schema["label"]["column"] is not None:
+        if label is not None and label != schema["label"]["column"]:
+            raise CLIError(f"--label {label!r} differs from the schema's label column "
+                           f"{schema['label']['column']!r}")
+        label = schema["label"]["column"]
+    if label is None:
+        raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
+    if label not in table.columns:
+        raise CLIError(f"{table.name}: label column {label!r} not found (the file has: "
+                       f"{', '.join(table.header)})")
+    if schema is None:
+        schema = infer_schema(table, label)
+        leaks += ["numeric bounds", "categories"]
+    else:
+        if label in schema["numeric"] or label in schema["categorical"]:
+            raise CLIError(f"the label column {label!r} is also a feature in the schema")
+        ignored = [c for c in table.header if c != label and c not in schema["numeric"]
+                   and c not in schema["categorical"]]
+        if ignored and args.data is not None:
+            _note(f"ignoring column(s) not in the schema: {', '.join(ignored)}")
+    classes = _resolve_classes(args, table, label, schema, leaks)
+    schema["label"] = {"column": label, "classes": classes}
+    if leaks:
+        warnings.warn(
+            f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete one): the released "
+            "model is NOT differentially private with respect to them. Give PUBLIC bounds, "
+            "categories and classes in a schema file (see dperm fit --help).",
+            PrivacyLeakWarning, stacklevel=2)
+    if args.save_schema:
+        _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
+        _note(f"schema written to {args.save_schema}")
+    X, names = encode_rows(table, schema, unknown="error")
+    y = encode_labels(table, label, classes)
+    if X.shape[0] < 2:
+        raise CLIError(f"{table.name}: at least 2 data rows are needed, found {X.shape[0]}")
+    if args.perturbation == "none":
+        warnings.warn("--perturbation none fits WITHOUT privacy (a non-private baseline)",
+                      PrivacyLeakWarning, stacklevel=2)
+    clf = PrivateLinearClassifier(
+        loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, alpha=args.alpha,
+        h=args.h, data_norm=1.0, fit_intercept=not args.no_intercept, classes=classes,
+        n_threads=args.threads, random_state=args.seed)
+    t0 = time.perf_counter()
+    clf.fit(X, y)
+    seconds = time.perf_counter() - t0
+    rec = clf.privacy_
+    # No accuracy on the training rows is printed: it is a statistic of the private data
+    # computed outside the mechanism, so publishing it would not be covered by epsilon.
+    # (--holdout reports accuracy on a separate file the user declares public.)
+    _print_privacy(rec, table.name, X.shape, seconds)
+    model = {
+        "format": "dperm.linear-model",
+        "format_version": 1,
+        "dperm_version": dperm.__version__,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "estimator": {"class": "PrivateLinearClassifier", "loss": args.loss,
+                      "perturbation": args.perturbation, "epsilon": args.epsilon,
+                      "alpha": args.alpha, "h": args.h, "fit_intercept": not args.no_intercept,
+                      "data_norm": 1.0},
+        "label": label,
+        "classes": classes,
+        "feature_names": names,
+        "coef": clf.coef_[0].tolist(),
+        "intercept": float(clf.intercept_[0]),
+        "schema": schema_to_json(schema),
+        "preprocessing": {
+            "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
+            "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
+            "unknown_category": "error when fitting; all-zero group when predicting",
+            "row_divisor": math.sqrt(len(schema["numeric"]) + len(schema["categorical"])),
+            "row_norm_bound": 1.0,
+        },
+        "schema_from_data": bool(leaks),
+        "read_from_data": leaks,
+        "privacy": rec,
+        "training": {"data": source, "n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
+                     "seed": args.seed, "seconds": round(seconds, 3)},
+    }
+    _write_text(args.output, model_to_json(model), "model")
+    print(f"model written to {args.output} ({len(names)} features"
+          f"{' + intercept' if not args.no_intercept else ''})")
+    if args.holdout:
+        _report_holdout(args.holdout, schema, clf, label, classes)
+    return 0
+
+
+def _print_privacy(rec, source, shape, seconds):
+    mech = rec.get("mechanism")
+    title = {"objective": "objective perturbation (Algorithm 2)",
+             "output": "output perturbation (Algorithm 1)",
+             "none": "NON-PRIVATE (no noise)"}.get(mech, str(mech))
+    print(f"fit on {source}: {title}, {rec.get('loss')} loss, n = {shape[0]} rows, "
+          f"d = {shape[1]} features, {seconds:.2f} s")
+    rows = [("epsilon", rec.get("epsilon"))]
+    if mech == "objective":
+        rows += [("epsilon'", rec.get("epsilon_prime")), ("Delta", rec.get("delta"))]
+    rows += [("beta", rec.get("beta")),
+            ("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
+            ("row norm bound R", rec.get("data_norm")), ("final |grad|", rec.get("grad_norm")),
+            ("converged", rec.get("converged"))]
+    for k, v in rows:
+        print(f"  {k:<17} {_fmt(v)}")
+    if mech == "objective" and rec.get("delta", 0) > 0:
+        print("  (Delta > 0: Lambda is small for this n and epsilon, so Algorithm 2 added "
+              "Delta to the regularizer and used epsilon' = epsilon/2)")
+    if rec.get("converged") is False:
+        _note("warning: the solver did not reach its gradient tolerance; the privacy proof "
+              "assumes the exact minimizer (try a larger --alpha)")
+
+
+def _report_holdout(path, schema, clf, label, classes):
+    from dperm._cli_io import encode_labels, encode_rows, read_csv
+
+    table = read_csv(path, what="holdout file")
+    X, _ = encode_rows(table, schema, unknown="zero")
+    y = encode_labels(table, label, classes)
+    acc = float((clf.predict(X) == y).mean())
+    print(f"holdout accuracy: {acc:.4f} on {table.n_rows} rows of {path} "
+          "(a file you declared public; not covered by epsilon otherwise)")
+
+
+def _write_text(path, text, what):
+    from dperm._cli_io import CLIError
+
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise CLIError(f"cannot write the {what} to {path!r}: {exc.strerror or exc}") from None
+
+
+# ----------------------------------------------------------------------------- predict
+def cmd_predict(args):
+    import csv
+    import io
+
+    import numpy as np
+
+    from dperm._cli_io import encode_rows, load_model, read_csv
+
+    model = load_model(args.model)
+    table = read_csv(args.data)
+    X, _ = encode_rows(table, model["schema"], unknown="zero")
+    score = X @ model["coef"] + model["intercept"]
+    classes = model["classes"]
+    logistic = model["estimator"]["loss"] == "logistic"
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["prediction", "score"] + (["probability"] if logistic else []))
+    if logistic:
+        # stable sigmoid: P(positive class)
+        e = np.exp(-np.abs(score))
+        prob = np.where(score >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    for i, s in enumerate(score):
+        row = [classes[1] if s > 0 else classes[0], repr(float(s))]
+        if logistic:
+            row.append(repr(float(prob[i])))
+        w.writerow(row)
+    if args.output in (None, "-"):
+        sys.stdout.write(buf.getvalue())
+        sys.stdout.flush()
+    else:
+        _write_text(args.output, buf.getvalue(), "predictions")
+        _note(f"{table.n_rows} predictions written to {args.output}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- parser
+def _positive_float(s):
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a number") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {s!r}")
+    return v
+
+
+def _positive_int(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {s!r}")
+    return v
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="dperm",
+        description="Differentially private empirical risk minimization (Chaudhuri, "
+                    "Monteleoni & Sarwate 2011): train and apply private linear classifiers, "
+                    "and reproduce the paper's experiments.",
+        epilog="Run `dperm COMMAND --help` for the options of a command.")
+    p.add_argument("--version", action=_VersionAction)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    # fit
+    f = sub.add_parser(
+        "fit", help="train a private linear classifier on a CSV file (or the shipped Adult data)",
+        description="Train PrivateLinearClassifier on DATA.csv (header row required) with\n"
+                    "public preprocessing, print the privacy parameters used, and write the\n"
+                    "model as JSON. The accuracy on the training rows is not printed: it would\n"
+                    "be a release of the private data outside the privacy guarantee.",
+        epilog=SCHEMA_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    f.add_argument("data", nargs="?", metavar="DATA.csv",
+                   help="training data (CSV with a header row); default: the shipped Adult data")
+    f.add_argument("--label", metavar="COLUMN", help="the label column (two classes)")
+    f.add_argument("-o", "--output", metavar="MODEL.json", help="where to write the model (required)")
+    f.add_argument("--schema", metavar="SCHEMA.json",
+                   help="PUBLIC bounds, category lists and classes (format below)")
+    f.add_argument("--positive", metavar="LABEL", help="the positive class (default: the schema's "
+                   "second class, or the larger of the two labels)")
+    f.add_argument("--epsilon", type=_positive_float, default=1.0, help="privacy parameter (default 1.0)")
+    f.add_argument("--loss", choices=("logistic", "huber", "smooth_hinge"), default="logistic",
+                   help="default logistic")
+    f.add_argument("--perturbation", choices=("objective", "output", "none"), default="objective",
+                   help="objective (Algorithm 2, default), output (Algorithm 1), or none "
+                        "(non-private baseline)")
+    f.add_argument("--alpha", type=_positive_float, default=1e-3,
+                   help="regularization strength Lambda (default 1e-3)")
+    f.add_argument("--h", type=_positive_float, default=0.5,
+                   help="Huber / smoothed-hinge width (default 0.5; ignored for logistic)")
+    f.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
+    f.add_argument("--seed", type=int, default=None,
+                   help="seed the noise (reproducible runs only; default: fresh OS entropy)")
+    f.add_argument("--threads", type=_positive_int, default=None, help="OpenMP threads for the solver")
+    f.add_argument("--save-schema", metavar="SCHEMA.json",
+                   help="also write the schema used (e.g. the one read from the data)")
+    f.add_argument("--holdout", metavar="FILE.csv",
+                   help="report accuracy on this separate, labelled file (which you consider "
+                        "public: the number is released outside the privacy guarantee)")
+    f.set_defaults(func=cmd_fit)
+
+    # predict
+    pr = sub.add_parser("predict", help="apply a model to a CSV file",
+                        description="Write predictions of MODEL.json for the rows of DATA.csv.",
+                        epilog=PREDICT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    pr.add_argument("model", metavar="MODEL.json")
+    pr.add_argument("data", metavar="DATA.csv")
+    pr.add_argument("-o", "--output", metavar="OUT.csv", help="output file (default: stdout)")
+    pr.set_defaults(func=cmd_predict)
+
+    # reproduce
+    r = sub.add_parser("reproduce", help="reproduce the paper's experiments on Adult",
+                       description="Reproduce Table 1, Figure 2 or the private-tuning learning "
+                                   "curve on the shipped Adult data; writes CSV (and PNG plots "
+                                   "when matplotlib is installed) to --out.")
+    r.add_argument("what", choices=("table1", "figure2", "tuning"),
+                   help="table1: Table 1 at epsilon = 0.1 (full protocol: 10-fold CV, 50 runs); "
+                        "figure2: error against epsilon at the best Lambda; tuning: Algorithm 4 "
+                        "end to end, learning curve")
+    r.add_argument("--quick", action="store_true",
+                   help="a reduced protocol that finishes in about a minute")
+    r.add_argument("--out", default="dperm-results", metavar="DIR",
+                   help="output directory (default: dperm-results)")
+    r.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    r.add_argument("--threads", type=_positive_int, default=None, metavar="N",
+                   help="OpenMP threads (default: all cores)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_reproduce)
+
+    # info
+    i = sub.add_parser("info", help="print the version and build configuration")
+    i.set_defaults(func=cmd_info)
+    return p
+
+
+def main(argv=None):
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    from dperm._cli_io import CLIError
+    from dperm.exceptions import BudgetExceededError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = _show_warning
+        try:
+            return args.func(args)
+        except _UsageError as exc:
+            _err(str(exc))
+            return EXIT_USAGE
+        except (CLIError, ValueError, TypeError, BudgetExceededError, OSError) as exc:
+            if os.environ.get("DPERM_DEBUG"):
+                raise
+            if isinstance(exc, BrokenPipeError):
+                return _broken_pipe()
+            _err(str(exc) if str(exc) else type(exc).__name__)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            _err("interrupted")
+            return 130
+        except Exception as exc:  # pragma: no cover - a bug, but still no traceback by default
+            if os.environ.get("DPERM_DEBUG"):
+                raise
+            _err(f"internal error ({type(exc).__name__}: {exc}); set DPERM_DEBUG=1 for a "
+                 "traceback and please report it")
+            return 1
+
+
+def _broken_pipe():
+    # e.g. `dperm predict ... | head`: stop quietly
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

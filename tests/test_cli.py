@@ -1,0 +1,301 @@
+"""The `dperm` command line, driven as a user would: `python -m dperm ...` in a
+temporary directory (plus a few in-process calls of `main` for argument parsing
+and the reproduce path, with the slow runners replaced by stubs)."""
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dperm
+from dperm import cli
+
+SCHEMA = {
+    "numeric": {"a": [0, 10], "b": [-5, 5]},
+    "categorical": {"color": ["red", "green", "blue"]},
+    "label": {"column": "y", "classes": ["no", "yes"]},
+}
+
+
+def run(tmp_path, *args):
+    env = dict(os.environ)
+    env.pop("DPERM_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "dperm", *map(str, args)], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def toy_rows(n=1500, seed=0):
+    """Separable toy data: label yes iff (a - 5)/5 + 0.5 [red] - 0.5 [blue] > 0."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0, 10, n)
+    b = rng.uniform(-5, 5, n)
+    color = rng.choice(["red", "green", "blue"], n)
+    s = (a - 5) / 5 + 0.5 * (color == "red") - 0.5 * (color == "blue")
+    y = np.where(s > 0, "yes", "no")
+    return [[f"{a[i]:.4f}", f"{b[i]:.4f}", color[i], y[i], "ignored"] for i in range(n)]
+
+
+@pytest.fixture
+def toy(tmp_path):
+    write_csv(tmp_path / "train.csv", ["a", "b", "color", "y", "note"], toy_rows())
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
+    return tmp_path
+
+
+def assert_clean_error(res, *words):
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr and "Traceback" not in res.stdout
+    msg = res.stderr.strip()
+    assert msg.startswith("dperm"), msg
+    for w in words:
+        assert w in msg, (w, msg)
+    return msg
+
+
+# ----------------------------------------------------------------------------- fit / predict
+def test_fit_with_schema_then_predict(toy):
+    res = run(toy, "fit", "train.csv", "--schema", "schema.json", "--epsilon", "20",
+              "--alpha", "1e-4", "--seed", "3", "-o", "model.json")
+    assert res.returncode == 0, res.stderr
+    # the privacy parameters are reported, training accuracy is not
+    for word in ("epsilon", "epsilon'", "Delta", "beta", "Lambda", "final |grad|", "converged"):
+        assert word in res.stdout
+    assert "accuracy" not in res.stdout.lower()
+    assert "PrivacyLeakWarning" not in res.stderr
+    assert "note" in res.stderr  # the column outside the schema is reported as ignored
+
+    text = (toy / "model.json").read_text()
+    assert "pickle" not in text
+    model = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert model["format"] == "dperm.linear-model" and model["format_version"] == 1
+    assert model["dperm_version"] == dperm.__version__
+    assert model["classes"] == ["no", "yes"] and model["label"] == "y"
+    assert model["feature_names"] == ["a", "b", "color=red", "color=green", "color=blue"]
+    assert len(model["coef"]) == 5 and isinstance(model["intercept"], float)
+    assert model["schema"] == {
+        "numeric": {"a": [0.0, 10.0], "b": [-5.0, 5.0]},
+        "categorical": {"color": ["red", "green", "blue"]},
+        "label": {"column": "y", "classes": ["no", "yes"]},
+    }
+    assert math.isclose(model["preprocessing"]["row_divisor"], math.sqrt(3))
+    assert model["schema_from_data"] is False and model["read_from_data"] == []
+    priv = model["privacy"]
+    assert priv["mechanism"] == "objective" and priv["epsilon"] == 20.0
+    assert priv["alpha"] == 1e-4 and priv["n_samples"] == 1500 and priv["converged"] is True
+    assert priv["grad_norm"] < 1e-6 and priv["beta"] > 0
+    assert model["estimator"]["loss"] == "logistic" and model["estimator"]["fit_intercept"]
+    coef = dict(zip(model["feature_names"], model["coef"]))
+    assert coef["a"] > 0 and coef["color=red"] > coef["color=blue"]
+
+    res = run(toy, "predict", "model.json", "train.csv", "-o", "pred.csv")
+    assert res.returncode == 0, res.stderr
+    with open(toy / "pred.csv", newline="") as fh:
+        pred = list(csv.DictReader(fh))
+    with open(toy / "train.csv", newline="") as fh:
+        truth = [r["y"] for r in csv.DictReader(fh)]
+    assert list(pred[0]) == ["prediction", "score", "probability"]
+    assert len(pred) == len(truth)
+    acc = np.mean([p["prediction"] == t for p, t in zip(pred, truth)])
+    assert acc > 0.93, acc
+    for p in pred[:50]:
+        s, q = float(p["score"]), float(p["probability"])
+        assert (p["prediction"] == "yes") == (s > 0)
+        assert math.isclose(q, 1 / (1 + math.exp(-s)), rel_tol=1e-9)
+
+    # to stdout; an unknown category at predict time is an all-zero group, not an error
+    write_csv(toy / "new.csv", ["color", "b", "a"], [["purple", "0", "9.5"], ["red", "0", "1"]])
+    res = run(toy, "predict", "model.json", "new.csv")
+    assert res.returncode == 0, res.stderr
+    rows = list(csv.DictReader(res.stdout.splitlines()))
+    x0 = np.array([0.95, 0.5, 0, 0, 0]) / math.sqrt(3)
+    s0 = x0 @ np.array(model["coef"]) + model["intercept"]
+    assert math.isclose(float(rows[0]["score"]), s0, rel_tol=1e-9, abs_tol=1e-12)
+    assert len(rows) == 2
+
+
+def test_fit_huber_output_no_probability(toy):
+    res = run(toy, "fit", "train.csv", "--schema", "schema.json", "--loss", "huber",
+              "--perturbation", "output", "--no-intercept", "--positive", "no", "-o", "m.json")
+    assert res.returncode == 0, res.stderr
+    model = json.loads((toy / "m.json").read_text())
+    assert model["classes"] == ["yes", "no"] and model["intercept"] == 0.0
+    assert model["privacy"]["mechanism"] == "output"
+    res = run(toy, "predict", "m.json", "train.csv")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == "prediction,score"
+
+
+def test_fit_without_schema_warns_and_records_it(toy):
+    res = run(toy, "fit", "train.csv", "--label", "y", "-o", "m.json", "--save-schema", "s.json")
+    assert res.returncode == 0, res.stderr
+    assert "PrivacyLeakWarning" in res.stderr
+    model = json.loads((toy / "m.json").read_text())
+    assert model["schema_from_data"] is True
+    assert set(model["read_from_data"]) == {"numeric bounds", "categories", "classes"}
+    assert set(model["schema"]["numeric"]) == {"a", "b"}
+    assert model["schema"]["categorical"]["color"] == ["blue", "green", "red"]
+    assert model["schema"]["categorical"]["note"] == ["ignored"]
+    assert model["classes"] == ["no", "yes"]
+    # the saved schema is a valid --schema file
+    saved = json.loads((toy / "s.json").read_text())
+    assert saved["label"] == {"column": "y", "classes": ["no", "yes"]}
+    res = run(toy, "fit", "train.csv", "--schema", "s.json", "-o", "m2.json")
+    assert res.returncode == 0 and "PrivacyLeakWarning" not in res.stderr, res.stderr
+
+
+def test_fit_on_shipped_adult(tmp_path):
+    res = run(tmp_path, "fit", "--epsilon", "0.05", "--seed", "0", "-o", "adult.json")
+    assert res.returncode == 0, res.stderr
+    assert "PrivacyLeakWarning" not in res.stderr
+    model = json.loads((tmp_path / "adult.json").read_text())
+    assert model["label"] == "income" and model["classes"] == ["<=50K", ">50K"]
+    assert model["privacy"]["n_samples"] == 45222 and model["privacy"]["epsilon"] == 0.05
+    assert len(model["coef"]) == 105 and model["schema_from_data"] is False
+    assert model["schema"]["numeric"]["age"] == [0.0, 100.0]
+
+
+# ----------------------------------------------------------------------------- bad files
+BAD_FIT = {
+    "empty": ("", ["empty"]),
+    "header_only": ("a,b,color,y\n", ["no data rows"]),
+    "no_label": ("a,b,color\n1,2,red\n3,4,blue\n", ["label column 'y'", "not found"]),
+    "non_numeric": ("a,b,color,y\n1,2,red,yes\n1,abc,red,no\n", ["non-numeric", "'abc'", "'b'", "row 2"]),
+    "missing_number": ("a,b,color,y\n1,,red,yes\n1,2,red,no\n", ["missing value", "'b'", "row 1"]),
+    "unknown_category": ("a,b,color,y\n1,2,red,yes\n1,2,purple,no\n",
+                         ["unknown category 'purple'", "column 'color'", "row 2"]),
+    "bad_label": ("a,b,color,y\n1,2,red,yes\n1,2,red,maybe\n", ["'maybe'", "classes", "row 2"]),
+    "ragged": ("a,b,color,y\n1,2,red,yes\n1,2,red\n", ["row 2", "3 fields"]),
+    "missing_column": ("b,color,y\n2,red,yes\n", ["'a'", "missing"]),
+    "no_header": ("1,2,3,4\n5,6,7,8\n", ["header"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FIT))
+def test_fit_bad_file(toy, case):
+    content, words = BAD_FIT[case]
+    (toy / "bad.csv").write_text(content)
+    res = run(toy, "fit", "bad.csv", "--schema", "schema.json", "-o", "m.json")
+    assert_clean_error(res, *words)
+    assert not (toy / "m.json").exists()
+
+
+def test_fit_missing_file_and_bad_schema(toy):
+    assert_clean_error(run(toy, "fit", "nope.csv", "--label", "y", "-o", "m.json"), "nope.csv", "not found")
+    (toy / "bad_schema.json").write_text('{"numeric": {"a": [10, 0]}}')
+    assert_clean_error(run(toy, "fit", "train.csv", "--label", "y", "--schema", "bad_schema.json",
+                           "-o", "m.json"), "low < high")
+    (toy / "bad_schema.json").write_text('{"numeric": ')
+    assert_clean_error(run(toy, "fit", "train.csv", "--label", "y", "--schema", "bad_schema.json",
+                           "-o", "m.json"), "invalid JSON")
+
+
+def test_predict_bad_inputs(toy):
+    assert run(toy, "fit", "train.csv", "--schema", "schema.json", "-o", "m.json").returncode == 0
+    (toy / "broken.json").write_text('{"format": "dperm.linear-model", "coef": [1, 2')
+    assert_clean_error(run(toy, "predict", "broken.json", "train.csv"), "broken.json", "invalid JSON")
+    model = json.loads((toy / "m.json").read_text())
+    model["coef"] = model["coef"][:-1]
+    (toy / "short.json").write_text(json.dumps(model))
+    assert_clean_error(run(toy, "predict", "short.json", "train.csv"), "not a valid dperm model")
+    assert_clean_error(run(toy, "predict", "schema.json", "train.csv"), "not a valid dperm model")
+    assert_clean_error(run(toy, "predict", "missing.json", "train.csv"), "not found")
+    (toy / "bad.csv").write_text("a,b,color\n1,x,red\n")
+    assert_clean_error(run(toy, "predict", "m.json", "bad.csv"), "non-numeric", "'x'", "row 1")
+    (toy / "empty.csv").write_text("")
+    assert_clean_error(run(toy, "predict", "m.json", "empty.csv"), "empty")
+
+
+# ----------------------------------------------------------------------------- in process
+def test_help_version_info_and_usage(capsys):
+    assert cli.main(["--version"]) == 0
+    assert dperm.__version__ in capsys.readouterr().out
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "version" in out and "openmp" in out
+    assert cli.main(["fit", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert '"categorical"' in out and "PrivacyLeakWarning" in out  # the schema format is documented
+    assert cli.main(["reproduce", "--help"]) == 0
+    out = capsys.readouterr().out
+    for word in ("table1", "figure2", "tuning", "--quick", "--out", "--seed", "--threads",
+                 "--no-progress"):
+        assert word in out
+    assert cli.main(["reproduce", "table2"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+    assert cli.main(["fit", "x.csv", "--epsilon", "0", "-o", "m.json"]) == 2
+    assert cli.main([]) == 2
+    assert cli.main(["fit", "--label", "y"]) == 2  # no -o
+    assert "required" in capsys.readouterr().err
+
+
+def test_reproduce_calls_the_runners(monkeypatch, tmp_path, capsys):
+    from dperm import experiments
+
+    calls = {}
+
+    def fake_table1(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+        calls["table1"] = dict(out=out, quick=quick, progress=progress, n_threads=n_threads, seed=seed)
+        path = os.path.join(out, "table1.csv")
+        os.makedirs(out, exist_ok=True)
+        open(path, "w").write("x\n")
+        return {}, "THE TABLE", path
+
+    def fake_figure2(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+        calls["figure2"] = dict(out=out, quick=quick, n_threads=n_threads)
+        path = os.path.join(out, "figure2.csv")
+        os.makedirs(out, exist_ok=True)
+        open(path, "w").write("loss,epsilon,error\nlogistic,0.1,0.2\n")
+        return {}, path, None
+
+    def fake_tuning(out="dperm-results", quick=False, progress=True, seed=0):
+        calls["tuning"] = dict(out=out, quick=quick, seed=seed)
+        return {}, os.path.join(out, "tuning.csv"), os.path.join(out, "tuning.png")
+
+    monkeypatch.setattr(experiments, "reproduce_table1", fake_table1)
+    monkeypatch.setattr(experiments, "reproduce_figure2", fake_figure2)
+    monkeypatch.setattr(experiments, "reproduce_tuning", fake_tuning)
+    out = str(tmp_path / "res")
+    assert cli.main(["reproduce", "table1", "--quick", "--out", out, "--seed", "7",
+                     "--threads", "2", "--no-progress"]) == 0
+    assert calls["table1"] == dict(out=out, quick=True, progress=False, n_threads=2, seed=7)
+    text = capsys.readouterr().out
+    assert "THE TABLE" in text and "table1.csv" in text and "wall time" in text
+
+    assert cli.main(["reproduce", "figure2", "--out", out]) == 0
+    assert calls["figure2"] == dict(out=out, quick=False, n_threads=None)
+    text = capsys.readouterr().out
+    assert "figure2.csv" in text and "logistic" in text and "plot" in text
+
+    assert cli.main(["reproduce", "tuning", "--quick", "--threads", "3", "--out", out]) == 0
+    assert calls["tuning"] == dict(out=out, quick=True, seed=0)
+    captured = capsys.readouterr()
+    assert "tuning.png" in captured.out and "--threads" in captured.err
+
+    (tmp_path / "afile").write_text("")
+    assert cli.main(["reproduce", "table1", "--out", str(tmp_path / "afile")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+def test_main_in_process_fit_predict_roundtrip(toy, capsys, monkeypatch):
+    monkeypatch.chdir(toy)
+    assert cli.main(["fit", "train.csv", "--schema", "schema.json", "--perturbation", "none",
+                     "-o", "np.json"]) == 0
+    captured = capsys.readouterr()
+    assert "NON-PRIVATE" in captured.out and "without privacy" in captured.err.lower()
+    model = json.loads((toy / "np.json").read_text())  # strict JSON: inf written as "inf"
+    assert model["privacy"]["epsilon"] == "inf"
+    assert cli.main(["predict", "np.json", "train.csv", "-o", "p.csv"]) == 0
+    assert cli.main(["predict", "np.json", "nope.csv"]) == 2
+    assert "not found" in capsys.readouterr().err
