@@ -119,7 +119,7 @@ def lbfgs(const floating[:, ::1] X, const double[::1] y, int loss, double h,
         Bv = B
         Bp = &Bv[0, 0]
     cdef Py_ssize_t m, j, kk, q, slot
-    cdef double t, gtp, sy, yy, ft, f0, tnew, denom, gn
+    cdef double t, gtp, sy, yy, ft, f0, tnew, denom, gn, ftol
     cdef bint accept
     cdef int rc = 0
 
@@ -160,14 +160,31 @@ def lbfgs(const floating[:, ::1] X, const double[::1] y, int loss, double h,
                 ft = Ft[kk]
                 f0 = F[kk]
                 gtp = _dot(&Gt[kk, 0], &P[kk, 0], d)
-                accept = isfinite(ft) and ft <= f0 + C1 * t * gp[kk]
-                if not accept and isfinite(ft):
-                    accept = (ft <= f0 + 1e-13 * fabs(f0) + 1e-300
+                # rounding scale of f: below it an Armijo "decrease" is noise, and
+                # accepting such steps lets a problem creep along for max_iter
+                ftol = 1e-13 * (fabs(f0) + 1.0)
+                if -C1 * t * gp[kk] > ftol:
+                    accept = isfinite(ft) and ft <= f0 + C1 * t * gp[kk]
+                else:
+                    accept = (isfinite(ft) and ft <= f0 + ftol
                               and AW_HI * gp[kk] >= gtp and gtp >= AW_LO * gp[kk])
                 if not accept:
                     nls[kk] += 1
                     if nls[kk] > MAX_LS:
-                        status[kk] = ST_LINE_SEARCH
+                        if count[kk] == 0:
+                            status[kk] = ST_LINE_SEARCH
+                            continue
+                        # a stale history can give a poor direction: restart once
+                        # from steepest descent before giving up
+                        count[kk] = 0
+                        nls[kk] = 0
+                        gn = gnorm[kk]
+                        for q in range(d):
+                            P[kk, q] = -G[kk, q]
+                        gp[kk] = -gn * gn
+                        step[kk] = 1.0 / gn if gn > 1.0 else 1.0
+                        for q in range(d):
+                            Wt[kk, q] = W[kk, q] + step[kk] * P[kk, q]
                         continue
                     # minimizer of the quadratic through f0, gp and ft, kept in [0.1t, 0.5t]
                     denom = 2.0 * (ft - f0 - gp[kk] * t)
