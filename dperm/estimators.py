@@ -241,7 +241,13 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         return apply_norm_bound(X, float(self.data_norm), "clip")
 
     def decision_function(self, X):
-        """Signed score f.x + b, shape (n,); positive means classes_[1]."""
+        """Signed score f.x + b, shape (n,); positive means classes_[1].
+
+        Rows longer than data_norm are first shrunk onto the sphere of radius
+        data_norm, the same public map the training rows went through (whatever
+        norm_policy says: prediction never refuses a row), so a score is linear in
+        x only inside that ball.
+        """
         X = self._check_fitted_X(X)
         return X.astype(np.float64, copy=False) @ self.coef_[0] + self.intercept_[0]
 
