@@ -4,20 +4,42 @@
 For k weight vectors W (k, d) at once, one pass over X computes
     J_k(w) = (1/n) sum_i phi(y_i w.x_i) + (l2_k / 2) ||w||^2 + B_k.w / n
 and its gradient, or Hessian-vector products H_k(w) v_k.  Rows are read in
-blocks of DPERM_ROW_BLOCK while they sit in L1; each thread owns a fixed,
-contiguous range of rows and its own accumulators, and the per-thread partial
-sums are added in thread order, so results do not depend on scheduling.
+blocks that stay in L1 between the margins and the gradient update; each
+thread owns a fixed, contiguous range of rows and its own accumulators, and
+the per-thread partial sums are added in thread order, so results do not
+depend on scheduling (nor, see _rows.h, on which problems share a pass).
 """
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdlib cimport calloc, free
-from libc.string cimport memset
+from libc.string cimport memset, memcpy
 
 from dperm._core._rows cimport (
     floating, row_dot, rows_axpy, row_syr, DPERM_ROW_BLOCK,
     dperm_openmp_enabled, dperm_max_threads)
-from dperm._core._losses cimport loss_value_deriv, loss_second
+from dperm._core._losses cimport loss_second
+
+# The block kernels of the row-access seam (declared here; _rows.pxd holds the
+# single-row helpers used by the full Hessian).
+cdef extern from "_rows.h" nogil:
+    int dperm_vector_width()
+    Py_ssize_t dperm_padded_dim(Py_ssize_t d)
+    Py_ssize_t dperm_rows_per_block(Py_ssize_t d, Py_ssize_t m)
+    void dperm_read_rows_d(const double* x, const double* y, Py_ssize_t nr, Py_ssize_t d,
+                           double* buf, Py_ssize_t ldx)
+    void dperm_read_rows_f(const float* x, const double* y, Py_ssize_t nr, Py_ssize_t d,
+                           double* buf, Py_ssize_t ldx)
+    void dperm_block_dots(const double* x, Py_ssize_t nr, Py_ssize_t d, Py_ssize_t ldx,
+                          const double* w, Py_ssize_t m, double* z, const void* pf,
+                          Py_ssize_t pf_bytes)
+    void dperm_block_gemm(const double* x, Py_ssize_t nr, Py_ssize_t d, Py_ssize_t ldx,
+                          const double* c, Py_ssize_t m, double* g)
+    void dperm_loss_vd(int loss, double h, Py_ssize_t cnt, const double* z, double* val,
+                       double* d1)
+    void dperm_loss_d2(int loss, double h, Py_ssize_t cnt, const double* z, double* d2)
+    void dperm_add_rows(const double* v, Py_ssize_t nr, Py_ssize_t m, double* acc)
+    void dperm_mul(double* c, const double* s, Py_ssize_t cnt)
 
 cnp.import_array()
 
@@ -32,13 +54,35 @@ def max_threads():
     return dperm_max_threads()
 
 
-cdef inline Py_ssize_t _threads_for(Py_ssize_t n, int n_threads) noexcept nogil:
-    # At least a few blocks of rows per thread; never more threads than asked.
+def vector_width():
+    """float64 lanes of the block kernels in this build (8 AVX-512, 4 AVX2, 1 scalar)."""
+    return dperm_vector_width()
+
+
+cdef enum:
+    # Per-thread work below this many entries of X costs more in fork/join (and,
+    # on a busy machine, in waiting for a descheduled thread) than it saves.
+    MIN_ENTRIES_PER_THREAD = 65536
+
+
+cdef inline Py_ssize_t _threads_for(Py_ssize_t n, Py_ssize_t d, int n_threads) noexcept nogil:
+    # Depends on the data's shape and n_threads only (never on the batch), so a
+    # problem's result does not depend on which other problems share its pass.
     cdef Py_ssize_t t = n_threads if n_threads > 0 else 1
-    cdef Py_ssize_t cap = n // (4 * DPERM_ROW_BLOCK)
+    cdef Py_ssize_t cap = (n * d) // MIN_ENTRIES_PER_THREAD
+    if cap > n // 4:
+        cap = n // 4
     if cap < 1:
         cap = 1
     return t if t < cap else cap
+
+
+cdef inline void _read_rows(const floating* x, const double* y, Py_ssize_t nr, Py_ssize_t d,
+                            double* buf, Py_ssize_t ldx) noexcept nogil:
+    if floating is float:
+        dperm_read_rows_f(x, y, nr, d, buf, ldx)
+    else:
+        dperm_read_rows_d(x, y, nr, d, buf, ldx)
 
 
 cdef int objective_pass(
@@ -51,51 +95,76 @@ cdef int objective_pass(
     mode PASS_VALUE_GRAD: F[idx[j]] = J(W[idx[j]]), G[idx[j]] = grad J.
     mode PASS_HESS_VEC:   G[idx[j]] = H(W[idx[j]]) V[idx[j]] (F untouched).
     B may be NULL (no linear term).  Returns -1 if memory runs out.
+
+    Per block of rb rows: margins Z = X_blk W^T for all problems (register
+    tiles, see _rows.h), the losses and their derivatives vectorized over the
+    block, then the gradient update from the same rows while they are in L1.
     """
-    cdef Py_ssize_t nt = _threads_for(n, n_threads)
-    cdef Py_ssize_t RB = DPERM_ROW_BLOCK
-    # per thread: m*d gradient accumulators, m loss sums, RB*m coefficients
-    cdef Py_ssize_t per = m * d + m + RB * m
-    cdef double* buf = <double*> calloc(nt * per, sizeof(double))
-    if buf == NULL:
+    cdef Py_ssize_t nt = _threads_for(n, d, n_threads)
+    cdef Py_ssize_t rb = dperm_rows_per_block(d, m)
+    cdef Py_ssize_t ldx = dperm_padded_dim(d)
+    # per thread: the row block (rb*ldx), m*ldx gradient accumulators, m loss sums
+    # and 4 scratch blocks of rb*m; a multiple of 8 doubles so every thread's
+    # arrays start on a cache line (and no two threads write to one line)
+    cdef Py_ssize_t per = ((rb * ldx + m * ldx + m + 4 * rb * m) + 7) // 8 * 8
+    # calloc: the padding columns of the row block and weights must be zero
+    cdef double* raw = <double*> calloc(nt * per + 8 + 2 * m * ldx, sizeof(double))
+    if raw == NULL:
         return -1
-    cdef Py_ssize_t t, i0, i1, i, r, nr, j, p, kk
+    cdef double* buf = <double*> ((<size_t> raw + 63) & ~(<size_t> 63))
+    # the active weight (and direction) vectors, packed with the block's row stride
+    cdef double* Wp = buf + nt * per
+    cdef double* Vp = Wp + m * ldx
+    cdef Py_ssize_t t, i0, i1, i, r, nr, j, p, kk, cnt, nxt
+    cdef double* xb
     cdef double* gacc
     cdef double* lacc
-    cdef double* coef
-    cdef const floating* xr
+    cdef double* zb
+    cdef double* z2
+    cdef double* vb
+    cdef double* cb
     cdef const double* wj
-    cdef const double* vj
-    cdef double z, s, dphi, acc, inv_n = 1.0 / n
+    cdef double s, z, acc, inv_n = 1.0 / n
+
+    for j in range(m):
+        memcpy(Wp + j * ldx, W + idx[j] * d, d * sizeof(double))
+        if mode == PASS_HESS_VEC:
+            memcpy(Vp + j * ldx, V + idx[j] * d, d * sizeof(double))
 
     for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
-        gacc = buf + t * per
-        lacc = gacc + m * d
-        coef = lacc + m
+        xb = buf + t * per
+        gacc = xb + rb * ldx
+        lacc = gacc + m * ldx
+        zb = lacc + m
+        z2 = zb + rb * m
+        vb = z2 + rb * m
+        cb = vb + rb * m
         i0 = (t * n) // nt
         i1 = ((t + 1) * n) // nt
         i = i0
         while i < i1:
             nr = i1 - i
-            if nr > RB:
-                nr = RB
-            # margins and loss derivatives for this block, all problems
-            for r in range(nr):
-                xr = X + (i + r) * d
-                for j in range(m):
-                    kk = idx[j]
-                    wj = W + kk * d
-                    z = y[i + r] * row_dot(xr, wj, d)
-                    if mode == PASS_VALUE_GRAD:
-                        dphi = 0.0   # assigned here so prange makes it thread-private
-                        lacc[j] += loss_value_deriv(loss, z, h, &dphi)
-                        coef[j * RB + r] = dphi * y[i + r]
-                    else:
-                        vj = V + kk * d
-                        coef[j * RB + r] = loss_second(loss, z, h) * row_dot(xr, vj, d)
-            # accumulate the block into each problem's gradient (block still in L1)
-            for j in range(m):
-                rows_axpy(X + i * d, nr, coef + j * RB, gacc + j * d, d)
+            if nr > rb:
+                nr = rb
+            cnt = nr * m
+            # rows times their labels: margins y w.x come out of the dots directly
+            _read_rows(X + i * d, y + i, nr, d, xb, ldx)
+            # the next block of this thread's rows is prefetched during the margins
+            nxt = i1 - i - nr
+            if nxt > rb:
+                nxt = rb
+            dperm_block_dots(xb, nr, d, ldx, Wp, m, zb, <const void*> (X + (i + nr) * d),
+                             nxt * d * <Py_ssize_t> sizeof(floating))
+            if mode == PASS_VALUE_GRAD:
+                # grad of phi(y w.x) is phi' y x: the coefficient of the signed row
+                dperm_loss_vd(loss, h, cnt, zb, vb, cb)
+                dperm_add_rows(vb, nr, m, lacc)
+            else:
+                # phi'' (x.v) x = phi'' (yx.v) (yx)
+                dperm_block_dots(xb, nr, d, ldx, Vp, m, z2, NULL, 0)
+                dperm_loss_d2(loss, h, cnt, zb, cb)
+                dperm_mul(cb, z2, cnt)
+            dperm_block_gemm(xb, nr, d, ldx, cb, m, gacc)
             i = i + nr
 
     # fixed-order reduction over threads, then the regularizer and linear terms
@@ -105,7 +174,7 @@ cdef int objective_pass(
         if mode == PASS_VALUE_GRAD:
             acc = 0.0
             for t in range(nt):
-                acc = acc + buf[t * per + m * d + j]
+                acc = acc + buf[t * per + rb * ldx + m * ldx + j]
             s = 0.0
             z = 0.0
             for p in range(d):
@@ -116,7 +185,7 @@ cdef int objective_pass(
         for p in range(d):
             acc = 0.0
             for t in range(nt):
-                acc = acc + buf[t * per + j * d + p]
+                acc = acc + buf[t * per + rb * ldx + j * ldx + p]
             if mode == PASS_VALUE_GRAD:
                 acc = acc * inv_n + l2[kk] * wj[p]
                 if B != NULL:
@@ -124,7 +193,7 @@ cdef int objective_pass(
             else:
                 acc = acc * inv_n + l2[kk] * V[kk * d + p]
             G[kk * d + p] = acc
-    free(buf)
+    free(raw)
     return 0
 
 
@@ -132,7 +201,7 @@ cdef int hessian_pass(const floating* X, const double* y, Py_ssize_t n, Py_ssize
                       int loss, double h, const double* w, double l2, double* H,
                       int n_threads) noexcept nogil:
     """Full d x d Hessian at one w (O(n d^2): meant for small d)."""
-    cdef Py_ssize_t nt = _threads_for(n, n_threads)
+    cdef Py_ssize_t nt = _threads_for(n, d, n_threads)
     cdef double* buf = <double*> calloc(nt * d * d, sizeof(double))
     if buf == NULL:
         return -1
@@ -216,14 +285,14 @@ def hessian(const floating[:, ::1] X, const double[::1] y, const double[:, ::1] 
 
 
 def per_sample(int loss, const double[::1] z, double h):
-    """phi(z), phi'(z), phi''(z) elementwise (for tests and audits)."""
-    cdef Py_ssize_t i, n = z.shape[0]
+    """phi(z), phi'(z), phi''(z) elementwise, by the same vectorized code the
+    objective kernels use (for tests and audits)."""
+    cdef Py_ssize_t n = z.shape[0]
     cdef cnp.ndarray[double, ndim=1] v = np.empty(n)
     cdef cnp.ndarray[double, ndim=1] d1 = np.empty(n)
     cdef cnp.ndarray[double, ndim=1] d2 = np.empty(n)
-    cdef double dphi
-    for i in range(n):
-        v[i] = loss_value_deriv(loss, z[i], h, &dphi)
-        d1[i] = dphi
-        d2[i] = loss_second(loss, z[i], h)
+    if n > 0:
+        with nogil:
+            dperm_loss_vd(loss, h, n, &z[0], <double*> v.data, <double*> d1.data)
+            dperm_loss_d2(loss, h, n, &z[0], <double*> d2.data)
     return v, d1, d2

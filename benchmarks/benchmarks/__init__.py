@@ -1,0 +1,1 @@
+"""asv benchmarks of dperm's compiled core (see ../asv.conf.json)."""

@@ -1,0 +1,245 @@
+"""dperm's compiled core side by side with its yardsticks, in one run.
+
+    python benchmarks/compare.py [--quick] [--reps N]
+
+(a) one fused loss + gradient pass divided by one streaming read of X (X.sum()),
+    d in {20, 100, 500}, n = 200,000, float64 / float32, 1 thread / all threads;
+(b) a full non-private logistic fit on Adult (paper preprocessing) against
+    scikit-learn's LogisticRegression(solver="lbfgs") at matched tolerance;
+(c) per-problem cost of one batched pass for k in {1, 8, 64};
+(d) liblinear (-s 0) on the same Adult problem, if `liblinear-official` is installed.
+Targets: (a) <= 1.5 at d >= 100 on one thread; (b) >= 3x faster than
+scikit-learn; (c) per-problem cost at k = 64 <= 1/10 of k = 1.
+
+Timings are medians of several repetitions (time.perf_counter).  The kernel is
+timed through dperm._core._objective.value_grad, the compiled pass that
+dperm.erm.objective and the solver call; erm.objective adds an O(n d) input
+check (finite values) per call, shown separately in (a) for reference.
+"""
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+
+
+def median_time(fn, reps, warmup=1):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def machine():
+    model = platform.processor() or platform.machine()
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return model, len(os.sched_getaffinity(0))
+
+
+def data(n, d, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d), dtype=np.float64)
+    X /= np.sqrt(d) * 1.5
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    return np.ascontiguousarray(X, dtype=dtype), y
+
+
+def section(title):
+    print()
+    print(title)
+    print("-" * len(title))
+
+
+def part_a(reps, n, all_threads):
+    from dperm import erm
+    from dperm._core._objective import value_grad
+
+    section(f"(a) one fused loss+gradient pass / one X.sum()   (n = {n:,}, k = 1, logistic)")
+    print(f"{'d':>5} {'dtype':>8} {'threads':>7} {'X.sum ms':>9} {'pass ms':>8} "
+          f"{'ratio':>6} {'erm.objective ratio':>20}")
+    rows = []
+    for d in (20, 100, 500):
+        for dtype in (np.float64, np.float32):
+            X, y = data(n, d, dtype)
+            W = np.random.default_rng(1).standard_normal((1, d)) * 0.3
+            l2 = np.array([1e-4])
+            t_sum = median_time(X.sum, reps)
+            for nt in sorted({1, all_threads}):
+                t_pass = median_time(lambda: value_grad(X, y, W, l2, None, 0, 0.5, nt), reps)
+                t_api = median_time(lambda: erm.objective(X, y, W[0], alpha=1e-4, n_threads=nt),
+                                    max(3, reps // 2))
+                r = t_pass / t_sum
+                rows.append((d, np.dtype(dtype).name, nt, r))
+                print(f"{d:>5} {np.dtype(dtype).name:>8} {nt:>7} {t_sum * 1e3:>9.2f} "
+                      f"{t_pass * 1e3:>8.2f} {r:>6.2f} {t_api / t_sum:>20.2f}")
+            del X
+    worst = max(r for d, _, nt, r in rows if d >= 100 and nt == 1)
+    print(f"target (a): ratio <= 1.5 at d >= 100, one thread: worst {worst:.2f} -> "
+          f"{'MET' if worst <= 1.5 else 'MISSED'}")
+    return rows
+
+
+def part_c(reps, n, all_threads):
+    from dperm._core._objective import value_grad
+
+    d = 100
+    section(f"(c) per-problem cost of one batched pass   (n = {n:,}, d = {d}, float64, logistic)")
+    X, y = data(n, d, np.float64)
+    rng = np.random.default_rng(2)
+    print(f"{'threads':>7} {'k':>4} {'pass ms':>9} {'per problem ms':>15} {'vs k=1':>7}")
+    res = {}
+    for nt in sorted({1, all_threads}):
+        base = None
+        for k in (1, 8, 64):
+            W = rng.standard_normal((k, d)) * 0.3
+            l2 = np.full(k, 1e-4)
+            t = median_time(lambda: value_grad(X, y, W, l2, None, 0, 0.5, nt),
+                            reps if k < 64 else max(3, reps // 2))
+            per = t / k
+            base = per if k == 1 else base
+            res[(nt, k)] = per / base
+            print(f"{nt:>7} {k:>4} {t * 1e3:>9.2f} {per * 1e3:>15.3f} {per / base:>7.3f}")
+    r = res[(1, 64)]
+    print(f"target (c): per-problem at k = 64 <= 0.1 of k = 1 (one thread): {r:.3f} -> "
+          f"{'MET' if r <= 0.1 else 'MISSED'}")
+    return res
+
+
+def logistic_objective(X, y, w, alpha):
+    """The common yardstick: J(w) and its gradient, in numpy."""
+    z = y * (X @ w)
+    f = np.logaddexp(0.0, -z).mean() + 0.5 * alpha * (w @ w)
+    g = X.T @ (-y * np.exp(-np.logaddexp(0.0, z))) / X.shape[0] + alpha * w
+    return f, g
+
+
+def part_b_d(reps, all_threads, alpha, tol):
+    from dperm import erm
+
+    try:
+        from dperm.datasets import load_adult
+    except ImportError as exc:
+        section("(b) Adult")
+        print(f"skipped: dperm.datasets.load_adult not available ({exc})")
+        return None
+    from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # PrivacyLeakWarning: paper preprocessing
+        X, y = load_adult(preprocess="paper")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    n, d = X.shape
+    C = 1.0 / (n * alpha)
+    section(f"(b) non-private logistic regression on Adult (paper preprocessing, {n} x {d}), "
+            f"alpha = {alpha:g}, C = 1/(n alpha)")
+    print(f"dperm: erm.minimize(tol={tol:g}) stops at ||grad||_2 <= tol; scikit-learn lbfgs "
+          f"(tol={tol:g}) at max|grad| <= tol;\nboth objectives and gradients below are "
+          f"evaluated by the same numpy function.")
+
+    def fit_dperm(nt):
+        return erm.minimize(X, y, alpha=alpha, tol=tol, n_threads=nt).coef
+
+    def fit_sklearn():
+        clf = LogisticRegression(C=C, fit_intercept=False, solver="lbfgs", tol=tol,
+                                 max_iter=100_000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf.fit(X, y)
+        return clf.coef_.ravel()
+
+    out = {}
+    print(f"{'solver':<34} {'threads':>7} {'time ms':>9} {'objective':>22} "
+          f"{'||grad||_2':>11} {'speed-up':>9}")
+    for nt in sorted({1, all_threads}, reverse=True):
+        with threadpool_limits(nt):
+            t_sk = median_time(fit_sklearn, reps, warmup=1)
+            w_sk = fit_sklearn()
+        t_dp = median_time(lambda: fit_dperm(nt), reps, warmup=1)
+        w_dp = fit_dperm(nt)
+        f_sk, g_sk = logistic_objective(X, y, w_sk, alpha)
+        f_dp, g_dp = logistic_objective(X, y, w_dp, alpha)
+        print(f"{'scikit-learn LogisticRegression':<34} {nt:>7} {t_sk * 1e3:>9.1f} "
+              f"{f_sk:>22.16f} {np.linalg.norm(g_sk):>11.2e} {'':>9}")
+        print(f"{'dperm.erm.minimize':<34} {nt:>7} {t_dp * 1e3:>9.1f} {f_dp:>22.16f} "
+              f"{np.linalg.norm(g_dp):>11.2e} {t_sk / t_dp:>8.2f}x")
+        print(f"{'':<34} {'':>7} {'':>9} |diff| = {abs(f_sk - f_dp):.1e}, "
+              f"max|coef diff| = {np.abs(w_sk - w_dp).max():.1e}")
+        out[nt] = t_sk / t_dp
+    s = min(out.values())
+    print(f"target (b): >= 3x faster than scikit-learn: {', '.join(f'{v:.2f}x ({k} thr)' for k, v in sorted(out.items()))}"
+          f" -> {'MET' if s >= 3 else ('MET with all threads' if out[max(out)] >= 3 else 'MISSED')}")
+
+    section("(d) liblinear -s 0 (primal trust-region Newton, sparse input) on the same problem")
+    try:
+        import scipy.sparse as sp
+        from liblinear.liblinearutil import parameter, problem, train
+    except ImportError:
+        print("skipped: liblinear-official is not installed (pip install liblinear-official)")
+        return out
+    Xs = sp.csr_matrix(X)
+    t0 = time.perf_counter()
+    prob = problem(y, Xs)
+    t_prob = time.perf_counter() - t0
+    print(f"(problem construction from CSR, not timed below: {t_prob * 1e3:.0f} ms; "
+          f"liblinear is single-threaded)")
+    print(f"{'solver':<34} {'-e':>7} {'time ms':>9} {'objective':>22} {'||grad||_2':>11}")
+    t_dp = median_time(lambda: fit_dperm(1), reps)
+    for eps in (0.01, 1e-4, 1e-6):
+        param = parameter(f"-s 0 -c {C!r} -B -1 -e {eps:g} -q")
+        t_ll = median_time(lambda: train(prob, param), reps)
+        m = train(prob, param)
+        w = np.array(m.get_decfun()[0])
+        if m.get_labels()[0] == -1:       # liblinear's w scores its first label
+            w = -w
+        f, g = logistic_objective(X, y, w, alpha)
+        print(f"{'liblinear':<34} {eps:>7g} {t_ll * 1e3:>9.1f} {f:>22.16f} "
+              f"{np.linalg.norm(g):>11.2e}")
+    w_dp = fit_dperm(1)
+    f, g = logistic_objective(X, y, w_dp, alpha)
+    print(f"{'dperm.erm.minimize (1 thread)':<34} {'':>7} {t_dp * 1e3:>9.1f} {f:>22.16f} "
+          f"{np.linalg.norm(g):>11.2e}")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=9, help="repetitions per timing (median)")
+    ap.add_argument("--quick", action="store_true", help="n = 50,000 in (a)/(c), 3 reps")
+    ap.add_argument("--alpha", type=float, default=1e-4, help="Lambda for (b)/(d)")
+    ap.add_argument("--tol", type=float, default=1e-8, help="gradient tolerance for (b)")
+    args = ap.parse_args(argv)
+    reps = 3 if args.quick else args.reps
+    n = 50_000 if args.quick else 200_000
+
+    import dperm
+
+    cfg = dperm.get_config()
+    model, ncpu = machine()
+    all_threads = cfg["default_n_threads"]
+    print(f"dperm {cfg['version']}  python {platform.python_version()}  numpy {np.__version__}")
+    print(f"machine: {model}, {ncpu} cores available; OpenMP {cfg['openmp']} "
+          f"(all threads = {all_threads})")
+    print(f"command: {' '.join([os.path.basename(sys.executable)] + sys.argv)}")
+    part_a(reps, n, all_threads)
+    part_b_d(max(3, reps // 2), all_threads, args.alpha, args.tol)
+    part_c(reps, n, all_threads)
+
+
+if __name__ == "__main__":
+    main()
