@@ -114,8 +114,9 @@ def part_c(reps, n, all_threads):
             res[(nt, k)] = per / base
             print(f"{nt:>7} {k:>4} {t * 1e3:>9.2f} {per * 1e3:>15.3f} {per / base:>7.3f}")
     r = res[(1, 64)]
-    print(f"target (c): per-problem at k = 64 <= 0.1 of k = 1 (one thread): {r:.3f} -> "
-          f"{'MET' if r <= 0.1 else 'MISSED'}")
+    ra = res[(all_threads, 64)]
+    print(f"target (c): per-problem at k = 64 <= 0.1 of k = 1: {r:.3f} (one thread), "
+          f"{ra:.3f} ({all_threads} threads) -> {'MET' if max(r, ra) <= 0.1 else 'MISSED'}")
     return res
 
 

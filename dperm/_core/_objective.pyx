@@ -34,7 +34,8 @@ cdef extern from "_rows.h" nogil:
                           const double* w, Py_ssize_t m, double* z, const void* pf,
                           Py_ssize_t pf_bytes)
     void dperm_block_gemm(const double* x, Py_ssize_t nr, Py_ssize_t d, Py_ssize_t ldx,
-                          const double* c, Py_ssize_t m, double* g)
+                          const double* c, Py_ssize_t m, double* g, const void* pf,
+                          Py_ssize_t pf_bytes)
     void dperm_loss_vd(int loss, double h, Py_ssize_t cnt, const double* z, double* val,
                        double* d1)
     void dperm_loss_d2(int loss, double h, Py_ssize_t cnt, const double* z, double* d2)
@@ -115,7 +116,8 @@ cdef int objective_pass(
     # the active weight (and direction) vectors, packed with the block's row stride
     cdef double* Wp = buf + nt * per
     cdef double* Vp = Wp + m * ldx
-    cdef Py_ssize_t t, i0, i1, i, r, nr, j, p, kk, cnt, nxt
+    cdef Py_ssize_t t, i0, i1, i, r, nr, j, p, kk, cnt, nxt, pfb, pfh
+    cdef const char* pfp
     cdef double* xb
     cdef double* gacc
     cdef double* lacc
@@ -149,12 +151,15 @@ cdef int objective_pass(
             cnt = nr * m
             # rows times their labels: margins y w.x come out of the dots directly
             _read_rows(X + i * d, y + i, nr, d, xb, ldx)
-            # the next block of this thread's rows is prefetched during the margins
+            # the next block of this thread's rows is prefetched, half during the
+            # margins and half during the gradient update
             nxt = i1 - i - nr
             if nxt > rb:
                 nxt = rb
-            dperm_block_dots(xb, nr, d, ldx, Wp, m, zb, <const void*> (X + (i + nr) * d),
-                             nxt * d * <Py_ssize_t> sizeof(floating))
+            pfb = nxt * d * <Py_ssize_t> sizeof(floating)
+            pfh = pfb // 128 * 64
+            pfp = <const char*> (X + (i + nr) * d)
+            dperm_block_dots(xb, nr, d, ldx, Wp, m, zb, pfp, pfh)
             if mode == PASS_VALUE_GRAD:
                 # grad of phi(y w.x) is phi' y x: the coefficient of the signed row
                 dperm_loss_vd(loss, h, cnt, zb, vb, cb)
@@ -164,7 +169,7 @@ cdef int objective_pass(
                 dperm_block_dots(xb, nr, d, ldx, Vp, m, z2, NULL, 0)
                 dperm_loss_d2(loss, h, cnt, zb, cb)
                 dperm_mul(cb, z2, cnt)
-            dperm_block_gemm(xb, nr, d, ldx, cb, m, gacc)
+            dperm_block_gemm(xb, nr, d, ldx, cb, m, gacc, pfp + pfh, pfb - pfh)
             i = i + nr
 
     # fixed-order reduction over threads, then the regularizer and linear terms

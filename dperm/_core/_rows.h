@@ -359,7 +359,7 @@ static void dperm_block_dots(const double *restrict x, ptrdiff_t nr, ptrdiff_t d
     /* prefetch only with enough tiles to spread over (else: the hardware's job) */
     const ptrdiff_t tiles = (m / 4) * (nrt / DPERM_DOT_ROWS);
     const char *pfc = (const char *)pf;
-    const char *const pfe = (pf != NULL && tiles >= 32) ? pfc + pf_bytes : pfc;
+    const char *const pfe = (pf != NULL && tiles >= 4) ? pfc + pf_bytes : pfc;
     const ptrdiff_t per = tiles > 0 ? (pf_bytes / 64 + tiles - 1) / tiles : 0;
     /* problems outer: four weight vectors stay in L1 while the block's rows pass */
     for (; j + 4 <= m; j += 4) {
@@ -379,12 +379,19 @@ static void dperm_block_dots(const double *restrict x, ptrdiff_t nr, ptrdiff_t d
     }
 }
 
-/* g[j*ldx + p] += sum_{r<nr} c[r*m + j] x_r[p] (G: m rows of stride ldx). */
+/* g[j*ldx + p] += sum_{r<nr} c[r*m + j] x_r[p] (G: m rows of stride ldx).
+ * pf, pf_bytes: as in dperm_block_dots (the caller splits the next block
+ * between the two: spread thinner, the prefetches hide more of the read). */
 static void dperm_block_gemm(const double *restrict x, ptrdiff_t nr, ptrdiff_t d,
                              ptrdiff_t ldx, const double *restrict c, ptrdiff_t m,
-                             double *restrict g) {
+                             double *restrict g, const void *pf, ptrdiff_t pf_bytes) {
     const ptrdiff_t nv = (d + DPERM_VW - 1) / DPERM_VW;
     const ptrdiff_t C = DPERM_GEMM_VECS;
+    /* prefetch as in dperm_block_dots, spread over the tiles */
+    const ptrdiff_t tiles = ((m + 3) / 4) * ((nv + C - 1) / C);
+    const char *pfc = (const char *)pf;
+    const char *const pfe = (pf != NULL && m >= 4) ? pfc + pf_bytes : pfc;
+    const ptrdiff_t per = tiles > 0 ? (pf_bytes / 64 + tiles - 1) / tiles : 0;
     ptrdiff_t j = 0;
     for (; j < m; ) {
         const int four = j + 4 <= m;
@@ -413,6 +420,8 @@ static void dperm_block_gemm(const double *restrict x, ptrdiff_t nr, ptrdiff_t d
                 }
             }
             v += P;
+            for (ptrdiff_t q = 0; q < per && pfc < pfe; ++q, pfc += 64)
+                __builtin_prefetch(pfc, 0, 3);
         }
         j += four ? 4 : 1;
     }
