@@ -13,11 +13,10 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdlib cimport calloc, free
-from libc.string cimport memset, memcpy
+from libc.string cimport memcpy
 
 from dperm._core._rows cimport (
-    floating, row_dot, rows_axpy, row_syr, DPERM_ROW_BLOCK,
-    dperm_openmp_enabled, dperm_max_threads)
+    floating, row_dot, row_syr, dperm_openmp_enabled, dperm_max_threads)
 from dperm._core._losses cimport loss_second
 
 # The block kernels of the row-access seam (declared here; _rows.pxd holds the
