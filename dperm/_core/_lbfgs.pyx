@@ -50,6 +50,17 @@ cdef inline double _dot(const double* a, const double* b, Py_ssize_t d) noexcept
     return s
 
 
+cdef inline double _steepest(Py_ssize_t d, double gn, const double* w, const double* g,
+                             double* p, double* wt, double* step) noexcept nogil:
+    """p = -g, first trial point w + step p with a step of length at most 1; returns g.p."""
+    cdef Py_ssize_t q
+    step[0] = 1.0 / gn if gn > 1.0 else 1.0
+    for q in range(d):
+        p[q] = -g[q]
+        wt[q] = w[q] + step[0] * p[q]
+    return -gn * gn
+
+
 cdef void _direction(Py_ssize_t d, Py_ssize_t mem, Py_ssize_t count, Py_ssize_t head,
                      const double* S, const double* Y, const double* rho,
                      const double* g, double* p, double* alpha_buf) noexcept nogil:
@@ -136,13 +147,7 @@ def lbfgs(const floating[:, ::1] X, const double[::1] y, int loss, double h,
             elif max_iter <= 0:
                 status[kk] = ST_MAX_ITER
             else:
-                # steepest descent with a step of length at most 1
-                for q in range(d):
-                    P[kk, q] = -G[kk, q]
-                gp[kk] = -gn * gn
-                step[kk] = 1.0 / gn if gn > 1.0 else 1.0
-                for q in range(d):
-                    Wt[kk, q] = W[kk, q] + step[kk] * P[kk, q]
+                gp[kk] = _steepest(d, gn, &W[kk, 0], &G[kk, 0], &P[kk, 0], &Wt[kk, 0], &step[kk])
 
         while rc == 0:
             m = 0
@@ -178,11 +183,14 @@ def lbfgs(const floating[:, ::1] X, const double[::1] y, int loss, double h,
                         # from steepest descent before giving up
                         count[kk] = 0
                         nls[kk] = 0
-                        gn = gnorm[kk]
-                        for q in range(d):
-                            P[kk, q] = -G[kk, q]
-                        gp[kk] = -gn * gn
-                        step[kk] = 1.0 / gn if gn > 1.0 else 1.0
+                        gp[kk] = _steepest(d, gnorm[kk], &W[kk, 0], &G[kk, 0], &P[kk, 0],
+                                           &Wt[kk, 0], &step[kk])
+                        continue
+                    if (-C1 * t * gp[kk] <= ftol and isfinite(ft) and ft <= f0 + ftol
+                            and gtp < AW_LO * gp[kk]):
+                        # below the rounding scale f cannot guide the step; the slope
+                        # says it is still too short, so lengthen it
+                        step[kk] = 2.0 * t
                         for q in range(d):
                             Wt[kk, q] = W[kk, q] + step[kk] * P[kk, q]
                         continue

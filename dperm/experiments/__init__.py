@@ -20,6 +20,17 @@ def _adult():
         return load_adult(preprocess="paper")
 
 
+def _write(res, out, name, write_csv, plot):
+    """CSV always; PNG when matplotlib is installed (None otherwise)."""
+    csv_path = os.path.join(out, name + ".csv")
+    write_csv(res, csv_path)
+    try:
+        png = plot(res, os.path.join(out, name + ".png"))
+    except ImportError:
+        png = None
+    return res, csv_path, png
+
+
 def reproduce_table1(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
     """Table 1 (full protocol, or --quick: 2 of 10 folds, 10 runs). Returns (result, text, csv)."""
     X, y = _adult()
@@ -37,13 +48,7 @@ def reproduce_figure2(out="dperm-results", quick=False, progress=True, n_threads
     kw = dict(folds_to_run=1, n_runs=5, epsilons=(0.01, 0.05, 0.1, 0.2)) if quick else \
         dict(folds_to_run=10, n_runs=20)
     res = run_figure2(X, y, random_state=seed, progress=progress, n_threads=n_threads, **kw)
-    csv_path = os.path.join(out, "figure2.csv")
-    write_figure2_csv(res, csv_path)
-    try:
-        png = plot_figure2(res, os.path.join(out, "figure2.png"))
-    except ImportError:
-        png = None
-    return res, csv_path, png
+    return _write(res, out, "figure2", write_figure2_csv, plot_figure2)
 
 
 def reproduce_tuning(out="dperm-results", quick=False, progress=True, seed=0):
@@ -51,10 +56,4 @@ def reproduce_tuning(out="dperm-results", quick=False, progress=True, seed=0):
     X, y = _adult()
     kw = dict(sizes=(6000, 30000), n_repeats=1, epsilons=(0.1, 1.0)) if quick else {}
     res = run_tuning_curve(X, y, random_state=seed, progress=progress, **kw)
-    csv_path = os.path.join(out, "tuning.csv")
-    write_tuning_csv(res, csv_path)
-    try:
-        png = plot_tuning_curve(res, os.path.join(out, "tuning.png"))
-    except ImportError:
-        png = None
-    return res, csv_path, png
+    return _write(res, out, "tuning", write_tuning_csv, plot_tuning_curve)
