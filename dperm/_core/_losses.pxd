@@ -32,10 +32,11 @@ cdef inline double loss_value_deriv(int loss, double z, double h, double* deriv)
         q = u + h       # 1 + h - z
         deriv[0] = -q / (2.0 * h)
         return q * q / (4.0 * h)
-    # smooth hinge: -u^4/(16h^3) + 3u^2/(8h) + u/2 + 3h/16
-    q = u * u
-    deriv[0] = -(-u * q / (4.0 * h * h * h) + 3.0 * u / (4.0 * h) + 0.5)
-    return -q * q / (16.0 * h * h * h) + 3.0 * q / (8.0 * h) + 0.5 * u + 3.0 * h / 16.0
+    # smooth hinge, eq. 38 factored: (u + h)^3 (3h - u) / (16 h^3), >= 0 with no
+    # cancellation next to z = 1 + h; its derivative in z is -(u + h)^2 (2h - u) / (4 h^3)
+    q = u + h
+    deriv[0] = -q * q * (2.0 * h - u) / (4.0 * h * h * h)
+    return q * q * q * (3.0 * h - u) / (16.0 * h * h * h)
 
 
 cdef inline double loss_second(int loss, double z, double h) noexcept nogil:
