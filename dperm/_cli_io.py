@@ -175,21 +175,29 @@ def normalize_schema(obj, where="schema"):
     return {"numeric": num, "categorical": cat, "label": {"column": column, "classes": classes}}
 
 
-def load_schema(path):
+def _load_json(path, kind, undecodable):
+    """The JSON object in `path` (a schema or a model); every failure is a CLIError.
+
+    undecodable(detail) words the message for a file that is not JSON text.
+    """
     if os.path.isdir(path):
-        raise CLIError(f"schema {path!r} is a directory, not a JSON file")
+        raise CLIError(f"{kind} {path!r} is a directory, not a JSON file")
     try:
         with open(path, encoding="utf-8-sig") as fh:
-            obj = json.load(fh)
+            return json.load(fh)
     except FileNotFoundError:
-        raise CLIError(f"schema file {path!r} not found") from None
+        raise CLIError(f"{kind} file {path!r} not found") from None
     except json.JSONDecodeError as exc:
-        raise CLIError(f"schema {path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                       f"{exc.msg}") from None
+        raise CLIError(undecodable(f"invalid JSON at line {exc.lineno} column {exc.colno}: "
+                                   f"{exc.msg}")) from None
     except UnicodeDecodeError:
-        raise CLIError(f"schema {path}: not UTF-8 text") from None
+        raise CLIError(undecodable("not UTF-8 text")) from None
     except OSError as exc:
-        raise CLIError(f"cannot read schema {path!r}: {exc.strerror or exc}") from None
+        raise CLIError(f"cannot read {kind} {path!r}: {exc.strerror or exc}") from None
+
+
+def load_schema(path):
+    obj = _load_json(path, "schema", lambda detail: f"schema {path}: {detail}")
     return normalize_schema(obj, where=f"schema {path}")
 
 
@@ -340,20 +348,7 @@ def load_model(path):
     """Read and check a model written by `dperm fit`; returns the dict with a
     normalized `schema` and numpy `coef`."""
     where = f"model {path}"
-    if os.path.isdir(path):
-        raise CLIError(f"model {path!r} is a directory, not a JSON file")
-    try:
-        with open(path, encoding="utf-8-sig") as fh:
-            obj = json.load(fh)
-    except FileNotFoundError:
-        raise CLIError(f"model file {path!r} not found") from None
-    except json.JSONDecodeError as exc:
-        raise CLIError(f"{where}: not a dperm model (invalid JSON at line {exc.lineno} "
-                       f"column {exc.colno}: {exc.msg})") from None
-    except UnicodeDecodeError:
-        raise CLIError(f"{where}: not a dperm model (not UTF-8 text)") from None
-    except OSError as exc:
-        raise CLIError(f"cannot read model {path!r}: {exc.strerror or exc}") from None
+    obj = _load_json(path, "model", lambda detail: f"{where}: not a dperm model ({detail})")
 
     def bad(msg):
         return CLIError(f"{where}: not a valid dperm model: {msg}")
