@@ -16,31 +16,13 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy
 
 from dperm._core._rows cimport (
-    floating, row_dot, row_syr, dperm_openmp_enabled, dperm_max_threads)
+    floating, row_dot, row_syr, read_rows, dperm_openmp_enabled, dperm_max_threads,
+    dperm_vector_width, dperm_padded_dim, dperm_rows_per_block, dperm_block_dots,
+    dperm_block_gemm, dperm_loss_vd, dperm_loss_d2, dperm_add_rows, dperm_mul)
 from dperm._core._losses cimport loss_second
 
 # The block kernels of the row-access seam (declared here; _rows.pxd holds the
 # single-row helpers used by the full Hessian).
-cdef extern from "_rows.h" nogil:
-    int dperm_vector_width()
-    Py_ssize_t dperm_padded_dim(Py_ssize_t d)
-    Py_ssize_t dperm_rows_per_block(Py_ssize_t d, Py_ssize_t m)
-    void dperm_read_rows_d(const double* x, const double* y, Py_ssize_t nr, Py_ssize_t d,
-                           double* buf, Py_ssize_t ldx)
-    void dperm_read_rows_f(const float* x, const double* y, Py_ssize_t nr, Py_ssize_t d,
-                           double* buf, Py_ssize_t ldx)
-    void dperm_block_dots(const double* x, Py_ssize_t nr, Py_ssize_t d, Py_ssize_t ldx,
-                          const double* w, Py_ssize_t m, double* z, const void* pf,
-                          Py_ssize_t pf_bytes)
-    void dperm_block_gemm(const double* x, Py_ssize_t nr, Py_ssize_t d, Py_ssize_t ldx,
-                          const double* c, Py_ssize_t m, double* g, const void* pf,
-                          Py_ssize_t pf_bytes)
-    void dperm_loss_vd(int loss, double h, Py_ssize_t cnt, const double* z, double* val,
-                       double* d1)
-    void dperm_loss_d2(int loss, double h, Py_ssize_t cnt, const double* z, double* d2)
-    void dperm_add_rows(const double* v, Py_ssize_t nr, Py_ssize_t m, double* acc)
-    void dperm_mul(double* c, const double* s, Py_ssize_t cnt)
-
 cnp.import_array()
 
 
@@ -75,14 +57,6 @@ cdef inline Py_ssize_t _threads_for(Py_ssize_t n, Py_ssize_t d, int n_threads) n
     if cap < 1:
         cap = 1
     return t if t < cap else cap
-
-
-cdef inline void _read_rows(const floating* x, const double* y, Py_ssize_t nr, Py_ssize_t d,
-                            double* buf, Py_ssize_t ldx) noexcept nogil:
-    if floating is float:
-        dperm_read_rows_f(x, y, nr, d, buf, ldx)
-    else:
-        dperm_read_rows_d(x, y, nr, d, buf, ldx)
 
 
 cdef int objective_pass(
@@ -149,7 +123,7 @@ cdef int objective_pass(
                 nr = rb
             cnt = nr * m
             # rows times their labels: margins y w.x come out of the dots directly
-            _read_rows(X + i * d, y + i, nr, d, xb, ldx)
+            read_rows(X + i * d, y + i, nr, d, xb, ldx)
             # the next block of this thread's rows is prefetched, half during the
             # margins and half during the gradient update
             nxt = i1 - i - nr

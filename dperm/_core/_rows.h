@@ -33,9 +33,6 @@
 #include <immintrin.h>
 #endif
 
-/* Rows handled together by the single-problem block update below. */
-#define DPERM_ROW_BLOCK 8
-
 static inline int dperm_openmp_enabled(void) {
 #ifdef _OPENMP
     return 1;
@@ -199,18 +196,6 @@ static inline double dperm_dot_##SUF(const T *restrict x,                       
     _Pragma("omp simd reduction(+:s)")                                            \
     for (ptrdiff_t p = 0; p < d; ++p) s += (double)x[p] * w[p];                   \
     return s;                                                                     \
-}                                                                                 \
-                                                                                  \
-/* g += sum_{r < nr} a[r] * x_r, with row r at x + r*d. */                        \
-static inline void dperm_block_axpy_##SUF(const T *restrict x, ptrdiff_t nr,       \
-                                          const double *restrict a,               \
-                                          double *restrict g, ptrdiff_t d) {      \
-    for (ptrdiff_t r = 0; r < nr; ++r) {                                          \
-        const T *xr = x + r * d;                                                  \
-        const double ar = a[r];                                                   \
-        _Pragma("omp simd")                                                       \
-        for (ptrdiff_t p = 0; p < d; ++p) g[p] += ar * (double)xr[p];             \
-    }                                                                             \
 }                                                                                 \
                                                                                   \
 /* Upper triangle of H += a * x x^T (full Hessian, small d only). */              \
