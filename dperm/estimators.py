@@ -13,7 +13,7 @@ from dperm._validation import (apply_norm_bound, check_choice, check_epsilon, ch
                                check_positive, check_random_state, check_X)
 from dperm.accountant import BudgetAccountant
 from dperm.exceptions import BudgetExceededError, PrivacyLeakWarning
-from dperm.losses import LOSSES, get_loss
+from dperm.losses import get_loss
 from dperm.mechanisms import objective_perturbation, output_perturbation
 
 __all__ = ["PrivateLinearClassifier"]

@@ -2,7 +2,6 @@
 import copy
 import pickle
 import threading
-import warnings
 
 import numpy as np
 import pytest

@@ -25,7 +25,6 @@ import numpy as np
 from dperm import erm
 from dperm._validation import check_random_state
 from dperm.experiments._progress import Progress
-from dperm.losses import get_loss
 from dperm.mechanisms import add_output_noise, objective_perturbation
 
 __all__ = ["LAMBDAS", "PAPER_TABLE1", "run_table1", "format_table1", "write_table1_csv"]
