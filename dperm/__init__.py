@@ -6,18 +6,19 @@ Minimization", JMLR 12 (2011).
 __version__ = "0.1.0"
 
 from dperm._config import get_config, show_config
-from dperm.exceptions import BudgetExceededError, ConvergenceWarning, PrivacyLeakWarning
+from dperm.exceptions import (BudgetExceededError, ClippingWarning, ConvergenceWarning,
+                              PrivacyLeakWarning)
 from dperm.accountant import BudgetAccountant
 from dperm.mechanisms import objective_perturbation, output_perturbation
 from dperm.estimators import PrivateLinearClassifier
 from dperm.features import RandomFourierFeatures
 from dperm.tuning import PrivateTuningResult, private_tuning
-from dperm import datasets, erm, losses, mechanisms, noise
+from dperm import datasets, erm, losses, mechanisms, noise, regularization
 
 __all__ = [
     "__version__", "get_config", "show_config",
-    "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning",
+    "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning", "ClippingWarning",
     "BudgetAccountant", "objective_perturbation", "output_perturbation",
     "PrivateLinearClassifier", "RandomFourierFeatures", "private_tuning", "PrivateTuningResult",
-    "datasets", "erm", "losses", "mechanisms", "noise",
+    "datasets", "erm", "losses", "mechanisms", "noise", "regularization",
 ]

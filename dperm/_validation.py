@@ -12,6 +12,7 @@ import numpy as np
 __all__ = [
     "check_X", "check_pm1_labels", "check_positive", "check_alpha", "check_epsilon",
     "check_random_state", "check_n_threads", "apply_norm_bound", "check_choice",
+    "fresh_generator", "is_fixed_seed", "spawn_generator",
 ]
 
 
@@ -125,7 +126,7 @@ def check_random_state(random_state, name="random_state"):
     private fit); an int seeds a reproducible one; a Generator is used as is.
     """
     if random_state is None:
-        return np.random.default_rng()
+        return fresh_generator()
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
@@ -136,6 +137,33 @@ def check_random_state(random_state, name="random_state"):
         # legacy generators: derive a Generator from it (reproducible for a fixed state)
         return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
     raise ValueError(f"{name}: expected None, an int seed or a numpy Generator, got {random_state!r}")
+
+
+def fresh_generator():
+    """The randomness policy, in one place: a new generator seeded from OS entropy.
+
+    Never derived from numpy's global state (which a script may have seeded), so
+    two processes, or two fits in one process, never share noise.
+    """
+    return np.random.default_rng()
+
+
+def is_fixed_seed(random_state):
+    """True for an int seed or a legacy RandomState: whoever knows it can regenerate the noise."""
+    return (isinstance(random_state, (numbers.Integral, np.integer, np.random.RandomState))
+            and not isinstance(random_state, bool))
+
+
+def spawn_generator(rng):
+    """An independent child stream of a numpy Generator (advances the parent).
+
+    Clones and repeated fits that hold the same Generator each draw from their
+    own child, never from copies of one state.
+    """
+    try:
+        return rng.spawn(1)[0]
+    except (TypeError, AttributeError):  # a bit generator without a SeedSequence
+        return np.random.default_rng(rng.integers(0, 2**63 - 1, size=4))
 
 
 def default_threads():
@@ -161,22 +189,24 @@ def check_choice(value, name, choices):
     return value
 
 
-def apply_norm_bound(X, data_norm, norm_policy, *, name="X"):
+def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=False):
     """Enforce the public row-norm bound ||x_i|| <= data_norm.
 
     "clip" rescales rows over the bound onto the sphere of radius data_norm (a
     map that does not depend on the other rows, so privacy holds); "error"
-    refuses such rows.  Returns a new array only when something changed.
+    refuses such rows.  Returns a new array only when something changed (and,
+    with return_clipped, the number of rows clipped: a statistic of the data,
+    for the analyst only).
     """
     check_choice(norm_policy, "norm_policy", {"clip", "error"})
     norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
     over = norms > data_norm
     if not over.any():
-        return X
+        return (X, 0) if return_clipped else X
     # "error" forgives rounding-sized excess (rows scaled to exactly R); such rows
     # are still pulled back onto the sphere below, so the bound holds exactly
-    if norm_policy == "error" and (norms > data_norm * (1.0 + 1e-9)).any():
-        bad = norms > data_norm * (1.0 + 1e-9)
+    bad = norms > data_norm * (1.0 + 1e-9)
+    if norm_policy == "error" and bad.any():
         raise ValueError(
             f"{name}: {int(bad.sum())} row(s) have norm above data_norm={data_norm} "
             f"(largest {norms.max():.6g}); scale the data by a public bound, raise "
@@ -189,4 +219,4 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X"):
     if fix.any():
         rows = np.flatnonzero(over)[fix]
         out[rows] *= np.asarray(data_norm / n2[fix] * (1 - 4 * np.finfo(X.dtype).eps), dtype=X.dtype)[:, None]
-    return out
+    return (out, int(bad.sum())) if return_clipped else out

@@ -8,7 +8,6 @@
 Errors in the user's files are reported as one line on stderr with exit status 2.
 """
 import argparse
-import datetime
 import importlib.util
 import inspect
 import math
@@ -54,8 +53,11 @@ model file (-o MODEL.json): plain JSON, no pickle: "format", "format_version",
   fit_intercept), "classes" [negative, positive], "label", "feature_names",
   "coef", "intercept" (score = x.coef + intercept on the encoded row x; the
   prediction is the positive class iff score > 0), "schema" (the full schema,
-  in the format above), "preprocessing" (how it is applied), "schema_from_data", "read_from_data", "privacy" (epsilon, epsilon',
-  Delta, beta, Lambda, curvature, n, final gradient norm, converged), "training".
+  in the format above), "preprocessing" (how it is applied), "schema_from_data",
+  "read_from_data", "privacy" (epsilon, epsilon', Delta, beta, Lambda, curvature,
+  R, n: public values only), "training" (data file name, n, d).
+  Nothing data-dependent besides the noisy coefficients is written: no seed, no
+  timing, no solver diagnostics (those are printed for the analyst only).
 """
 
 PREDICT_HELP = """\
@@ -309,12 +311,12 @@ def cmd_fit(args):
     # No accuracy on the training rows is printed: it is a statistic of the private data
     # computed outside the mechanism, so publishing it would not be covered by epsilon.
     # (--holdout reports accuracy on a separate file the user declares public.)
-    _print_privacy(rec, table.name, X.shape, seconds)
+    _print_privacy(rec, table.name, X.shape)
+    _print_diagnostics(clf.fit_diagnostics_, seconds)
     model = {
         "format": "dperm.linear-model",
         "format_version": 1,
         "dperm_version": dperm.__version__,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "estimator": {"class": "PrivateLinearClassifier", "loss": args.loss,
                       "perturbation": args.perturbation, "epsilon": args.epsilon,
                       "alpha": args.alpha, "h": args.h, "fit_intercept": not args.no_intercept,
@@ -335,8 +337,9 @@ def cmd_fit(args):
         "schema_from_data": bool(leaks),
         "read_from_data": leaks,
         "privacy": rec,
-        "training": {"data": source, "n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
-                     "seed": args.seed, "seconds": round(seconds, 3)},
+        # public sizes only: no seed (it regenerates the noise), no wall time (a side
+        # channel on the data), no solver diagnostics (they differ between neighbours)
+        "training": {"data": source, "n_samples": int(X.shape[0]), "n_features": int(X.shape[1])},
     }
     _write_text(args.output, model_to_json(model), "model")
     print(f"model written to {args.output} ({len(names)} features"
@@ -346,26 +349,34 @@ def cmd_fit(args):
     return 0
 
 
-def _print_privacy(rec, source, shape, seconds):
+def _print_privacy(rec, source, shape):
     mech = rec.get("mechanism")
     title = {"objective": "objective perturbation (Algorithm 2)",
              "output": "output perturbation (Algorithm 1)",
              "none": "NON-PRIVATE (no noise)"}.get(mech, str(mech))
     print(f"fit on {source}: {title}, {rec.get('loss')} loss, n = {shape[0]} rows, "
-          f"d = {shape[1]} features, {seconds:.2f} s")
+          f"d = {shape[1]} features")
     rows = [("epsilon", rec.get("epsilon"))]
     if mech == "objective":
         rows += [("epsilon'", rec.get("epsilon_prime")), ("Delta", rec.get("delta"))]
     rows += [("beta", rec.get("beta")),
-            ("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
-            ("row norm bound R", rec.get("data_norm")), ("final |grad|", rec.get("grad_norm")),
-            ("converged", rec.get("converged"))]
+             ("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
+             ("row norm bound R", rec.get("data_norm"))]
     for k, v in rows:
         print(f"  {k:<17} {_fmt(v)}")
     if mech == "objective" and rec.get("delta", 0) > 0:
         print("  (Delta > 0: Lambda is small for this n and epsilon, so Algorithm 2 added "
               "Delta to the regularizer and used epsilon' = epsilon/2)")
-    if rec.get("converged") is False:
+
+
+def _print_diagnostics(diag, seconds):
+    """Solver diagnostics for the analyst: data-dependent, so never written to the model."""
+    print("analyst-only diagnostics (data-dependent: not in the model file, do not publish):")
+    for k, v in (("final |grad|", diag.get("grad_norm")), ("converged", diag.get("converged")),
+                 ("iterations", diag.get("n_iter")), ("rows clipped", diag.get("rows_clipped")),
+                 ("wall time (s)", round(seconds, 3))):
+        print(f"  {k:<17} {_fmt(v)}")
+    if diag.get("converged") is False:
         _note("warning: the solver did not reach its gradient tolerance; the privacy proof "
               "assumes the exact minimizer (try a larger --alpha)")
 
@@ -486,7 +497,8 @@ def build_parser():
                    help="Huber / smoothed-hinge width (default 0.5; ignored for logistic)")
     f.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
     f.add_argument("--seed", type=int, default=None,
-                   help="seed the noise (reproducible runs only; default: fresh OS entropy)")
+                   help="seed the noise: reproducible runs only, the model is then NOT private "
+                        "(default: fresh OS entropy; the seed is never written to the model)")
     f.add_argument("--threads", type=_positive_int, default=None, help="OpenMP threads for the solver")
     f.add_argument("--save-schema", metavar="SCHEMA.json",
                    help="also write the schema used (e.g. the one read from the data)")

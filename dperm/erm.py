@@ -141,13 +141,12 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
                                              int(max_iter), int(memory), nt)
     converged = status == 1
     if warn and not converged.all():
-        bad = np.flatnonzero(~converged)
+        # no data-dependent numbers in the text: warnings end up in logs beside released models
         warnings.warn(
-            f"minimize: {bad.size} of {k} problem(s) stopped before ||grad|| <= {tol:g} "
-            f"(largest final gradient norm {gnorm[bad].max():.3g}; "
-            f"{_STATUS[int(status[bad[0]])]}). The privacy guarantee assumes the exact "
-            f"minimizer: raise max_iter or check the data.",
-            ConvergenceWarning, stacklevel=2)
+            f"minimize: the solver stopped before the gradient norm reached tol={tol:g}. The "
+            "privacy guarantee assumes the exact minimizer: raise max_iter, raise alpha, or check "
+            "the data (the per-problem grad_norm and status are in the result, for the analyst "
+            "only).", ConvergenceWarning, stacklevel=2)
     res = MinimizeResult(coef=coef, fun=fun, n_iter=n_iter, grad_norm=gnorm,
                          converged=converged, status=[_STATUS[int(s)] for s in status])
     if scalar:

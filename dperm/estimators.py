@@ -3,6 +3,7 @@ import numbers
 import warnings
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
@@ -10,11 +11,13 @@ from sklearn.utils.multiclass import type_of_target
 
 from dperm import erm
 from dperm._validation import (apply_norm_bound, check_choice, check_epsilon, check_n_threads,
-                               check_positive, check_random_state, check_X)
+                               check_positive, check_random_state, check_X, spawn_generator)
 from dperm.accountant import BudgetAccountant
-from dperm.exceptions import BudgetExceededError, PrivacyLeakWarning
+from dperm.exceptions import BudgetExceededError, ClippingWarning, PrivacyLeakWarning
 from dperm.losses import get_loss
 from dperm.mechanisms import objective_perturbation, output_perturbation
+from dperm.noise import warn_if_seeded
+from dperm.regularization import auto_alpha, expected_noise_shift, noise_dominates
 
 __all__ = ["PrivateLinearClassifier"]
 
@@ -37,6 +40,28 @@ def split_intercept(w, data_norm):
     return w[..., :-1] * s, w[..., -1] * data_norm * s
 
 
+def _feature_names(X):
+    """Column names of a DataFrame-like X (all strings), else None."""
+    cols = getattr(X, "columns", None)
+    if cols is None:
+        return None
+    names = np.asarray([c for c in cols], dtype=object)
+    if names.size and all(isinstance(c, str) for c in names):
+        return names
+    return None
+
+
+def _warn_clipped(clipped, n, data_norm):
+    if clipped:
+        warnings.warn(
+            f"{clipped} of {n} rows ({100.0 * clipped / n:.1f}%) had norm above "
+            f"data_norm={data_norm:g} and were clipped onto it. The fit stays private, but "
+            "clipped rows lose their scale: scale X by PUBLIC bounds first "
+            "(dperm.PublicBoundsTransformer in a Pipeline) or choose a larger public "
+            "data_norm. (This count is about the private data: for your eyes, not for "
+            "publication.)", ClippingWarning, stacklevel=3)
+
+
 class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     """Epsilon-differentially private linear classifier (Chaudhuri et al. 2011).
 
@@ -53,8 +78,12 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         "none" is the non-private baseline on the same solver (no guarantee).
     epsilon : float > 0
         Privacy parameter of the released model (per fit).
-    alpha : float > 0
-        Regularization strength Lambda.
+    alpha : "auto" (default) or float > 0
+        Regularization strength Lambda (units of loss / ||f||^2). "auto" picks
+        it by a rule of public quantities only (n, d, epsilon, data_norm, the
+        mechanism; see dperm.regularization.auto_alpha), so it costs no extra
+        privacy; the value used is stored in `alpha_`.  A given value whose
+        expected noise would swamp the model draws a UserWarning.
     h : float > 0
         Width of the Huber / smoothed-hinge transition (ignored for logistic).
     data_norm : float > 0
@@ -69,23 +98,37 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         and a PrivacyLeakWarning says so.
     tol, max_iter, n_threads : solver controls (gradient-norm tolerance; see dperm.erm.minimize).
     random_state : None, int or numpy Generator
-        None (the default) draws fresh OS entropy on every fit; set it only for
-        reproducible experiments.
+        None (the default) draws fresh OS entropy on every fit. An int seed is
+        for reproducible experiments only: the guarantee does not hold for a
+        seeded fit (PrivacyLeakWarning; refused with an accountant). A
+        Generator is never reused as is: each fit, and each clone, draws from
+        its own spawned child stream.
     accountant : None or BudgetAccountant
         If given, each fit checks and spends epsilon from it.
 
     Attributes
     ----------
-    coef_ : (1, n_features)
-    intercept_ : (1,)
-    classes_ : (2,)
-    n_iter_ : (1,)
-    privacy_ : dict with mechanism, epsilon, epsilon_prime, delta, beta, alpha,
-        data_norm, curvature, n_samples, grad_norm (final gradient norm of the
-        solve), converged.
+    Releasable (functions of public inputs and the noisy model):
+
+    coef_ : ndarray (1, n_features)
+    intercept_ : ndarray (1,)
+    classes_ : ndarray (2,), [negative, positive]
+    alpha_ : float, the Lambda used (a public rule's value when alpha="auto")
+    n_features_in_ : int
+    feature_names_in_ : ndarray (n_features,) of str, when X was a DataFrame
+    privacy_ : dict of public values: mechanism, loss, epsilon, epsilon_prime,
+        delta (the paper's extra regularizer Delta), beta, alpha, data_norm, h,
+        curvature, n_samples.
+
+    NOT releasable:
+
+    fit_diagnostics_ : dict, for the analyst who holds the data: grad_norm
+        (final gradient norm), converged, n_iter, rows_clipped.  Every entry
+        depends on the private data (for output perturbation, on the
+        noise-free minimizer itself); never publish it beside the model.
     """
 
-    def __init__(self, loss="logistic", perturbation="objective", epsilon=1.0, alpha=1e-3, h=0.5,
+    def __init__(self, loss="logistic", perturbation="objective", epsilon=1.0, alpha="auto", h=0.5,
                  data_norm=1.0, norm_policy="clip", fit_intercept=True, classes=None, tol=None,
                  max_iter=None, n_threads=None, random_state=None, accountant=None):
         self.loss = loss
@@ -109,10 +152,14 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         check_choice(self.perturbation, "perturbation", PERTURBATIONS)
         if self.perturbation != "none":
             check_epsilon(self.epsilon, "epsilon")
-        if np.ndim(self.alpha) != 0:
-            raise ValueError(f"alpha: must be a single positive number, got {self.alpha!r} "
-                             "(use dperm.private_tuning to choose among several)")
-        check_positive(self.alpha, "alpha")
+        if isinstance(self.alpha, str):
+            if self.alpha != "auto":
+                raise ValueError(f"alpha: must be 'auto' or a positive number, got {self.alpha!r}")
+        elif np.ndim(self.alpha) != 0:
+            raise ValueError(f"alpha: must be 'auto' or a single positive number, got "
+                             f"{self.alpha!r} (use dperm.private_tuning to choose among several)")
+        else:
+            check_positive(self.alpha, "alpha")
         check_positive(self.h, "h")
         check_positive(self.data_norm, "data_norm")
         check_choice(self.norm_policy, "norm_policy", {"clip", "error"})
@@ -127,6 +174,24 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):
             raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got {type(self.accountant).__name__}")
         check_random_state(None if isinstance(self.random_state, np.random.Generator) else self.random_state)
+
+    def _resolve_alpha(self, n, d, lo):
+        """Lambda for this fit: the public rule for "auto", else the user's value (with a
+        warning when, by public quantities alone, the noise would swamp the model)."""
+        kw = dict(perturbation=self.perturbation, loss=lo.name, data_norm=float(self.data_norm),
+                  h=float(self.h))
+        eps = float(self.epsilon) if self.perturbation != "none" else 1.0
+        if isinstance(self.alpha, str):
+            return auto_alpha(n, d, eps, **kw)
+        alpha = float(self.alpha)
+        if self.perturbation != "none" and noise_dominates(n, d, eps, alpha, **kw):
+            shift = expected_noise_shift(n, d, eps, alpha, **kw)
+            warnings.warn(
+                f"alpha={alpha:g}: with n={n}, d={d} and epsilon={eps:g} the expected noise "
+                f"moves the coefficients by about {shift:.3g}, more than any non-private "
+                f"solution can measure; the model will be mostly noise. alpha='auto' would "
+                f"use {auto_alpha(n, d, eps, **kw):.3g}.", UserWarning, stacklevel=3)
+        return alpha
 
     def _check_classes(self, y):
         y = np.asarray(y)
@@ -149,10 +214,16 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
                 # two distinct float labels are fine; many are a regression target
                 raise ValueError(f"y: Unknown label type: {y_type} (a continuous target was "
                                  "passed to a classifier; exactly two classes are needed)")
+            if classes.size > 2:
+                raise ValueError(
+                    f"y: PrivateLinearClassifier is binary; found {classes.size} classes "
+                    f"({classes[:5].tolist()}{'...' if classes.size > 5 else ''}). For K classes "
+                    "use sklearn.multiclass.OneVsRestClassifier(PrivateLinearClassifier("
+                    "classes=[0, 1], epsilon=total_epsilon / K)): it trains K binary models on "
+                    "all rows, so their epsilons add up.")
             if classes.size != 2:
-                raise ValueError(f"y: Only binary classification is supported; exactly two "
-                                 f"classes are needed, found {classes.size} "
-                                 f"({classes[:5].tolist()}{'...' if classes.size > 5 else ''})")
+                raise ValueError(f"y: exactly two classes are needed, found {classes.size} "
+                                 f"({classes[:5].tolist()})")
             warnings.warn(
                 "classes: the label set was read from the private y; pass classes=[neg, pos] "
                 "(public knowledge) to avoid this leak", PrivacyLeakWarning, stacklevel=3)
@@ -170,17 +241,29 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         y_pm = np.where(y == classes[1], 1.0, -1.0)
         return classes, y_pm
 
-    def _prepare_rows(self, X):
-        X = apply_norm_bound(X, float(self.data_norm), self.norm_policy)
-        return augment_intercept(X, float(self.data_norm)) if self.fit_intercept else X
-
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Fit privately. X: (n, d) floats with row norms <= data_norm; y: (n,) labels.
 
         A failed fit (bad input, exceeded budget) leaves the estimator as it was.
+        ``sample_weight`` is refused: weights change how much one row can move
+        the minimizer, so the mechanisms' constants would no longer hold.
         """
+        if "sample_weight" in fit_params:
+            raise TypeError(
+                "sample_weight: not supported; per-row weights change the sensitivity of the "
+                "minimizer (a row with weight w moves it up to w times as far), so the privacy "
+                "constants would no longer hold. Resample or duplicate rows before fitting only "
+                "if that is public knowledge; otherwise fit unweighted.")
+        if fit_params:
+            raise TypeError(f"fit() got unexpected keyword argument(s) {sorted(fit_params)}")
         self._check_params()
+        if self.accountant is not None and self.perturbation == "none":
+            raise BudgetExceededError("a non-private fit (perturbation='none') cannot be "
+                                      "charged to a BudgetAccountant: its epsilon is infinite")
+        if self.perturbation != "none":
+            warn_if_seeded(self.random_state, accountant=self.accountant)
+        feature_names = _feature_names(X)
         X = check_X(X, name="X", min_samples=2)
         n = X.shape[0]
         if y is None:
@@ -191,28 +274,31 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         classes, y_pm = self._check_classes(y)
         lo = get_loss(self.loss)
         if self.accountant is not None:
-            if self.perturbation == "none":
-                raise BudgetExceededError("a non-private fit (perturbation='none') cannot be "
-                                          "charged to a BudgetAccountant: its epsilon is infinite")
             self.accountant.check(self.epsilon)
-        Xa = self._prepare_rows(X)
         R = float(self.data_norm)
-        common = dict(loss=lo.name, alpha=float(self.alpha), h=float(self.h), tol=self.tol,
+        X, clipped = apply_norm_bound(X, R, self.norm_policy, return_clipped=True)
+        _warn_clipped(clipped, n, R)
+        Xa = augment_intercept(X, R) if self.fit_intercept else X
+        alpha = self._resolve_alpha(n, Xa.shape[1], lo)
+        common = dict(loss=lo.name, alpha=alpha, h=float(self.h), tol=self.tol,
                       max_iter=self.max_iter, n_threads=self.n_threads)
         if self.perturbation == "none":
             res = erm.minimize(Xa, y_pm, **common)
-            w, n_iter = res.coef, res.n_iter
+            w = res.coef
             record = {"mechanism": "none", "loss": lo.name, "epsilon": float("inf"),
                       "epsilon_prime": float("inf"), "delta": 0.0, "beta": float("inf"),
-                      "alpha": float(self.alpha), "data_norm": R, "h": float(self.h),
-                      "n_samples": n, "curvature": lo.curvature(self.h, R),
-                      "grad_norm": float(res.grad_norm), "converged": bool(res.converged)}
+                      "alpha": alpha, "data_norm": R, "h": float(self.h),
+                      "n_samples": n, "curvature": lo.curvature(self.h, R)}
+            diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
+                           "n_iter": int(res.n_iter)}
         else:
             mech = objective_perturbation if self.perturbation == "objective" else output_perturbation
             fit = mech(Xa, y_pm, epsilon=float(self.epsilon), data_norm=R, norm_policy="clip",
-                       n_draws=1, random_state=self.random_state, **common)
-            w, n_iter = fit.coef[0], int(np.asarray(fit.n_iter).reshape(-1)[0])
+                       n_draws=1, random_state=self._fit_generator(), **common)
+            w = fit.coef[0]
             record = fit.record()
+            diagnostics = fit.diagnostics()
+        diagnostics["rows_clipped"] = int(clipped)
         if self.fit_intercept:
             coef, intercept = split_intercept(w, R)
         else:
@@ -223,22 +309,67 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.coef_ = np.asarray(coef, dtype=np.float64).reshape(1, -1)
         self.intercept_ = np.array([float(intercept)])
-        self.n_iter_ = np.array([n_iter])
         self.n_features_in_ = X.shape[1]
+        if feature_names is not None:
+            self.feature_names_in_ = feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.alpha_ = alpha
         self.privacy_ = record
+        self.fit_diagnostics_ = diagnostics
         return self
+
+    def _fit_generator(self):
+        """This fit's randomness: fresh entropy (None), a seeded generator (an int, already
+        warned about), or an independent child of a user's Generator, so that fits and
+        clones sharing one Generator never reuse noise."""
+        rs = self.random_state
+        if rs is None:
+            return None
+        if isinstance(rs, np.random.Generator):
+            return spawn_generator(rs)
+        return check_random_state(rs)
+
+    def __sklearn_clone__(self):
+        # sklearn's clone deep-copies a Generator, so clones (GridSearchCV folds, private
+        # tuning) would draw identical noise; give each clone its own child stream instead
+        new = super().__sklearn_clone__()
+        if isinstance(self.random_state, np.random.Generator):
+            new.random_state = spawn_generator(self.random_state)
+        return new
 
     # ------------------------------------------------------------------ predict
     def _check_fitted_X(self, X):
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, ["coef_", "classes_"])
+        self._check_feature_names_at_predict(X)
         X = check_X(X, name="X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input")
         # the same public, data-independent map as in training (clip onto the R-ball)
         return apply_norm_bound(X, float(self.data_norm), "clip")
+
+    def _check_feature_names_at_predict(self, X):
+        names = _feature_names(X)
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is None:
+            if names is not None:
+                warnings.warn(f"X has feature names, but {type(self).__name__} was fitted "
+                              "without feature names", UserWarning, stacklevel=4)
+            return
+        if names is None:
+            warnings.warn(f"X does not have valid feature names, but {type(self).__name__} "
+                          "was fitted with feature names", UserWarning, stacklevel=4)
+            return
+        if names.shape != fitted.shape or np.any(names != fitted):
+            unseen = [c for c in names if c not in set(fitted)][:5]
+            missing = [c for c in fitted if c not in set(names)][:5]
+            detail = (f" Unseen at fit time: {unseen}." if unseen else "") + \
+                     (f" Seen at fit time, yet now missing: {missing}." if missing else "")
+            raise ValueError("The feature names should match those that were passed during fit "
+                             f"(same names, same order).{detail or ' The order differs.'}")
 
     def decision_function(self, X):
         """Signed score f.x + b, shape (n,); positive means classes_[1].
@@ -265,13 +396,18 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Class probabilities (n, 2) in the order of classes_ (logistic loss only)."""
         s = self.decision_function(X)
-        p1 = np.where(s >= 0, 1.0 / (1.0 + np.exp(-np.abs(s))), np.exp(-np.abs(s)) / (1.0 + np.exp(-np.abs(s))))
-        return np.column_stack([1.0 - p1, p1])
+        # sigmoid(s) and sigmoid(-s) computed separately: 1 - p would round to 0 for s > 37
+        return np.column_stack([expit(-s), expit(s)])
 
     @available_if(_has_proba)
     def predict_log_proba(self, X):
-        """log of predict_proba (logistic loss only)."""
-        return np.log(self.predict_proba(X))
+        """log of predict_proba, (n, 2) (logistic loss only); finite for every finite score.
+
+        log sigmoid(s) = -log(1 + e^-s) = -logaddexp(0, -s), exact where
+        log(predict_proba) would give -inf.
+        """
+        s = self.decision_function(X)
+        return np.column_stack([-np.logaddexp(0.0, s), -np.logaddexp(0.0, -s)])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -15,3 +15,14 @@ class ConvergenceWarning(UserWarning):
     The privacy proofs of both mechanisms assume the exact minimizer, so an
     unconverged private fit is reported, never silently accepted.
     """
+
+
+class ClippingWarning(UserWarning):
+    """Rows above the public norm bound were clipped onto it.
+
+    Clipping keeps the guarantee (it maps each row on its own), but a model fitted
+    on mostly clipped rows has lost their scale: choose a larger public
+    `data_norm`, or scale the data by public bounds first
+    (:class:`dperm.PublicBoundsTransformer`).  The warning's count is a statistic
+    of the private data, for the analyst only.
+    """

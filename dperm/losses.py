@@ -37,6 +37,10 @@ class Loss:
         """Upper bound on ||d/df phi(y f.x)|| = |phi'| ||x|| <= R."""
         return 1.0 * data_norm
 
+    def value_at_zero(self, h=0.5):
+        """phi(0): the objective at f = 0, so ||f*||^2 <= 2 phi(0) / Lambda for any data."""
+        return float(self.per_sample(np.zeros(1), h)[0][0])
+
     def per_sample(self, z, h=0.5):
         """phi(z), phi'(z), phi''(z) for an array of margins z (float64)."""
         from dperm._core._objective import per_sample

@@ -9,7 +9,7 @@ gradient bound is R and the curvature bound is c R^2:
     objective perturbation: eps' = eps - log(1 + 2cR^2/(n Lambda) + (cR^2/(n Lambda))^2)
                             Delta branch if eps' <= 0; beta = eps' / (2R).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from dperm import erm
 from dperm._validation import (apply_norm_bound, check_alpha, check_epsilon, check_pm1_labels,
                                check_positive, check_random_state, check_X)
 from dperm.losses import get_loss
-from dperm.noise import sample_l2_laplace
+from dperm.noise import sample_l2_laplace, warn_if_seeded
 
 __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_output_noise",
            "output_perturbation_constants", "objective_perturbation_constants"]
@@ -27,10 +27,19 @@ __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_o
 class PrivateFit:
     """Result of a private mechanism.
 
+    Releasable (a function of public inputs and the noisy model only): `coef`
+    and the public constants, the fields of `record()`.
+
+    NOT releasable, for the analyst who holds the data: `grad_norm`,
+    `converged` and `n_iter` describe the solve on the private data (for output
+    perturbation, the noise-free minimizer itself) and differ between
+    neighbouring data sets; `diagnostics()` gathers them.  They are left out of
+    the repr so that printing a result does not show them.
+
     coef : (len(alpha), n_draws, d), or (n_draws, d) when alpha was a scalar.
-    alpha, epsilon_prime, delta, beta : (len(alpha),) or scalars, the constants used.
-    grad_norm, converged, n_iter : per fit, shaped like coef[..., 0]; for output
-        perturbation they describe the (noise-free) minimizer the noise was added to.
+    alpha, epsilon_prime, delta, beta : (len(alpha),) or scalars, the constants used
+        (`delta` is the paper's extra regularizer Delta, not an (epsilon, delta) parameter).
+    grad_norm, converged, n_iter : per fit, shaped like coef[..., 0].
     """
 
     mechanism: str
@@ -45,24 +54,29 @@ class PrivateFit:
     delta: np.ndarray
     beta: np.ndarray
     coef: np.ndarray
-    grad_norm: np.ndarray
-    converged: np.ndarray
-    n_iter: np.ndarray
+    grad_norm: np.ndarray = field(repr=False)
+    converged: np.ndarray = field(repr=False)
+    n_iter: np.ndarray = field(repr=False)
+
+    def _pick(self, a, i, j):
+        a = np.asarray(a)
+        return a.item() if a.ndim == 0 else a.reshape(-1)[i] if a.ndim == 1 else a[i, j]
 
     def record(self, i=0, j=0):
-        """Plain-dict privacy record of fit (alpha index i, draw j)."""
-        def pick(a):
-            a = np.asarray(a)
-            return a.item() if a.ndim == 0 else a.reshape(-1)[i] if a.ndim == 1 else a[i, j]
+        """The releasable privacy record of fit (alpha index i, draw j): public values only."""
         return {
             "mechanism": self.mechanism, "loss": self.loss, "epsilon": self.epsilon,
-            "epsilon_prime": float(pick(self.epsilon_prime)), "delta": float(pick(self.delta)),
-            "beta": float(pick(self.beta)), "alpha": float(pick(self.alpha)),
-            "data_norm": self.data_norm, "h": self.h, "n_samples": self.n_samples,
-            "curvature": self.curvature,
-            "grad_norm": float(np.asarray(self.grad_norm).reshape(-1)[0] if np.ndim(self.grad_norm) == 0 else pick(self.grad_norm)),
-            "converged": bool(np.asarray(self.converged).reshape(-1)[0] if np.ndim(self.converged) == 0 else pick(self.converged)),
+            "epsilon_prime": float(self._pick(self.epsilon_prime, i, j)),
+            "delta": float(self._pick(self.delta, i, j)), "beta": float(self._pick(self.beta, i, j)),
+            "alpha": float(self._pick(self.alpha, i, j)), "data_norm": self.data_norm, "h": self.h,
+            "n_samples": self.n_samples, "curvature": self.curvature,
         }
+
+    def diagnostics(self, i=0, j=0):
+        """Solver diagnostics of fit (i, j): data-dependent, for the analyst's eyes only."""
+        return {"grad_norm": float(self._pick(self.grad_norm, i, j)),
+                "converged": bool(self._pick(self.converged, i, j)),
+                "n_iter": int(self._pick(self.n_iter, i, j))}
 
 
 def output_perturbation_constants(n, alpha, epsilon, data_norm=1.0):
@@ -137,7 +151,9 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_no
     epsilon : privacy parameter > 0 (each released coefficient vector is epsilon-DP).
     h : Huber / smoothed-hinge width.
     n_draws : independent noise draws per alpha (each one a separate epsilon-DP release).
-    random_state : None (fresh OS entropy), int or numpy Generator.
+    random_state : None (fresh OS entropy, the default), int or numpy Generator.
+        An int seed makes the run reproducible and voids the guarantee
+        (PrivacyLeakWarning): for experiments and tests only.
 
     Returns
     -------
@@ -145,6 +161,7 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_no
     """
     X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
         X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws)
+    warn_if_seeded(random_state)
     rng = check_random_state(random_state)
     n, d = X.shape
     res = erm.minimize(X, y, loss=lo.name, alpha=alphas, h=h, tol=tol, max_iter=max_iter,
@@ -168,11 +185,13 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data
     Same parameters and result layout as `output_perturbation`; every (alpha, draw)
     pair is one problem of a single batched solve.  The logistic, Huber and
     smoothed-hinge losses all qualify (twice differentiable, |phi'| <= 1,
-    phi'' <= c).  The proof assumes the exact minimizer: check `converged` and
-    `grad_norm` (a ConvergenceWarning is raised when the tolerance was missed).
+    phi'' <= c).  The proof assumes the exact minimizer: a ConvergenceWarning
+    is raised when the tolerance was missed, and `diagnostics()` gives the
+    final gradient norms (analyst-only: they are not covered by epsilon).
     """
     X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
         X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws)
+    warn_if_seeded(random_state)
     rng = check_random_state(random_state)
     n, d = X.shape
     c = lo.curvature(h, R)

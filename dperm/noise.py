@@ -1,14 +1,45 @@
 """Noise samplers and the randomness policy.
 
 Policy: every private computation draws from a fresh generator seeded from OS
-entropy unless the caller passes `random_state` (an int seed or a numpy
-Generator) for a reproducible experiment or test.
+entropy (`dperm._validation.fresh_generator`, never numpy's global state) unless
+the caller passes `random_state` (an int seed or a numpy Generator) for a
+reproducible experiment or test.
+
+A fixed seed voids the guarantee: whoever knows it regenerates the noise and
+subtracts it, and two fits with one seed on neighbouring data sets differ by
+exactly the non-private difference.  Entry points that fit call
+`warn_if_seeded`, which warns once per call and refuses a seeded fit that would
+be charged to a BudgetAccountant.
 """
+import warnings
+
 import numpy as np
 
-from dperm._validation import check_random_state
+from dperm._validation import check_random_state, is_fixed_seed
+from dperm.exceptions import PrivacyLeakWarning
 
-__all__ = ["sample_l2_laplace", "check_random_state"]
+__all__ = ["sample_l2_laplace", "check_random_state", "warn_if_seeded"]
+
+
+def warn_if_seeded(random_state, *, accountant=None, name="random_state", stacklevel=3):
+    """Warn (PrivacyLeakWarning) when `random_state` is a fixed seed; returns whether it is.
+
+    With an accountant attached a seeded fit is refused (ValueError): charging
+    epsilon for a release whose noise can be regenerated would be a false record.
+    """
+    if not is_fixed_seed(random_state):
+        return False
+    if accountant is not None:
+        raise ValueError(
+            f"{name}: a fixed seed ({type(random_state).__name__}) cannot be used with a "
+            "BudgetAccountant: the noise of a seeded fit can be regenerated, so the epsilon-DP "
+            f"guarantee does not hold and accounting it would be wrong; use {name}=None")
+    warnings.warn(
+        f"{name} is a fixed seed: the epsilon-DP guarantee does not hold for seeded runs "
+        "(whoever knows the seed can regenerate and subtract the noise, and two fits with one "
+        f"seed on neighbouring data differ by the non-private difference). Use {name}=None "
+        "for anything you release.", PrivacyLeakWarning, stacklevel=stacklevel)
+    return True
 
 
 def sample_l2_laplace(beta, d, size=(), random_state=None):

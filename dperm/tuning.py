@@ -30,13 +30,18 @@ import warnings
 
 import numpy as np
 
-from dperm._validation import check_epsilon, check_positive, check_random_state, check_X
+from dperm._validation import (check_epsilon, check_positive, check_random_state, check_X,
+                               spawn_generator)
 from dperm.exceptions import PrivacyLeakWarning
+from dperm.noise import warn_if_seeded
 
 __all__ = ["private_tuning", "PrivateTuningResult", "exponential_mechanism", "random_split"]
 
 # parameters that private_tuning controls itself and a grid may not set
 _RESERVED = ("epsilon", "perturbation", "random_state", "accountant")
+# public bounds and label sets: fixed before seeing the data, so a grid may not vary them
+# (a grid entry would also bypass the checks that they are set)
+_PUBLIC_BOUNDS = ("classes", "data_norm", "norm_policy")
 
 
 def exponential_mechanism(scores, epsilon, sensitivity=1.0, random_state=None):
@@ -118,12 +123,16 @@ class PrivateTuningResult:
     """What private_tuning returns.
 
     Safe to release (covered by the epsilon guarantee): `best_estimator_`,
-    `best_params_`, `best_index_`, `estimators_`, and the public inputs
-    `params`, `epsilon` and the sizes.
+    `best_params_`, `best_index_`, `estimators_` (every model was trained on
+    its own part, so releasing all of them is covered too), and the public
+    inputs `params`, `epsilon`, `train_sizes` and `validation_size` (functions
+    of n and m).  No random_state, seed or generator is left in any released
+    estimator's parameters.
 
-    NOT covered: `mistakes` and `probabilities` are computed from the private
-    validation part without noise.  They are kept for diagnostics and tests;
-    publishing them would leak information about the validation rows.
+    NOT releasable: `fit_diagnostics_` holds the mistake counts z_i and the
+    selection probabilities q_i, computed from the private validation part
+    without noise.  They are for the analyst's eyes and for tests; they are not
+    shown in the repr.
 
     Attributes
     ----------
@@ -131,24 +140,23 @@ class PrivateTuningResult:
     best_params_ : dict, the chosen parameter setting.
     best_index_ : int, its position in `params`.
     params : list of m dicts, the grid in the order used.
-    mistakes : ndarray (m,), z_i, the mistakes of model i on the validation part.
-    probabilities : ndarray (m,), the selection probabilities q_i.
     train_sizes : ndarray (m,), the size of the part each model was trained on.
     validation_size : int, the size of part m + 1.
     epsilon : float, the privacy parameter of the whole procedure.
     estimators_ : list of the m fitted estimators.
+    fit_diagnostics_ : dict with "mistakes" (ndarray (m,), z_i) and
+        "probabilities" (ndarray (m,), q_i). Not releasable.
     """
 
     best_estimator_: object
     best_params_: dict
     best_index_: int
     params: list
-    mistakes: np.ndarray
-    probabilities: np.ndarray
     train_sizes: np.ndarray
     validation_size: int
     epsilon: float
     estimators_: list = field(default_factory=list, repr=False)
+    fit_diagnostics_: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_candidates(self):
@@ -228,23 +236,24 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
         expanded by sklearn.model_selection.ParameterGrid; for scikit-learn's
         list-of-dicts-of-lists form pass ParameterGrid(that_list)).  Generators,
         iterators, callables and empty grids are refused.  It may not set
-        epsilon, perturbation, random_state or accountant.
+        epsilon, perturbation, random_state or accountant (private_tuning sets
+        them), nor classes, data_norm or norm_policy (public choices, fixed on
+        the estimator).
     epsilon : float > 0
         Privacy parameter of the whole procedure (and of each model).
     random_state : None, int or numpy Generator
-        One generator drives the split, the models' noise and the selection.
-        None (the default) draws fresh OS entropy for each of them, and every
-        clone's random_state is set to None (overriding the estimator's, so
-        that no two models share noise).  An int or Generator makes the run
-        reproducible: each clone's random_state parameters get independent
-        seeds drawn from it.
+        One generator drives the split, the models' noise and the selection;
+        each model draws from its own spawned child stream (overriding the
+        estimator's random_state, so that no two models share noise), and the
+        released estimators' random_state is reset to None.  None (the
+        default) uses fresh OS entropy.  An int makes the run reproducible and
+        voids the guarantee (PrivacyLeakWarning; refused with an accountant).
 
     Returns
     -------
     PrivateTuningResult
-        `best_estimator_` is the released model; see the class for which
-        fields are NOT covered by the privacy guarantee (mistakes,
-        probabilities).
+        `best_estimator_` is the released model; `fit_diagnostics_` (mistake
+        counts and probabilities) is NOT covered by the guarantee.
     """
     from sklearn.base import clone
 
@@ -282,6 +291,10 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
             if k.split("__")[-1] in _RESERVED:
                 raise ValueError(f"param_grid: entry {i} sets {k!r}; private_tuning controls "
                                  f"{', '.join(_RESERVED)} itself")
+            if k.split("__")[-1] in _PUBLIC_BOUNDS:
+                raise ValueError(f"param_grid: entry {i} sets {k!r}; public bounds and label sets "
+                                 f"({', '.join(_PUBLIC_BOUNDS)}) must be fixed on the estimator "
+                                 "before seeing the data, not chosen by a grid")
 
     X = check_X(X, name="X")
     n = X.shape[0]
@@ -306,10 +319,10 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
         a = base[k]
         if a is not None and all(a is not b for b in accountants):
             accountants.append(a)
+    warn_if_seeded(random_state, accountant=accountants[0] if accountants else None)
     for a in accountants:
         a.check(epsilon)
 
-    seeded = random_state is not None
     rng = check_random_state(random_state)
     parts = random_split(n, m + 1, rng)
     val = parts[-1]
@@ -322,11 +335,16 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
         settings = dict(p)
         settings[eps_keys[0]] = epsilon
         for k in rs_keys:
-            settings[k] = int(rng.integers(0, 2**63 - 1)) if seeded else None
+            # an independent child stream per model: fresh entropy when random_state is
+            # None, reproducible children of the seed otherwise
+            settings[k] = spawn_generator(rng)
         for k in _keys(base, "accountant"):
             settings[k] = None  # charged once for the whole procedure below
         est.set_params(**settings)
         est.fit(X[parts[i]], y[parts[i]])
+        # a generator (or any seed) left in a released estimator's parameters would
+        # let its holder regenerate the noise
+        est.set_params(**{k: None for k in rs_keys})
         mistakes[i] = int(np.count_nonzero(np.asarray(est.predict(X_val)) != y_val))
         estimators.append(est)
 
@@ -336,6 +354,6 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
         a.spend(epsilon, label=f"private_tuning({type(estimator).__name__}, m={m})")
     return PrivateTuningResult(
         best_estimator_=estimators[best], best_params_=dict(grid[best]), best_index_=best,
-        params=grid, mistakes=mistakes, probabilities=probabilities,
-        train_sizes=np.array([len(p) for p in parts[:-1]]), validation_size=len(val),
-        epsilon=epsilon, estimators_=estimators)
+        params=grid, train_sizes=np.array([len(p) for p in parts[:-1]]),
+        validation_size=len(val), epsilon=epsilon, estimators_=estimators,
+        fit_diagnostics_={"mistakes": mistakes, "probabilities": probabilities})
