@@ -216,13 +216,14 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
                                  "passed to a classifier; exactly two classes are needed)")
             if classes.size > 2:
                 raise ValueError(
-                    f"y: PrivateLinearClassifier is binary; found {classes.size} classes "
+                    f"y: Only binary classification is supported. Found {classes.size} classes "
                     f"({classes[:5].tolist()}{'...' if classes.size > 5 else ''}). For K classes "
                     "use sklearn.multiclass.OneVsRestClassifier(PrivateLinearClassifier("
                     "classes=[0, 1], epsilon=total_epsilon / K)): it trains K binary models on "
                     "all rows, so their epsilons add up.")
             if classes.size != 2:
-                raise ValueError(f"y: exactly two classes are needed, found {classes.size} "
+                raise ValueError(f"y: Only binary classification is supported; exactly two "
+                                 f"classes are needed, found {classes.size} "
                                  f"({classes[:5].tolist()})")
             warnings.warn(
                 "classes: the label set was read from the private y; pass classes=[neg, pos] "

@@ -30,8 +30,8 @@ def test_records_each_fit():
     X, y = make_data()
     acc = BudgetAccountant(2.0)
     assert acc.spent == 0 and acc.remaining == 2.0 and acc.history == []
-    PLC(epsilon=0.5, accountant=acc, random_state=0).fit(X, y)
-    PLC(epsilon=0.25, perturbation="output", accountant=acc, random_state=0).fit(X, y)
+    PLC(epsilon=0.5, accountant=acc).fit(X, y)
+    PLC(epsilon=0.25, perturbation="output", accountant=acc).fit(X, y)
     assert acc.spent == pytest.approx(0.75)
     assert acc.remaining == pytest.approx(1.25)
     assert [eps for _, eps in acc.history] == [0.5, 0.25]
@@ -53,7 +53,7 @@ def test_direct_spend_and_check():
 def test_refuses_before_a_fit_that_would_exceed(monkeypatch):
     X, y = make_data()
     acc = BudgetAccountant(1.0)
-    est = PLC(epsilon=0.6, accountant=acc, random_state=0).fit(X, y)
+    est = PLC(epsilon=0.6, accountant=acc).fit(X, y)
     coef, intercept, privacy = est.coef_, est.intercept_, est.privacy_
     coef_values = coef.copy()
 
@@ -84,7 +84,7 @@ def test_refuses_before_a_fit_that_would_exceed(monkeypatch):
 def test_ten_fits_of_a_tenth():
     X, y = make_data()
     acc = BudgetAccountant(1.0)
-    est = PLC(epsilon=0.1, accountant=acc, random_state=0)
+    est = PLC(epsilon=0.1, accountant=acc)
     for _ in range(10):
         est.fit(X, y)
     assert len(acc.history) == 10
@@ -149,14 +149,14 @@ def test_accountant_is_shared_not_copied():
 def test_grid_search_spends_every_fit():
     X, y = make_data(n=120)
     acc = BudgetAccountant(10.0)
-    gs = GridSearchCV(PLC(epsilon=0.5, accountant=acc, random_state=0),
+    gs = GridSearchCV(PLC(epsilon=0.5, accountant=acc),
                       {"alpha": [1e-2, 1e-1]}, cv=3)
     gs.fit(X, y)
     assert len(acc.history) == 2 * 3 + 1  # every fold of every candidate, plus the refit
     assert acc.spent == pytest.approx(3.5)
     # a search the budget cannot pay for stops
     small = BudgetAccountant(1.0)
-    gs = GridSearchCV(PLC(epsilon=0.5, accountant=small, random_state=0),
+    gs = GridSearchCV(PLC(epsilon=0.5, accountant=small),
                       {"alpha": [1e-2, 1e-1]}, cv=3, error_score="raise")
     with pytest.raises(BudgetExceededError):
         gs.fit(X, y)

@@ -49,14 +49,14 @@ def test_fit_predict_attributes(loss, perturbation):
     assert est.coef_.shape == (1, 4) and est.coef_.dtype == np.float64
     assert est.intercept_.shape == (1,)
     np.testing.assert_array_equal(est.classes_, [0, 1])
-    assert est.n_iter_.shape == (1,) and est.n_iter_[0] >= 1
+    assert not hasattr(est, "n_iter_")  # data-dependent: in fit_diagnostics_ only
     assert est.n_features_in_ == 4
     rec = est.privacy_
-    for key in ("mechanism", "epsilon", "epsilon_prime", "delta", "beta", "alpha",
-                "data_norm", "curvature", "n_samples", "grad_norm", "converged"):
-        assert key in rec, key
+    assert set(rec) == {"mechanism", "loss", "epsilon", "epsilon_prime", "delta", "beta",
+                        "alpha", "data_norm", "h", "curvature", "n_samples"}
     assert rec["mechanism"] == perturbation
-    assert rec["converged"] and rec["grad_norm"] <= 1e-8
+    diag = est.fit_diagnostics_
+    assert diag["converged"] and diag["grad_norm"] <= 1e-8 and diag["n_iter"] >= 1
     assert rec["n_samples"] == 200 and rec["alpha"] == 1e-2
     if perturbation == "none":
         assert rec["epsilon"] == np.inf
@@ -160,7 +160,7 @@ def test_classes_given_does_not_warn():
     X, y = make_data()
     with warnings.catch_warnings():
         warnings.simplefilter("error", dperm.PrivacyLeakWarning)
-        est = PLC(classes=[0, 1], random_state=0).fit(X, y)
+        est = PLC(classes=[0, 1]).fit(X, y)
     np.testing.assert_array_equal(est.classes_, [0, 1])
 
 
@@ -315,19 +315,20 @@ _OUTPUT_SMALL_EPS = PLC(perturbation="output", epsilon=1.0, random_state=0)
 # Binary-only is declared through tags (classifier_tags.multi_class=False), so sklearn
 # itself feeds two-class targets and checks the "Only binary" error; the randomness
 # is pinned by random_state, so the determinism checks apply and pass.
-EXPECTED_FAILED = {
-    id(_OUTPUT_SMALL_EPS): {
-        "check_classifiers_train": (
-            "accuracy threshold (> 0.83 on a tiny data set): at epsilon=1 the output "
-            "perturbation noise has norm ~ d * 2R / (n Lambda epsilon), far larger than the "
-            "coefficients for sklearn's small test sets, so accuracy is near chance; that is "
-            "the privacy guarantee, not a defect (the same check passes at epsilon=1e3)"),
-    },
+EXPECTED_FAILED = {}
+
+# Every configuration: sklearn wants n_iter_ on an estimator with max_iter, but the
+# iteration count depends on the private data, so it lives in fit_diagnostics_
+# (documented as not releasable) and nowhere a user would publish from.
+_ALWAYS_EXPECTED = {
+    "check_non_transformer_estimators_n_iter": (
+        "n_iter_ is data-dependent (it differs between neighbouring data sets), so it is "
+        "kept in fit_diagnostics_['n_iter'], not in a public attribute"),
 }
 
 
 def _expected_failed(est):
-    return EXPECTED_FAILED.get(id(est), {})
+    return {**_ALWAYS_EXPECTED, **EXPECTED_FAILED.get(id(est), {})}
 
 
 if _SK >= (1, 6):
@@ -378,7 +379,7 @@ def test_y_three_classes():
     X, y = make_data()
     y3 = y.copy()
     y3[:7] = 2
-    fit_raises(PLC(), X, y3, ValueError, r"^y: Only binary classification.*found 3")
+    fit_raises(PLC(), X, y3, ValueError, r"^y: Only binary classification.*Found 3.*OneVsRest")
     fit_raises(PLC(classes=[0, 1]), X, y3, ValueError, r"^y: values \[2\] are not in classes")
 
 

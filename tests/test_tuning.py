@@ -253,23 +253,23 @@ def test_end_to_end_linear():
     assert res.best_estimator_.get_params()["alpha"] == res.best_params_["alpha"]
     assert res.best_estimator_.predict(X).shape == (n,)
     assert not hasattr(est, "coef_")                # the given estimator is left untouched
-    assert res.epsilon == eps and res.mistakes.shape == (m,) and res.probabilities.shape == (m,)
-    np.testing.assert_allclose(res.probabilities, _exact_probabilities(res.mistakes, eps), rtol=1e-12)
+    mistakes = res.fit_diagnostics_["mistakes"]
+    probabilities = res.fit_diagnostics_["probabilities"]
+    assert res.epsilon == eps and mistakes.shape == (m,) and probabilities.shape == (m,)
+    np.testing.assert_allclose(probabilities, _exact_probabilities(mistakes, eps), rtol=1e-12)
     # parts: equal sizes +-1, each model's constants from its own part (privacy_ n_samples)
     sizes = np.append(res.train_sizes, res.validation_size)
     assert sizes.sum() == n and sizes.max() - sizes.min() <= 1
-    seeds = set()
     for e, size in zip(res.estimators_, res.train_sizes):
         assert e.privacy_["n_samples"] == size and e.privacy_["epsilon"] == eps
         assert e.privacy_["mechanism"] == "objective"
-        seeds.add(e.random_state)
-    assert len(seeds) == m and 123 not in seeds      # no two models share noise
+        assert e.random_state is None      # no seed or generator left in what is released
     # the split is the first draw of the generator: reproduce it and the mistake counts
     parts = random_split(n, m + 1, check_random_state(seed))
     assert [len(p) for p in parts[:-1]] == res.train_sizes.tolist()
     val = parts[-1]
     z = [np.count_nonzero(e.predict(X[val]) != y[val]) for e in res.estimators_]
-    assert z == res.mistakes.tolist()
+    assert z == mistakes.tolist()
     # the data are nearly separable: the chosen model is decent
     assert np.mean(res.best_estimator_.predict(X) != y) < 0.3
     # reproducible with the same seed
@@ -308,14 +308,16 @@ def test_pipeline_with_random_features():
 def test_accountant_charged_once():
     X, y = _linear_data(300, 2)
     acc = BudgetAccountant(1.0)
-    res = private_tuning(_clf(accountant=acc), X, y, {"alpha": [1e-3, 1e-2, 1e-1]}, epsilon=0.6,
-                         random_state=0)
+    res = private_tuning(_clf(accountant=acc), X, y, {"alpha": [1e-3, 1e-2, 1e-1]}, epsilon=0.6)
     assert acc.spent == pytest.approx(0.6) and len(acc.history) == 1
     assert all(e.accountant is None for e in res.estimators_)
     from dperm import BudgetExceededError
 
     with pytest.raises(BudgetExceededError):
-        private_tuning(_clf(accountant=acc), X, y, {"alpha": [1e-3]}, epsilon=0.6, random_state=0)
+        private_tuning(_clf(accountant=acc), X, y, {"alpha": [1e-3]}, epsilon=0.6)
+    assert acc.spent == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="random_state: a fixed seed"):
+        private_tuning(_clf(accountant=acc), X, y, {"alpha": [1e-3]}, epsilon=0.1, random_state=0)
     assert acc.spent == pytest.approx(0.6)
 
 
