@@ -1,0 +1,302 @@
+"""What a fit releases: only public inputs and the noisy model (SPEC.md, "What a fit releases").
+
+Every test here compares two data sets that differ in one row (replace-one, n public): the
+releasable fields must be identical, while the analyst-only diagnostics do differ (which
+shows the data sets are distinguishable, so a leak would be caught)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+
+import dperm
+from dperm import PrivacyLeakWarning, PrivateLinearClassifier, private_tuning
+from dperm.cli import main as cli_main
+
+
+def neighbours(n=300, d=5, seed=0):
+    """(X, y) and (X', y') with row 0 replaced by a far-away row of the opposite label."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    y = np.where(X @ np.linspace(1, -1, d) + 0.2 > 0, 1, -1)
+    X2, y2 = X.copy(), y.copy()
+    X2[0] = -X[0] / np.linalg.norm(X[0])
+    y2[0] = -y[0]
+    return (X, y), (X2, y2)
+
+
+def released_attributes(est):
+    """Every public fitted attribute except the coefficients, plus the parameters."""
+    out = {k: v for k, v in vars(est).items()
+           if k.endswith("_") and not k.startswith("_") and k not in ("coef_", "intercept_",
+                                                                    "fit_diagnostics_")}
+    out["params"] = est.get_params()
+    return out
+
+
+def assert_same(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        if isinstance(a[k], np.ndarray):
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+        else:
+            assert a[k] == b[k], k
+
+
+@pytest.mark.parametrize("perturbation", ["objective", "output"])
+@pytest.mark.parametrize("loss", ["logistic", "huber"])
+@pytest.mark.parametrize("alpha", ["auto", 1e-2])
+def test_neighbouring_fits_release_identical_metadata(perturbation, loss, alpha):
+    (X, y), (X2, y2) = neighbours()
+    kw = dict(loss=loss, perturbation=perturbation, epsilon=0.5, alpha=alpha, classes=[-1, 1])
+    a = PrivateLinearClassifier(**kw).fit(X, y)     # fresh randomness each (different seeds)
+    b = PrivateLinearClassifier(**kw).fit(X2, y2)
+    assert_same(released_attributes(a), released_attributes(b))
+    assert a.privacy_ == b.privacy_
+    assert not np.array_equal(a.coef_, b.coef_)
+    # power: the diagnostics tell the two data sets apart, so had any of them been in
+    # privacy_ (as grad_norm, converged and n_iter_ once were) the comparison above fails
+    assert a.fit_diagnostics_ != b.fit_diagnostics_
+    for key in ("grad_norm", "converged", "n_iter", "seed", "seconds", "rows_clipped"):
+        assert key not in a.privacy_
+
+
+def test_the_comparison_catches_a_leaked_diagnostic():
+    (X, y), (X2, y2) = neighbours()
+    kw = dict(perturbation="output", epsilon=0.5, alpha=1e-2, classes=[-1, 1])
+    a = PrivateLinearClassifier(**kw).fit(X, y)
+    b = PrivateLinearClassifier(**kw).fit(X2, y2)
+    # the old release: the noise-free minimizer's gradient norm in privacy_
+    a.privacy_["grad_norm"] = a.fit_diagnostics_["grad_norm"]
+    b.privacy_["grad_norm"] = b.fit_diagnostics_["grad_norm"]
+    with pytest.raises(AssertionError):
+        assert_same(released_attributes(a), released_attributes(b))
+
+
+def _write_csv(path, X, y):
+    with open(path, "w") as fh:
+        fh.write(",".join(f"x{j}" for j in range(X.shape[1])) + ",label\n")
+        for row, label in zip(X, y):
+            fh.write(",".join(repr(float(v)) for v in row) + f",{'yes' if label > 0 else 'no'}\n")
+
+
+@pytest.mark.parametrize("perturbation", ["objective", "output"])
+def test_neighbouring_cli_models_identical_except_coefficients(tmp_path, capsys, perturbation):
+    (X, y), (X2, y2) = neighbours(n=200, d=3)
+    schema = {"numeric": {f"x{j}": [-1, 1] for j in range(3)},
+              "label": {"column": "label", "classes": ["no", "yes"]}}
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    models, outputs = [], []
+    for k, (A, b) in enumerate(((X, y), (X2, y2))):
+        d = tmp_path / f"set{k}"
+        d.mkdir()
+        _write_csv(d / "data.csv", A, b)      # same file name: the name is written to the model
+        assert cli_main(["fit", str(d / "data.csv"), "--schema", str(tmp_path / "schema.json"),
+                         "--perturbation", perturbation, "--epsilon", "0.5", "--alpha", "0.01",
+                         "-o", str(d / "model.json")]) == 0
+        outputs.append(capsys.readouterr().out)
+        models.append(json.loads((d / "model.json").read_text()))
+    coefs = [(m.pop("coef"), m.pop("intercept")) for m in models]
+    assert models[0] == models[1]
+    assert coefs[0] != coefs[1]
+    text = json.dumps(models[0])
+    for word in ("grad_norm", "converged", "n_iter", "seed", "seconds", "created"):
+        assert word not in text
+    # power: what the analyst sees on the terminal differs between the two data sets
+    diag = [o[o.index("analyst-only diagnostics"):] for o in outputs]
+    assert diag[0] != diag[1]
+
+
+def test_cli_seed_is_not_written(tmp_path, capsys):
+    (X, y), _ = neighbours(n=100, d=3)
+    _write_csv(tmp_path / "data.csv", X, y)
+    assert cli_main(["fit", str(tmp_path / "data.csv"), "--label", "label", "--seed", "12345",
+                     "-o", str(tmp_path / "m.json")]) == 0
+    assert "PrivacyLeakWarning: random_state is a fixed seed" in capsys.readouterr().err
+    text = (tmp_path / "m.json").read_text()
+    assert "12345" not in text and "seed" not in text
+
+
+# ---------------------------------------------------------------------------- seeds
+def _leak_warnings(record):
+    return [w for w in record if issubclass(w.category, PrivacyLeakWarning)
+            and "fixed seed" in str(w.message)]
+
+
+@pytest.mark.parametrize("call", ["estimator", "objective", "output", "tuning"])
+def test_seeded_fit_warns_once_per_call(call):
+    (X, y), _ = neighbours()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        if call == "estimator":
+            PrivateLinearClassifier(classes=[-1, 1], random_state=3).fit(X, y)
+        elif call == "tuning":
+            private_tuning(PrivateLinearClassifier(classes=[-1, 1]), X, y,
+                           [{"alpha": 1e-2}, {"alpha": 1e-1}], epsilon=1.0, random_state=3)
+        else:
+            getattr(dperm, f"{call}_perturbation")(X, y, alpha=[1e-2, 1e-1], epsilon=1.0,
+                                                   n_draws=3, random_state=3)
+    assert len(_leak_warnings(rec)) == 1
+
+
+def test_unseeded_and_generator_fits_do_not_warn():
+    (X, y), _ = neighbours()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        PrivateLinearClassifier(classes=[-1, 1]).fit(X, y)
+        PrivateLinearClassifier(classes=[-1, 1], random_state=np.random.default_rng()).fit(X, y)
+        private_tuning(PrivateLinearClassifier(classes=[-1, 1]), X, y, [{"alpha": 1e-2}],
+                       epsilon=1.0)
+
+
+def test_seeded_fit_with_accountant_is_refused_and_changes_nothing():
+    (X, y), _ = neighbours()
+    acc = dperm.BudgetAccountant(1.0)
+    est = PrivateLinearClassifier(classes=[-1, 1], random_state=3, accountant=acc)
+    with pytest.raises(ValueError, match="^random_state: a fixed seed"):
+        est.fit(X, y)
+    assert acc.spent == 0 and not hasattr(est, "coef_")
+    with pytest.raises(ValueError, match="^random_state: a fixed seed"):
+        private_tuning(PrivateLinearClassifier(classes=[-1, 1], accountant=acc), X, y,
+                       [{"alpha": 1e-2}], epsilon=0.5, random_state=3)
+    assert acc.spent == 0
+
+
+def test_generator_clones_draw_independent_noise():
+    (X, y), _ = neighbours()
+    base = PrivateLinearClassifier(classes=[-1, 1], epsilon=0.5,
+                                   random_state=np.random.default_rng(7))
+    a, b = clone(base).fit(X, y), clone(base).fit(X, y)
+    assert not np.array_equal(a.coef_, b.coef_)
+    # two fits of one estimator, too
+    c1 = base.fit(X, y).coef_.copy()
+    c2 = base.fit(X, y).coef_.copy()
+    assert not np.array_equal(c1, c2)
+    # and it stays reproducible: the same construction gives the same sequence
+    again = PrivateLinearClassifier(classes=[-1, 1], epsilon=0.5,
+                                    random_state=np.random.default_rng(7))
+    np.testing.assert_array_equal(clone(again).fit(X, y).coef_, a.coef_)
+
+
+def test_grid_search_folds_draw_independent_noise():
+    from sklearn.model_selection import GridSearchCV
+
+    (X, y), _ = neighbours()
+    gs = GridSearchCV(PrivateLinearClassifier(classes=[-1, 1], epsilon=0.5,
+                                              random_state=np.random.default_rng(1)),
+                      {"alpha": [1e-2]}, cv=[(np.arange(300), np.arange(300))] * 2,
+                      return_train_score=False)
+    gs.fit(X, y)
+    s = gs.cv_results_
+    # the same training rows in both "folds": equal scores would mean equal noise
+    assert s["split0_test_score"][0] != s["split1_test_score"][0]
+
+
+# Runs in a fresh interpreter that seeds numpy's global state first, as many scripts do.
+_FRESH_SCRIPT = textwrap.dedent("""
+    import sys, warnings
+    import numpy as np
+    np.random.seed(0)
+    import dperm, dperm._validation
+    if sys.argv[1] == "broken":   # a policy that derives the noise from the global state
+        dperm._validation.fresh_generator = lambda: np.random.default_rng(np.random.randint(2**31))
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 3)); X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(X[:, 0] > 0, 1, -1)
+    est = dperm.PrivateLinearClassifier(classes=[-1, 1], alpha=0.1, n_threads=1).fit(X, y)
+    print(repr(est.coef_.tolist()))
+""")
+
+
+def _noise_differs_across_processes(policy):
+    out = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", _FRESH_SCRIPT, policy], capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        assert r.returncode == 0, r.stderr
+        out.append(r.stdout.strip())
+    return out[0] != out[1]
+
+
+def test_fresh_randomness_across_processes_with_global_seed():
+    assert _noise_differs_across_processes("real")
+
+
+def test_fresh_randomness_check_catches_a_global_state_policy():
+    assert not _noise_differs_across_processes("broken")
+
+
+# ---------------------------------------------------------------------------- tuning
+class ConstantClassifier(ClassifierMixin, BaseEstimator):
+    """Predicts `label` for every row: mistakes on the validation part are a known count."""
+
+    def __init__(self, label=1, epsilon=1.0, classes=(-1, 1)):
+        self.label = label
+        self.epsilon = epsilon
+        self.classes = classes
+
+    def fit(self, X, y):
+        self.classes_ = np.asarray(self.classes)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.label)
+
+
+def _selection_pvalue(n_runs=1500, eps=0.1):
+    """Select between a perfect and an always-wrong constant model on all-positive data.
+
+    Exact: z = (0, |V|), so P(index 0) = 1 / (1 + exp(-eps |V| / 2)). Returns the
+    two-sided binomial p-value of the observed count of index 0.
+    """
+    n, grid = 30, [{"label": 1}, {"label": -1}]
+    X, y = np.zeros((n, 1)), np.ones(n, dtype=int)
+    V = n // 3
+    q0 = 1.0 / (1.0 + np.exp(-eps * V / 2))
+    hits = sum(private_tuning(ConstantClassifier(), X, y, grid, epsilon=eps).best_index_ == 0
+               for _ in range(n_runs))
+    return stats.binomtest(hits, n_runs, q0).pvalue
+
+
+def test_tuning_selects_by_the_exponential_mechanism():
+    assert _selection_pvalue() > 1e-4
+
+
+def test_tuning_test_catches_a_nonprivate_argmax(monkeypatch):
+    import dperm.tuning as tuning
+
+    real = tuning.exponential_mechanism
+
+    def argmax_after(scores, epsilon, sensitivity=1.0, random_state=None):
+        _, q = real(scores, epsilon, sensitivity, random_state)
+        return int(np.argmin(scores)), q      # the best score, chosen without noise
+
+    monkeypatch.setattr(tuning, "exponential_mechanism", argmax_after)
+    assert _selection_pvalue() < 1e-6
+
+
+def test_tuning_releases_no_scores_or_seeds():
+    (X, y), _ = neighbours(n=600)
+    res = private_tuning(PrivateLinearClassifier(classes=[-1, 1], random_state=5), X, y,
+                         [{"alpha": a} for a in (1e-3, 1e-2, 1e-1)], epsilon=1.0)
+    text = repr(res)
+    assert "mistakes" not in text and "probabilities" not in text
+    for est in res.estimators_:
+        assert est.get_params()["random_state"] is None
+    assert set(res.fit_diagnostics_) == {"mistakes", "probabilities"}
+
+
+@pytest.mark.parametrize("key,value", [("classes", None), ("classes", [1, -1]),
+                                       ("data_norm", 5.0), ("norm_policy", "error")])
+def test_tuning_grid_may_not_set_public_bounds(key, value):
+    (X, y), _ = neighbours()
+    with pytest.raises(ValueError, match=f"param_grid: entry 0 sets '{key}'"):
+        private_tuning(PrivateLinearClassifier(classes=[-1, 1]), X, y, [{key: value}],
+                       epsilon=1.0)
