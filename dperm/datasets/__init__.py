@@ -3,7 +3,10 @@
 :func:`load_adult` loads the UCI Adult data (Becker & Kohavi 1996, UCI Machine
 Learning Repository, CC BY 4.0; attribution and checksums in
 ``dperm/datasets/data/README.txt``) with the paper's preprocessing or with
-public bounds and category lists.
+public bounds and category lists. :func:`load_kddcup99` loads the 10% sample
+of the KDD Cup 1999 data (Stolfo et al. 1999, UCI KDD Archive / UCI Machine
+Learning Repository, CC BY 4.0), the paper's second data set, with public
+bounds (the default) or the paper's preprocessing.
 """
 
 from ._adult import (
@@ -17,6 +20,15 @@ from ._adult import (
     encode_public,
     load_adult,
 )
+from ._kddcup99 import (
+    KDDCUP99_COLUMNS,
+    KDDCUP99_DOS_LABELS,
+    KDDCUP99_NUMERIC_COLUMNS,
+    KDDCUP99_PUBLIC_BOUNDS,
+    KDDCUP99_PUBLIC_CATEGORIES,
+    KDDCUP99_SYMBOLIC_COLUMNS,
+    load_kddcup99,
+)
 
 __all__ = [
     "ADULT_CATEGORICAL_COLUMNS",
@@ -26,6 +38,13 @@ __all__ = [
     "ADULT_PUBLIC_CATEGORIES",
     "Bunch",
     "DataChecksumError",
+    "KDDCUP99_COLUMNS",
+    "KDDCUP99_DOS_LABELS",
+    "KDDCUP99_NUMERIC_COLUMNS",
+    "KDDCUP99_PUBLIC_BOUNDS",
+    "KDDCUP99_PUBLIC_CATEGORIES",
+    "KDDCUP99_SYMBOLIC_COLUMNS",
     "encode_public",
     "load_adult",
+    "load_kddcup99",
 ]
