@@ -6,7 +6,8 @@ feature appended (`augment_intercept`), every (Lambda, draw) pair solved as one 
 problem by the mechanism, the released coefficients scored on the held-out fold.  The
 rule sees only n (the training fold's size), d (with the intercept), epsilon and R.
 
-    python benchmarks/alpha_auto.py [--folds 5] [--draws 20] [--out docs/alpha_auto.json]
+    python benchmarks/alpha_auto.py [--folds 5] [--draws 20] [--losses logistic,huber]
+                                    [--grid-step 0.5] [--out docs/alpha_auto.json]
 
 Data sets (best Lambda differs by orders of magnitude between them):
   adult        UCI Adult, public preprocessing (load_adult(preprocess="public")), 45,222 rows
@@ -28,7 +29,7 @@ from dperm.estimators import augment_intercept
 from dperm.mechanisms import objective_perturbation, output_perturbation
 from dperm.regularization import auto_alpha
 
-GRID = 10.0 ** np.arange(-6.0, 0.01, 0.5)
+GRID = 10.0 ** np.arange(-6.0, 0.01, 0.5)   # the grid of the comparison (half decades)
 CASES = [("adult", 0.1), ("adult", 1.0), ("kddcup99", 0.1), ("kddcup99", 1.0), ("cancer", 1.0)]
 
 
@@ -57,7 +58,7 @@ def accuracy(coef, X, y):
     return ((s > 0) == (y > 0)).mean(axis=-1)
 
 
-def run_case(name, eps, n_folds, n_draws, seed=0):
+def run_case(name, eps, n_folds, n_draws, seed=0, loss="logistic", grid=GRID):
     X, y = load(name, seed)
     n = X.shape[0]
     rng = np.random.default_rng(seed)
@@ -69,25 +70,26 @@ def run_case(name, eps, n_folds, n_draws, seed=0):
         Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
         ntr, d = Xtr.shape
         for mech in ("objective", "output", "none"):
-            a_auto = auto_alpha(ntr, d, eps, perturbation=mech)
-            alphas = np.append(GRID, a_auto)
+            a_auto = auto_alpha(ntr, d, eps, perturbation=mech, loss=loss)
+            alphas = np.append(grid, a_auto)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if mech == "none":
-                    res = erm.minimize(Xtr, ytr, alpha=alphas)
+                    res = erm.minimize(Xtr, ytr, alpha=alphas, loss=loss)
                     acc = accuracy(res.coef, Xte, yte)
                 else:
                     fn = objective_perturbation if mech == "objective" else output_perturbation
-                    fit = fn(Xtr, ytr, alpha=alphas, epsilon=eps, n_draws=n_draws, random_state=rng)
+                    fit = fn(Xtr, ytr, alpha=alphas, epsilon=eps, n_draws=n_draws, random_state=rng,
+                             loss=loss)
                     acc = accuracy(fit.coef, Xte, yte).mean(axis=1)
             out[mech]["grid"].append(acc[:-1].tolist())
             out[mech]["auto"].append(float(acc[-1]))
             out[mech]["auto_alpha"].append(a_auto)
-    summary = {"data": name, "epsilon": eps, "n": n, "d": X.shape[1], "folds": n_folds,
-               "draws": n_draws, "grid": GRID.tolist()}
+    summary = {"data": name, "loss": loss, "epsilon": eps, "n": n, "n_train": int(ntr),
+               "d": X.shape[1], "folds": n_folds, "draws": n_draws, "grid": grid.tolist()}
     for mech, r in out.items():
         g = np.mean(r["grid"], axis=0)
-        summary[mech] = {"grid_accuracy": g.tolist(), "best_alpha": float(GRID[g.argmax()]),
+        summary[mech] = {"grid_accuracy": g.tolist(), "best_alpha": float(grid[g.argmax()]),
                          "best_accuracy": float(g.max()), "auto_alpha": float(np.mean(r["auto_alpha"])),
                          "auto_accuracy": float(np.mean(r["auto"])),
                          "gap": float(g.max() - np.mean(r["auto"]))}
@@ -95,12 +97,12 @@ def run_case(name, eps, n_folds, n_draws, seed=0):
 
 
 def table(results):
-    lines = ["| data | ε | mechanism | best Λ of grid | its accuracy | auto Λ | auto accuracy | gap |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| data | loss | ε | mechanism | best Λ of grid | its accuracy | auto Λ | auto accuracy | gap |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for mech in ("objective", "output", "none"):
             s = r[mech]
-            lines.append(f"| {r['data']} (n={r['n']}, d={r['d']}) | {r['epsilon']:g} | {mech} | "
+            lines.append(f"| {r['data']} (n={r['n']}, d={r['d']}) | {r['loss']} | {r['epsilon']:g} | {mech} | "
                          f"{s['best_alpha']:.0e} | {s['best_accuracy']:.4f} | {s['auto_alpha']:.2e} | "
                          f"{s['auto_accuracy']:.4f} | {s['gap']:+.4f} |")
     return "\n".join(lines)
@@ -111,14 +113,19 @@ def main():
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--draws", type=int, default=20)
     p.add_argument("--cases", default=None, help="comma-separated names, e.g. adult,cancer")
+    p.add_argument("--losses", default="logistic", help="comma-separated losses (default logistic)")
+    p.add_argument("--grid-step", type=float, default=0.5,
+                   help="grid step in decades (default 0.5; finer grids for calibration)")
     p.add_argument("--out", default=None, help="write every accuracy curve as JSON")
     args = p.parse_args()
     cases = [c for c in CASES if args.cases is None or c[0] in args.cases.split(",")]
+    grid = 10.0 ** np.arange(-6.0, 1e-9, args.grid_step)
     results = []
-    for name, eps in cases:
-        t0 = time.perf_counter()
-        results.append(run_case(name, eps, args.folds, args.draws))
-        print(f"{name} eps={eps:g}: {time.perf_counter() - t0:.1f} s", flush=True)
+    for loss in args.losses.split(","):
+        for name, eps in cases:
+            t0 = time.perf_counter()
+            results.append(run_case(name, eps, args.folds, args.draws, loss=loss, grid=grid))
+            print(f"{name} {loss} eps={eps:g}: {time.perf_counter() - t0:.1f} s", flush=True)
     print(table(results))
     if args.out:
         with open(args.out, "w") as fh:

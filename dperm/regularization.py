@@ -89,6 +89,21 @@ def coefficient_bound(alpha, *, loss="logistic", h=0.5):
     return math.sqrt(2.0 * lo.value_at_zero(h) / alpha)
 
 
+def _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h):
+    """(expected noise shift, bound on the noise-free coefficients' norm) for one alpha."""
+    from dperm.mechanisms import objective_perturbation_constants
+
+    l0 = get_loss(loss).value_at_zero(h)
+    if perturbation == "none":
+        return 0.0, math.sqrt(2.0 * l0 / alpha)
+    if perturbation == "output":
+        return 2.0 * d * R / (n * alpha * epsilon), math.sqrt(2.0 * l0 / alpha)
+    c = get_loss(loss).curvature(h, R)
+    eps_p, delta, _ = objective_perturbation_constants(n, alpha, epsilon, c, R)
+    reg = alpha + float(delta[0])       # the perturbed objective's regularizer: Lambda + Delta
+    return 2.0 * d * R / float(eps_p[0]) / (n * reg), math.sqrt(2.0 * l0 / reg)
+
+
 def expected_noise_shift(n_samples, n_features, epsilon, alpha, *, perturbation="objective",
                          loss="logistic", data_norm=1.0, h=0.5):
     """The expected distance between the private and the non-private coefficients.
@@ -98,22 +113,25 @@ def expected_noise_shift(n_samples, n_features, epsilon, alpha, *, perturbation=
     the first-order shift of the minimizer (exact for a quadratic loss).
     Public quantities only.
     """
-    from dperm.mechanisms import objective_perturbation_constants
-
     n, d, R = _check(n_samples, n_features, epsilon, perturbation, data_norm)
-    if perturbation == "none":
-        return 0.0
-    if perturbation == "output":
-        return 2.0 * d * R / (n * alpha * epsilon)
-    c = get_loss(loss).curvature(h, R)
-    eps_p, delta, _ = objective_perturbation_constants(n, alpha, epsilon, c, R)
-    return float(2.0 * d * R / eps_p[0] / (n * (alpha + delta[0])))
+    alpha = check_positive(alpha, "alpha")
+    return _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h)[0]
+
+
+def coefficient_bound(alpha, *, loss="logistic", h=0.5):
+    """An upper bound on ||f*|| for any data: J(f*) <= J(0) gives ||f*||^2 <= 2 loss(0) / Lambda."""
+    return math.sqrt(2.0 * get_loss(loss).value_at_zero(h) / check_positive(alpha, "alpha"))
 
 
 def noise_dominates(n_samples, n_features, epsilon, alpha, *, perturbation="objective",
                     loss="logistic", data_norm=1.0, h=0.5):
-    """True when the expected noise shift exceeds the largest norm the non-private
-    coefficients can have (so the released model is mostly noise).  Public inputs only."""
-    shift = expected_noise_shift(n_samples, n_features, epsilon, alpha,
-                                 perturbation=perturbation, loss=loss, data_norm=data_norm, h=h)
-    return shift > coefficient_bound(alpha, loss=loss, h=h)
+    """True when the expected noise shift exceeds the largest norm the noise-free
+    coefficients can have (so the released model is mostly noise).  Public inputs only.
+
+    For objective perturbation the regularizer is Lambda + Delta (the Delta branch of
+    Algorithm 2), which the bound uses.
+    """
+    n, d, R = _check(n_samples, n_features, epsilon, perturbation, data_norm)
+    alpha = check_positive(alpha, "alpha")
+    shift, bound = _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h)
+    return shift > bound

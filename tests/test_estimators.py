@@ -261,6 +261,126 @@ def test_rows_over_data_norm_clipped_by_default():
     assert np.linalg.norm(big[0]) > 1.5  # input untouched
 
 
+def test_clipping_warns_with_the_fraction_and_keeps_it_out_of_the_release():
+    X, y = make_data()
+    big = X.copy()
+    big[:10] *= 5
+    with pytest.warns(dperm.ClippingWarning, match=r"^10 of 200 rows \(5\.0%\)"):
+        est = PLC(classes=[0, 1]).fit(big, y)
+    assert est.fit_diagnostics_["rows_clipped"] == 10
+    assert "rows_clipped" not in est.privacy_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dperm.ClippingWarning)
+        PLC(classes=[0, 1]).fit(X, y)        # nothing clipped: no warning
+        est.predict(big)                     # prediction maps rows silently
+
+
+# ---------------------------------------------------------------------------- alpha="auto"
+def test_auto_alpha_is_the_default_and_uses_public_inputs_only():
+    from dperm.regularization import auto_alpha
+
+    X, y = make_data(n=400)
+    est = PLC(classes=[0, 1], epsilon=0.7).fit(X, y)
+    assert est.alpha == "auto"
+    assert est.alpha_ == est.privacy_["alpha"] == auto_alpha(400, 5, 0.7)   # d + intercept
+    out = PLC(classes=[0, 1], epsilon=0.7, perturbation="output").fit(X, y)
+    assert out.alpha_ == auto_alpha(400, 5, 0.7, perturbation="output")
+    # the same for any data with the same n, d: nothing is read from X or y
+    X2, y2 = make_data(n=400, seed=9)
+    assert PLC(classes=[0, 1], epsilon=0.7).fit(X2, 1 - y2).alpha_ == est.alpha_
+
+
+def test_first_fit_on_breast_cancer_is_sensible():
+    """The new user's first try: standardised data, every default (issue 8, B.1)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    sc = StandardScaler().fit(Xtr)
+    accs = []
+    for _ in range(10):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dperm.ClippingWarning)
+            est = dperm.PrivateLinearClassifier(classes=[0, 1]).fit(sc.transform(Xtr), ytr)
+        accs.append(est.score(sc.transform(Xte), yte))
+    majority = max(np.mean(yte), 1 - np.mean(yte))
+    assert np.mean(accs) > 0.85 > majority + 0.2, accs
+
+
+def test_noise_dominated_alpha_warns():
+    X, y = make_data(n=200)
+    with pytest.warns(UserWarning, match=r"alpha=1e-05: .* mostly noise"):
+        PLC(classes=[0, 1], alpha=1e-5, epsilon=1.0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        PLC(classes=[0, 1], alpha=1.0, epsilon=1.0).fit(X, y)
+        PLC(classes=[0, 1], alpha=1e-5, perturbation="none").fit(X, y)
+
+
+def test_noise_dominates_is_data_independent_and_monotone():
+    from dperm.regularization import noise_dominates
+
+    for mech in ("objective", "output"):
+        flags = [noise_dominates(500, 10, 1.0, a, perturbation=mech) for a in 10.0 ** np.arange(-6, 1)]
+        assert flags[0] and not flags[-1]
+        assert flags == sorted(flags, reverse=True)   # once fine, fine for every larger alpha
+
+
+# ---------------------------------------------------------------------------- first-fit details
+def test_predict_log_proba_is_finite_for_confident_rows():
+    X, y = make_data()
+    est = PLC(perturbation="none", alpha=1e-6, classes=[0, 1]).fit(X, y)
+    far = X[:5] * 1e3             # clipped at predict time, so scale the coefficients instead
+    est.coef_ = est.coef_ * 1e4
+    lp = est.predict_log_proba(far)
+    assert np.all(np.isfinite(lp))
+    s = est.decision_function(far)
+    np.testing.assert_allclose(lp[:, 1], -np.logaddexp(0, -s), rtol=1e-12)
+    np.testing.assert_allclose(lp[:, 0], -np.logaddexp(0, s), rtol=1e-12)
+    np.testing.assert_allclose(np.exp(lp), est.predict_proba(far), rtol=1e-12, atol=0)
+
+
+def test_feature_names_recorded_and_checked():
+    pd = pytest.importorskip("pandas")
+    X, y = make_data()
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    est = PLC(classes=[0, 1]).fit(df, y)
+    np.testing.assert_array_equal(est.feature_names_in_, ["a", "b", "c", "d"])
+    est.predict(df)
+    with pytest.raises(ValueError, match="feature names should match"):
+        est.predict(df[["b", "a", "c", "d"]])
+    with pytest.raises(ValueError, match="feature names should match"):
+        est.predict(df.rename(columns={"a": "z"}))
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        est.predict(X)
+    assert not hasattr(PLC(classes=[0, 1]).fit(X, y), "feature_names_in_")
+
+
+def test_sample_weight_refused_with_the_reason():
+    X, y = make_data()
+    est = PLC(classes=[0, 1])
+    with pytest.raises(TypeError, match="^sample_weight: .*sensitivity"):
+        est.fit(X, y, sample_weight=np.ones(len(y)))
+    assert not hasattr(est, "coef_")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        est.fit(X, y, weights=1)
+
+
+def test_multiclass_message_and_one_vs_rest():
+    from sklearn.multiclass import OneVsRestClassifier
+
+    rng = np.random.default_rng(0)
+    centers = np.array([[0.6, 0], [-0.3, 0.5], [-0.3, -0.5]])
+    lab = rng.integers(0, 3, 600)
+    X = centers[lab] + 0.1 * rng.standard_normal((600, 2))
+    with pytest.raises(ValueError, match="OneVsRestClassifier"):
+        PLC().fit(X, lab)
+    ovr = OneVsRestClassifier(PLC(classes=[0, 1], epsilon=1.0)).fit(X, lab)
+    assert ovr.score(X, lab) > 0.8
+
+
 # ---------------------------------------------------------------------------- sklearn tooling
 def test_clone_and_params():
     est = PLC(loss="huber", perturbation="output", epsilon=0.3, alpha=0.1, h=0.2,
@@ -424,7 +544,7 @@ def test_bad_epsilon(epsilon, perturbation):
                ValueError, r"^epsilon")
 
 
-@pytest.mark.parametrize("alpha", [0.0, -1e-3, np.nan, np.inf, [1e-3, 1e-2]])
+@pytest.mark.parametrize("alpha", [0.0, -1e-3, np.nan, np.inf, [1e-3, 1e-2], "automatic", None])
 def test_bad_alpha(alpha):
     X, y = make_data()
     fit_raises(PLC(alpha=alpha, classes=[0, 1]), X, y, ValueError, r"^alpha")

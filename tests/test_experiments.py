@@ -62,8 +62,15 @@ def test_paper_table_is_table1():
     assert PAPER_TABLE1[("logistic", "objective")][5] == 0.2161
 
 
-def test_figure2_small_run_and_plot(adult_small, tmp_path):
+def test_figure2_small_run_and_plot(adult_small, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    titles = []
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda self, *a, **k: (titles.append(self._suptitle.get_text()),
+                                               save(self, *a, **k))[1])
     X, y = adult_small
     res = run_figure2(X, y, epsilons=(0.05, 0.2), n_folds=5, folds_to_run=1, n_runs=3,
                       random_state=0, progress=False)
@@ -72,6 +79,7 @@ def test_figure2_small_run_and_plot(adult_small, tmp_path):
     png = plot_figure2(res, str(tmp_path / "f2.png"))
     with open(png, "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert titles == ["Privacy-accuracy trade-off (1 fold, 3 runs each)"]
 
 
 def test_tuning_curve_small_run(adult_small, tmp_path):
@@ -83,3 +91,18 @@ def test_tuning_curve_small_run(adult_small, tmp_path):
     assert 0 <= res["errors_nonprivate"][0, 0] <= 1
     write_tuning_csv(res, str(tmp_path / "tu.csv"))
     assert plot_tuning_curve(res, str(tmp_path / "tu.png")).endswith(".png")
+
+
+def test_progress_bar_has_no_nan_before_the_first_step():
+    import io
+
+    from dperm.experiments._progress import Progress, plural
+
+    buf = io.StringIO()
+    p = Progress(4, label="fits", stream=buf)
+    p.update(2)
+    p.update(2)
+    text = buf.getvalue()
+    assert "nan" not in text
+    assert "0/4" in text and "time left: estimating" in text and "s left" in text
+    assert plural(1, "fold") == "1 fold" and plural(2, "fold") == "2 folds"

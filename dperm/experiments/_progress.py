@@ -3,6 +3,11 @@ import sys
 import time
 
 
+def plural(k, noun):
+    """'1 fold', '2 folds': counts in titles and reports."""
+    return f"{k} {noun}" if k == 1 else f"{k} {noun}s"
+
+
 class Progress:
     """Progress over `total` steps: `update(k)`, `close()`; silent when disabled.
 
@@ -30,10 +35,11 @@ class Progress:
             return
         frac = self.done / self.total
         elapsed = time.perf_counter() - self.start
-        eta = elapsed / frac - elapsed if frac > 0 else float("nan")
+        # nothing done yet: no rate to extrapolate from, so no estimate (not "nan")
+        left = f"~{elapsed / frac - elapsed:5.0f}s left" if frac > 0 else "time left: estimating"
         bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
         line = (f"{self.label} [{bar}] {self.done}/{self.total} "
-                f"{elapsed:6.1f}s elapsed, ~{eta:5.0f}s left {note}")
+                f"{elapsed:6.1f}s elapsed, {left} {note}")
         if self._tty:
             self.stream.write("\r" + line[:120].ljust(120))
             self.stream.flush()

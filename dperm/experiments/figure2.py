@@ -14,7 +14,7 @@ import numpy as np
 
 from dperm import erm
 from dperm._validation import check_random_state
-from dperm.experiments._progress import Progress
+from dperm.experiments._progress import Progress, plural
 from dperm.experiments.table1 import _errors, fold_indices
 from dperm.mechanisms import add_output_noise, objective_perturbation
 
@@ -106,7 +106,8 @@ def plot_figure2(result, path):
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("test error")
     axes[0][-1].legend(fontsize=8, loc="upper right")
-    fig.suptitle(f"Privacy-accuracy trade-off ({result['folds_run']} folds, {result['n_runs']} runs each)",
+    fig.suptitle(f"Privacy-accuracy trade-off ({plural(result['folds_run'], 'fold')}, "
+                 f"{plural(result['n_runs'], 'run')} each)",
                  fontsize=10)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -24,7 +24,7 @@ import numpy as np
 
 from dperm import erm
 from dperm._validation import check_random_state
-from dperm.experiments._progress import Progress
+from dperm.experiments._progress import Progress, plural
 from dperm.mechanisms import add_output_noise, objective_perturbation
 
 __all__ = ["LAMBDAS", "PAPER_TABLE1", "run_table1", "format_table1", "write_table1_csv"]
@@ -123,7 +123,7 @@ def format_table1(result):
     """Our table next to the paper's, with differences, as text."""
     lam_hdr = "".join(f"{'1e' + format(e, 'g'):>9}" for e in np.log10(result["lambdas"]))
     lines = [f"Table 1 on Adult (n={result['n']}, d={result['d']}), epsilon={result['epsilon']}, "
-             f"{result['folds_run']} of {result['n_folds']} folds, {result['n_runs']} runs per fold, "
+             f"{result['folds_run']} of {plural(result['n_folds'], 'fold')}, {plural(result['n_runs'], 'run')} per fold, "
              f"{result['seconds']:.1f} s",
              f"{'':28}{lam_hdr}"]
     for lo in result["losses"]:
