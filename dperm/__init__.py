@@ -12,6 +12,7 @@ from dperm.accountant import BudgetAccountant
 from dperm.mechanisms import objective_perturbation, output_perturbation
 from dperm.estimators import PrivateLinearClassifier
 from dperm.features import RandomFourierFeatures
+from dperm.schema import PublicBoundsTransformer, PublicSchema
 from dperm.tuning import PrivateTuningResult, private_tuning
 from dperm import datasets, erm, losses, mechanisms, noise, regularization
 
@@ -19,6 +20,7 @@ __all__ = [
     "__version__", "get_config", "show_config",
     "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning", "ClippingWarning",
     "BudgetAccountant", "objective_perturbation", "output_perturbation",
-    "PrivateLinearClassifier", "RandomFourierFeatures", "private_tuning", "PrivateTuningResult",
+    "PrivateLinearClassifier", "RandomFourierFeatures", "PublicSchema", "PublicBoundsTransformer",
+    "private_tuning", "PrivateTuningResult",
     "datasets", "erm", "losses", "mechanisms", "noise", "regularization",
 ]

@@ -1,6 +1,10 @@
 """File handling of the `dperm` command line: CSV tables, the public schema,
 the public encoding of rows and the JSON model format.
 
+The schema and the encoding are :class:`dperm.schema.PublicSchema`; this module
+reads CSV cells (text) into the values it encodes: numbers, categories, and
+missing values (a blank cell or one of MISSING_MARKERS).
+
 Everything here raises :class:`CLIError` with a one-line message a user can
 act on (the command line prints it and exits with status 2).
 """
@@ -11,13 +15,21 @@ import os
 
 import numpy as np
 
+from dperm.schema import PublicSchema
+
 __all__ = ["CLIError", "Table", "read_csv", "load_schema", "normalize_schema", "infer_schema",
            "schema_to_json", "feature_names", "encode_rows", "encode_labels", "resolve_label",
+           "apply_missing", "parse_delimiter", "MISSING_MARKERS",
            "model_to_json", "load_model", "MODEL_FORMAT", "MODEL_FORMAT_VERSION"]
 
 MODEL_FORMAT = "dperm.linear-model"
 MODEL_FORMAT_VERSION = 1
-_SCHEMA_KEYS = {"numeric", "categorical", "label"}
+
+# Cells read as a missing value (compared case-insensitively, after stripping).
+# In a categorical column a marker that the schema lists as a category is that
+# category, not a missing value.
+MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "none", "?", "#n/a"})
+_DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 
 
 class CLIError(Exception):
@@ -35,12 +47,24 @@ class Table:
         self.columns = columns
         self.n_rows = n_rows
         self.lines = lines
+        self._parsed = {}
 
     def where(self, i):
         """'row N' (1 = first row after the header) with its line in the file."""
         if self.lines is None:
             return f"row {i + 1}"
         return f"row {i + 1}, line {self.lines[i]}"
+
+    def take(self, rows):
+        """The table restricted to `rows` (indices); rows keep their file lines."""
+        rows = np.asarray(rows, dtype=np.intp)
+        columns = {}
+        for c, col in self.columns.items():
+            columns[c] = col[rows] if isinstance(col, np.ndarray) else [col[i] for i in rows]
+        lines = None if self.lines is None else [self.lines[i] for i in rows]
+        out = Table(self.name, self.header, columns, int(rows.size), lines)
+        out._parsed = {k: v[rows] for k, v in self._parsed.items()}
+        return out
 
 
 def _is_number(s):
@@ -50,8 +74,25 @@ def _is_number(s):
         return False
 
 
-def read_csv(path, what="data file"):
-    """Read a comma-separated file with a header row; values are stripped strings."""
+def _is_marker(s):
+    return s.lower() in MISSING_MARKERS
+
+
+def parse_delimiter(s):
+    """--delimiter: one character, or tab / comma / semicolon / pipe / \\t."""
+    d = _DELIMITER_NAMES.get(s.lower(), s) if isinstance(s, str) else s
+    if not (isinstance(d, str) and len(d) == 1) or d in "\"\r\n" or d.isalnum() or d == " ":
+        raise ValueError(f"--delimiter must be one character such as ';' or '|' (or 'tab'), "
+                         f"got {s!r}")
+    return d
+
+
+def _show_delimiter(d):
+    return "tab" if d == "\t" else repr(d)
+
+
+def read_csv(path, what="data file", delimiter=","):
+    """Read a delimited file with a header row; values are stripped strings."""
     if os.path.isdir(path):
         raise CLIError(f"{what} {path!r} is a directory, not a CSV file")
     try:
@@ -61,7 +102,7 @@ def read_csv(path, what="data file"):
     except OSError as exc:
         raise CLIError(f"cannot open {what} {path!r}: {exc.strerror or exc}") from None
     with fh:
-        reader = csv.reader(fh, skipinitialspace=True)
+        reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
         try:
             header = None
             rows, lines = [], []
@@ -70,7 +111,7 @@ def read_csv(path, what="data file"):
                     continue  # blank line
                 if header is None:
                     header = [v.strip() for v in rec]
-                    _check_header(header, path)
+                    _check_header(header, path, delimiter)
                     continue
                 if len(rec) != len(header):
                     raise CLIError(f"{path}: row {len(rows) + 1} (line {reader.line_num}) has "
@@ -90,7 +131,17 @@ def read_csv(path, what="data file"):
     return Table(path, header, columns, len(rows), lines)
 
 
-def _check_header(header, path):
+def _check_header(header, path, delimiter=","):
+    if len(header) == 1:
+        counts = {d: header[0].count(d) for d in (";", "\t", "|", ",") if d != delimiter}
+        best = max(counts, key=counts.get)
+        if counts[best]:
+            if best == "\t":
+                hint = "is the file tab-delimited? use --delimiter tab"
+            else:
+                hint = f"is the file delimited by {best!r}? use --delimiter {best!r}"
+            raise CLIError(f"{path}: the header has one column ({header[0][:60]!r}, read with "
+                           f"the delimiter {_show_delimiter(delimiter)}); {hint}")
     for j, h in enumerate(header):
         if not h:
             raise CLIError(f"{path}: column {j + 1} of the header row has no name")
@@ -100,79 +151,19 @@ def _check_header(header, path):
             raise CLIError(f"{path}: column name {h!r} appears twice in the header row")
         seen.add(h)
     if all(_is_number(h) for h in header):
-        raise CLIError(f"{path}: the first line ({','.join(header[:4])}{',...' if len(header) > 4 else ''}) "
+        raise CLIError(f"{path}: the first line ({delimiter.join(header[:4])}"
+                       f"{delimiter + '...' if len(header) > 4 else ''}) "
                        "looks like data; a header row naming the columns is required")
 
 
 # ----------------------------------------------------------------------------- schema
-def _label_str(v, where):
-    """Labels and categories are compared as strings; JSON integers are accepted."""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, int) and not isinstance(v, bool):
-        return str(v)
-    raise CLIError(f"{where}: {v!r} must be a string (write labels and categories as "
-                   "they appear in the CSV file, in quotes)")
-
-
 def normalize_schema(obj, where="schema"):
-    """Validate a schema object; return {"numeric": {c: (lo, hi)}, "categorical":
-    {c: [str, ...]}, "label": {"column": str or None, "classes": [neg, pos] or None}}."""
-    if not isinstance(obj, dict):
-        raise CLIError(f"{where}: must be a JSON object with keys 'numeric', 'categorical', 'label'")
-    extra = set(obj) - _SCHEMA_KEYS
-    if extra:
-        raise CLIError(f"{where}: unknown key(s) {sorted(extra)}; expected {sorted(_SCHEMA_KEYS)}")
-    numeric = obj.get("numeric", {}) or {}
-    categorical = obj.get("categorical", {}) or {}
-    label = obj.get("label", {}) or {}
-    if not isinstance(numeric, dict):
-        raise CLIError(f"{where}: 'numeric' must map column -> [low, high]")
-    if not isinstance(categorical, dict):
-        raise CLIError(f"{where}: 'categorical' must map column -> list of categories")
-    if not isinstance(label, dict):
-        raise CLIError(f"{where}: 'label' must be an object {{\"column\": ..., \"classes\": [neg, pos]}}")
-    num = {}
-    for c, b in numeric.items():
-        if isinstance(b, (int, float)) and not isinstance(b, bool):
-            b = [0.0, b]  # a single number is the upper bound of [0, high]
-        if not (isinstance(b, list) and len(b) == 2 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)):
-            raise CLIError(f"{where}: numeric[{c!r}] must be [low, high] (two numbers), got {b!r}")
-        lo, hi = float(b[0]), float(b[1])
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise CLIError(f"{where}: numeric[{c!r}] = {b!r} needs finite low < high")
-        num[c] = (lo, hi)
-    cat = {}
-    for c, cats in categorical.items():
-        if not isinstance(cats, list) or not cats:
-            raise CLIError(f"{where}: categorical[{c!r}] must be a non-empty list of categories")
-        cats = [_label_str(v, f"{where}: categorical[{c!r}]") for v in cats]
-        if len(set(cats)) != len(cats):
-            dup = sorted({v for v in cats if cats.count(v) > 1})
-            raise CLIError(f"{where}: categorical[{c!r}] lists {dup} more than once")
-        cat[c] = cats
-    both = set(num) & set(cat)
-    if both:
-        raise CLIError(f"{where}: column(s) {sorted(both)} are both numeric and categorical")
-    extra = set(label) - {"column", "classes"}
-    if extra:
-        raise CLIError(f"{where}: label has unknown key(s) {sorted(extra)}; expected 'column', 'classes'")
-    column = label.get("column")
-    if column is not None and not (isinstance(column, str) and column):
-        raise CLIError(f"{where}: label.column must be a column name, got {column!r}")
-    classes = label.get("classes")
-    if classes is not None:
-        if not (isinstance(classes, list) and len(classes) == 2):
-            raise CLIError(f"{where}: label.classes must list exactly two labels [negative, positive]")
-        classes = [_label_str(v, f"{where}: label.classes") for v in classes]
-        if classes[0] == classes[1]:
-            raise CLIError(f"{where}: label.classes must be two different labels")
-    if column is not None and column in set(num) | set(cat):
-        raise CLIError(f"{where}: the label column {column!r} is also listed as a feature")
-    if not num and not cat:
-        raise CLIError(f"{where}: no feature columns (give 'numeric' and/or 'categorical')")
-    return {"numeric": num, "categorical": cat, "label": {"column": column, "classes": classes}}
+    """Validate a schema object (the JSON form); returns a :class:`PublicSchema`
+    whose categories and classes are strings (cells are compared as text)."""
+    try:
+        return PublicSchema.from_dict(obj, where=where, categories_as_text=True)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _load_json(path, kind, undecodable):
@@ -202,104 +193,187 @@ def load_schema(path):
 
 
 def schema_to_json(schema):
-    return {
-        "numeric": {c: [lo, hi] for c, (lo, hi) in schema["numeric"].items()},
-        "categorical": {c: list(v) for c, v in schema["categorical"].items()},
-        "label": {"column": schema["label"]["column"], "classes": schema["label"]["classes"]},
-    }
+    return schema.to_dict()
+
+
+def feature_names(schema):
+    return schema.feature_names()
 
 
 def infer_schema(table, label):
     """Bounds and category lists READ FROM THE DATA (not private; the caller warns).
 
-    A column whose values all parse as finite numbers is numeric with bounds
-    [min, max]; any other column is categorical with its sorted distinct values.
+    A column in which most non-missing cells are finite numbers is numeric,
+    with bounds [min, max] of its numbers; a blank or missing-marker cell in it
+    is a missing value and any other cell is an error naming the column, the
+    value and its row. Every other column is categorical, with the sorted
+    distinct values of its non-missing cells.
     """
     num, cat = {}, {}
     for c in table.header:
         if c == label:
             continue
-        vals = table.columns[c]
-        if all(_is_number(v) for v in vals):
-            x = np.array([float(v) for v in vals])
-            lo, hi = float(x.min()), float(x.max())
+        col = table.columns[c]
+        if isinstance(col, np.ndarray) and col.dtype.kind == "f":
+            x = col[np.isfinite(col)]
+            if x.size:
+                lo, hi = float(x.min()), float(x.max())
+                num[c] = (lo, hi if hi > lo else lo + 1.0)
+            continue
+        present = [v for v in col if not _is_marker(v)]
+        if not present:
+            raise CLIError(f"{table.name}: column {c!r} has no values (every cell is blank or "
+                           "a missing marker); remove it or give a schema")
+        numbers = [float(v) for v in present if _is_number(v)]
+        if 2 * len(numbers) > len(present):
+            for i, v in enumerate(col):
+                if not _is_marker(v) and not _is_number(v):
+                    raise CLIError(
+                        f"{table.name}: non-numeric value {v!r} in numeric column {c!r} "
+                        f"({table.where(i)}; most cells of the column are numbers); correct "
+                        "it, leave the cell blank (a missing value), or declare the column "
+                        "categorical in a schema")
+            lo, hi = min(numbers), max(numbers)
             num[c] = (lo, hi if hi > lo else lo + 1.0)
         else:
-            cat[c] = sorted(set(vals))
+            cat[c] = sorted(set(present))
     if not num and not cat:
         raise CLIError(f"{table.name}: no feature columns besides the label {label!r}")
-    return {"numeric": num, "categorical": cat, "label": {"column": label, "classes": None}}
+    try:
+        return PublicSchema(num, cat, label=label)
+    except ValueError as exc:
+        raise CLIError(f"{table.name}: {exc}") from None
 
 
-def feature_names(schema):
-    return list(schema["numeric"]) + [f"{c}={v}" for c, cats in schema["categorical"].items()
-                                      for v in cats]
-
-
-# ----------------------------------------------------------------------------- encoding
+# ----------------------------------------------------------------------------- cells
 def _numeric_column(table, c):
+    """Column c as floats, NaN for a missing cell; any other non-number is an error."""
+    if ("num", c) in table._parsed:
+        return table._parsed[("num", c)]
     col = table.columns[c]
     if isinstance(col, np.ndarray) and col.dtype.kind == "f":
-        bad = np.flatnonzero(~np.isfinite(col))
+        bad = np.flatnonzero(np.isinf(col))
         if bad.size:
-            raise CLIError(f"non-numeric value {col[bad[0]]!r} in numeric column {c!r} "
-                           f"({table.where(bad[0])})")
-        return col
-    out = np.empty(len(col))
-    for i, s in enumerate(col):
-        try:
-            v = float(s)
-        except ValueError:
-            v = None
-        if v is None or not math.isfinite(v):
-            if s == "":
-                raise CLIError(f"{table.name}: missing value in numeric column {c!r} ({table.where(i)})")
-            raise CLIError(f"{table.name}: non-numeric value {s!r} in numeric column {c!r} "
-                           f"({table.where(i)})")
-        out[i] = v
+            raise CLIError(f"{table.name}: non-numeric value {col[bad[0]]!r} in numeric column "
+                           f"{c!r} ({table.where(bad[0])})")
+        out = col
+    else:
+        out = np.empty(len(col))
+        for i, s in enumerate(col):
+            try:
+                v = float(s)
+            except ValueError:
+                v = None
+            if v is not None and math.isfinite(v):
+                out[i] = v
+            elif _is_marker(s):
+                out[i] = np.nan
+            else:
+                raise CLIError(f"{table.name}: non-numeric value {s!r} in numeric column {c!r} "
+                               f"({table.where(i)})")
+    table._parsed[("num", c)] = out
     return out
 
 
-def encode_rows(table, schema, unknown="error"):
-    """The public encoding of every row (rows have norm <= 1); returns (X, names).
+def _category_column(table, c, categories):
+    """Column c as an object array, None for a missing cell (blank, or a missing
+    marker that is not one of the categories)."""
+    key = ("cat", c, tuple(categories))
+    if key in table._parsed:
+        return table._parsed[key]
+    listed = set(categories)
+    out = np.empty(table.n_rows, dtype=object)
+    for i, s in enumerate(table.columns[c]):
+        out[i] = None if (_is_marker(s) and s not in listed) else s
+    table._parsed[key] = out
+    return out
 
-    Numeric column c with public range [lo, hi]: clipped to [lo, hi] and mapped to
-    (v - lo) / (hi - lo) in [0, 1]. Categorical column: one-hot against the public
-    list; a value outside the list is an error (unknown="error", used when
-    training) or gives an all-zero group (unknown="zero", used when predicting).
-    Each row is then divided by sqrt(#numeric + #categorical). Nothing is read
-    from the other rows.
-    """
-    from dperm.datasets import encode_public
 
-    cols = list(schema["numeric"]) + list(schema["categorical"])
-    missing = [c for c in cols if c not in table.columns]
+def _check_columns(table, schema):
+    missing = [c for c in schema.columns if c not in table.columns]
     if missing:
         raise CLIError(f"{table.name}: column(s) {missing} of the schema are missing "
                        f"(the file has: {', '.join(table.header)})")
-    values, bounds = {}, {}
-    for c, (lo, hi) in schema["numeric"].items():
-        values[c] = _numeric_column(table, c) - lo
-        bounds[c] = hi - lo
-    for c, cats in schema["categorical"].items():
-        col = table.columns[c]
-        if unknown == "error":
-            known = set(cats)
-            for i, v in enumerate(col):
-                if v not in known:
-                    raise CLIError(f"{table.name}: unknown category {v!r} in column {c!r} "
-                                   f"({table.where(i)}); the schema lists {_short(cats)}")
-        values[c] = np.asarray(col, dtype=object).astype(str)
+
+
+def _cells(table, schema):
+    """The values of the schema's columns, as PublicSchema.encode reads them."""
+    _check_columns(table, schema)
+    values = {c: _numeric_column(table, c) for c in schema.numeric}
+    values.update({c: _category_column(table, c, cats) for c, cats in schema.categorical.items()})
+    return values
+
+
+def _label_missing(table, label, classes):
+    listed = set(classes or ())
+    return np.fromiter((_is_marker(v) and v not in listed for v in resolve_label(table, label)),
+                       dtype=bool, count=table.n_rows)
+
+
+MISSING_HINT_FIT = ("use --missing drop to drop such rows, or give the column a public "
+                    "\"fill\" value in the schema (see dperm fit --help)")
+MISSING_HINT_PREDICT = ("the model's schema has no \"fill\" value for this column, and predict "
+                        "writes one row per input row: fill the cell, or refit with a schema "
+                        "that has a public \"fill\" for it")
+
+
+def apply_missing(table, schema, label=None, classes=None, policy="error",
+                  hint=MISSING_HINT_FIT):
+    """Missing values in the used columns (the schema's, and the label when given).
+
+    A column with a public fill value in the schema has none to report. With
+    policy "error" the first row with a missing value is an error naming the
+    column and the row; with "drop" those rows are removed. Returns (table,
+    number of rows dropped).
+    """
+    if policy not in ("error", "drop"):
+        raise CLIError(f"--missing must be 'error' or 'drop', got {policy!r}")
     try:
-        X, names = encode_public(values, bounds, {c: tuple(v) for c, v in schema["categorical"].items()})
-    except ValueError as exc:  # already checked above; kept as a safety net
+        masks = schema.missing_mask(_cells(table, schema), by_column=True,
+                                    describe_row=table.where)
+    except ValueError as exc:
         raise CLIError(f"{table.name}: {exc}") from None
-    return X, names
+    if label is not None:
+        lab = _label_missing(table, label, classes)
+        if lab.any():
+            masks[label] = lab
+    if not masks:
+        return table, 0
+    if policy == "error":
+        first = {c: int(np.argmax(m)) for c, m in masks.items()}
+        i = min(first.values())
+        c = next(c for c in list(schema.columns) + [label] if first.get(c) == i)
+        what = "missing label" if c == label else "missing value"
+        raise CLIError(f"{table.name}: {what} in column {c!r} ({table.where(i)}); {hint}")
+    drop = np.zeros(table.n_rows, dtype=bool)
+    for m in masks.values():
+        drop |= m
+    if drop.all():
+        raise CLIError(f"{table.name}: every row has a missing value in a used column "
+                       f"({', '.join(repr(c) for c in masks)}); nothing left to fit")
+    return table.take(np.flatnonzero(~drop)), int(drop.sum())
 
 
-def _short(items, k=8):
-    items = list(items)
-    return repr(items[:k])[:-1] + (", ...]" if len(items) > k else "]")
+# ----------------------------------------------------------------------------- encoding
+def encode_rows(table, schema, unknown="error"):
+    """The public encoding of every row (rows have norm <= 1); returns (X, names).
+
+    See :meth:`dperm.schema.PublicSchema.encode`: numeric column c with public
+    range [lo, hi] is clipped to [lo, hi] and mapped to (v - lo) / (hi - lo);
+    a categorical column is one-hot encoded against the public list (a value
+    outside it is an error with unknown="error", used when training, or an
+    all-zero group with unknown="zero", used when predicting); each row is
+    divided by sqrt(#numeric + #categorical). A missing cell takes the
+    schema's fill value, else it is an error (callers run apply_missing first
+    for a message with advice). Nothing is read from the other rows.
+    """
+    values = _cells(table, schema)
+    try:
+        X = schema.encode(values, unknown="ignore" if unknown in ("zero", "ignore") else "error",
+                          describe_row=table.where)
+    except ValueError as exc:
+        raise CLIError(f"{table.name}: {exc}") from None
+    return X, schema.feature_names()
 
 
 def resolve_label(table, label):

@@ -1,7 +1,8 @@
 """The `dperm` command line (also `python -m dperm`).
 
-    dperm fit [DATA.csv] --label COLUMN [--schema SCHEMA.json] -o MODEL.json
-    dperm predict MODEL.json DATA.csv [-o OUT.csv]
+    dperm fit [DATA.csv] --label COLUMN [--schema SCHEMA.json] [--missing error|drop]
+              [--delimiter CHAR] -o MODEL.json
+    dperm predict MODEL.json DATA.csv [--delimiter CHAR] [-o OUT.csv]
     dperm reproduce {table1,figure2,tuning} [--quick] [--out DIR]
     dperm info
 
@@ -25,7 +26,8 @@ schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking a
   {
     "numeric":     {"age": [17, 90], "hours": [0, 99]},
     "categorical": {"color": ["red", "green", "blue"]},
-    "label":       {"column": "y", "classes": ["no", "yes"]}
+    "label":       {"column": "y", "classes": ["no", "yes"]},
+    "fill":        {"hours": 40, "color": "red"}
   }
   numeric      column -> [low, high] (a single number H means [0, H]); values are
                clipped to [low, high] and mapped to [0, 1] by (v - low) / (high - low)
@@ -34,13 +36,30 @@ schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking a
                an all-zero group for that column
   label        the label column and its two classes [negative, positive] (--label
                and --positive override); labels and categories are compared as text
+  fill         optional: column -> PUBLIC value used for a missing cell of that
+               column (a number for a numeric column, one of the listed categories
+               for a categorical one), when fitting and when predicting
   Each row is then divided by sqrt(#numeric + #categorical), so every row has norm
   <= 1 (the public bound R = 1 of the privacy proofs); with the intercept (default)
   a constant feature is added and rows rescaled by the library. Columns of the CSV
   not named in the schema are ignored.
 
-  Without --schema, the bounds ([min, max] of each all-numeric column), the category
-  lists (distinct values of every other column) and the label set are READ FROM THE
+  Missing values: a blank cell, or one of NA, N/A, NaN, null, None, ?, #N/A (any
+  case; in a categorical column only when the schema does not list it as a
+  category). A column with a "fill" value takes it; otherwise --missing decides:
+  error (default) stops at the first row with a missing value in a used column
+  (the features and the label), naming the row and the column; drop removes
+  those rows and prints how many (on stderr: a count about the private data, for
+  the analyst). In a numeric column any other cell that is not a number is an
+  error naming the cell.
+
+  --delimiter CHAR  the field separator of DATA.csv and --holdout (default ","; e.g.
+  ";" or "|", or "tab"). A header row read as one column that contains ";", a tab
+  or "|" is reported with the delimiter to use.
+
+  Without --schema, the bounds ([min, max] of each numeric column: one in which most
+  non-missing cells are numbers), the category lists (distinct non-missing values of
+  every other column) and the label set are READ FROM THE
   DATA: that leaks information outside the privacy guarantee, so a PrivacyLeakWarning
   is printed and the model records "schema_from_data": true. Use --save-schema to get
   a starting point, then replace what it read from the data by public knowledge.
@@ -67,7 +86,10 @@ label column, if present, is ignored) and writes one output row per input row:
   score        x.coef + intercept (positive means the positive class)
   probability  the probability of the positive class (logistic loss only)
 A category not in the model's list gives an all-zero group for that column (it is
-not an error); numeric values are clipped to the stored [low, high].
+not an error); numeric values are clipped to the stored [low, high]. A missing cell
+(blank, NA, NaN, ?, ...) takes the schema's "fill" value for its column; without one
+it is an error naming the row and the column (rows are never dropped: there is one
+output row per input row). --delimiter CHAR reads a file separated by CHAR.
 """
 
 
@@ -190,6 +212,7 @@ def _adult_table():
     from dperm._cli_io import Table
     from dperm.datasets import (ADULT_COLUMNS, ADULT_NUMERIC_COLUMNS, ADULT_PUBLIC_BOUNDS,
                                 ADULT_PUBLIC_CATEGORIES, load_adult)
+    from dperm.schema import PublicSchema
 
     bunch = load_adult(preprocess="public", return_frame=True)
     frame = bunch.frame
@@ -202,11 +225,10 @@ def _adult_table():
     columns["income"] = [">50K" if v > 0 else "<=50K" for v in frame["income"]]
     table = Table("Adult (shipped with dperm)", list(ADULT_COLUMNS) + ["income"], columns,
                   len(frame))
-    schema = {
-        "numeric": {c: (0.0, float(ADULT_PUBLIC_BOUNDS[c])) for c in ADULT_NUMERIC_COLUMNS},
-        "categorical": {c: list(v) for c, v in ADULT_PUBLIC_CATEGORIES.items()},
-        "label": {"column": "income", "classes": ["<=50K", ">50K"]},
-    }
+    schema = PublicSchema(
+        numeric={c: (0.0, float(ADULT_PUBLIC_BOUNDS[c])) for c in ADULT_NUMERIC_COLUMNS},
+        categorical={c: list(v) for c, v in ADULT_PUBLIC_CATEGORIES.items()},
+        label="income", classes=["<=50K", ">50K"])
     return table, schema
 
 
@@ -214,7 +236,7 @@ def _resolve_classes(args, table, label, schema, leaks):
     """[negative, positive] as strings, from the schema or (with a warning) the data."""
     from dperm._cli_io import CLIError, resolve_label
 
-    classes = schema["label"]["classes"]
+    classes = schema.classes
     pos = args.positive
     if classes is None:
         values = sorted(set(resolve_label(table, label)))
@@ -253,20 +275,20 @@ def cmd_fit(args):
             raise CLIError(f"the shipped Adult data has the label column 'income', not {args.label!r}")
         if args.schema is not None:
             schema = load_schema(args.schema)
-            if schema["label"]["column"] is None:
-                schema["label"]["column"] = "income"
+            if schema.label is None:
+                schema = schema.replace(label="income")
         source = "adult"
     else:
-        table = read_csv(args.data)
+        table = read_csv(args.data, delimiter=args.delimiter)
         schema = load_schema(args.schema) if args.schema is not None else None
         source = os.path.basename(args.data)
     # the label column
     label = args.label
-    if schema is not None and schema["label"]["column"] is not None:
-        if label is not None and label != schema["label"]["column"]:
+    if schema is not None and schema.label is not None:
+        if label is not None and label != schema.label:
             raise CLIError(f"--label {label!r} differs from the schema's label column "
-                           f"{schema['label']['column']!r}")
-        label = schema["label"]["column"]
+                           f"{schema.label!r}")
+        label = schema.label
     if label is None:
         raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
     if label not in table.columns:
@@ -276,14 +298,14 @@ def cmd_fit(args):
         schema = infer_schema(table, label)
         leaks += ["numeric bounds", "categories"]
     else:
-        if label in schema["numeric"] or label in schema["categorical"]:
+        if label in schema.columns:
             raise CLIError(f"the label column {label!r} is also a feature in the schema")
-        ignored = [c for c in table.header if c != label and c not in schema["numeric"]
-                   and c not in schema["categorical"]]
+        ignored = [c for c in table.header if c != label and c not in schema.columns]
         if ignored and args.data is not None:
             _note(f"ignoring column(s) not in the schema: {', '.join(ignored)}")
+    table = _missing_rows(table, schema, label, args.missing)
     classes = _resolve_classes(args, table, label, schema, leaks)
-    schema["label"] = {"column": label, "classes": classes}
+    schema = schema.replace(label=label, classes=classes)
     if leaks:
         warnings.warn(
             f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete one): the released "
@@ -331,7 +353,7 @@ def cmd_fit(args):
             "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
             "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
             "unknown_category": "error when fitting; all-zero group when predicting",
-            "row_divisor": math.sqrt(len(schema["numeric"]) + len(schema["categorical"])),
+            "row_divisor": schema.row_divisor,
             "row_norm_bound": 1.0,
         },
         "schema_from_data": bool(leaks),
@@ -345,8 +367,20 @@ def cmd_fit(args):
     print(f"model written to {args.output} ({len(names)} features"
           f"{' + intercept' if not args.no_intercept else ''})")
     if args.holdout:
-        _report_holdout(args.holdout, schema, clf, label, classes)
+        _report_holdout(args.holdout, schema, clf, label, classes, args)
     return 0
+
+
+def _missing_rows(table, schema, label, policy, what="training rows"):
+    """--missing: stop at the first missing value, or drop the rows that have one."""
+    from dperm._cli_io import apply_missing
+
+    table, dropped = apply_missing(table, schema, label, schema.classes, policy)
+    if dropped:
+        _note(f"--missing drop: dropped {dropped} of {table.n_rows + dropped} {what} of "
+              f"{table.name} with a missing value in a used column ({table.n_rows} remain; "
+              "this count is about the private data: for your eyes, not for publication)")
+    return table
 
 
 def _print_privacy(rec, source, shape):
@@ -381,10 +415,11 @@ def _print_diagnostics(diag, seconds):
               "assumes the exact minimizer (try a larger --alpha)")
 
 
-def _report_holdout(path, schema, clf, label, classes):
+def _report_holdout(path, schema, clf, label, classes, args):
     from dperm._cli_io import encode_labels, encode_rows, read_csv
 
-    table = read_csv(path, what="holdout file")
+    table = read_csv(path, what="holdout file", delimiter=args.delimiter)
+    table = _missing_rows(table, schema, label, args.missing, what="holdout rows")
     X, _ = encode_rows(table, schema, unknown="zero")
     y = encode_labels(table, label, classes)
     acc = float((clf.predict(X) == y).mean())
@@ -409,10 +444,11 @@ def cmd_predict(args):
 
     import numpy as np
 
-    from dperm._cli_io import encode_rows, load_model, read_csv
+    from dperm._cli_io import MISSING_HINT_PREDICT, apply_missing, encode_rows, load_model, read_csv
 
     model = load_model(args.model)
-    table = read_csv(args.data)
+    table = read_csv(args.data, delimiter=args.delimiter)
+    apply_missing(table, model["schema"], policy="error", hint=MISSING_HINT_PREDICT)
     X, _ = encode_rows(table, model["schema"], unknown="zero")
     score = X @ model["coef"] + model["intercept"]
     classes = model["classes"]
@@ -457,6 +493,15 @@ def _positive_int(s):
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {s!r}")
     return v
+
+
+def _delimiter(s):
+    from dperm._cli_io import parse_delimiter
+
+    try:
+        return parse_delimiter(s)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("--delimiter ", "")) from None
 
 
 def build_parser():
@@ -505,6 +550,13 @@ def build_parser():
     f.add_argument("--holdout", metavar="FILE.csv",
                    help="report accuracy on this separate, labelled file (which you consider "
                         "public: the number is released outside the privacy guarantee)")
+    f.add_argument("--missing", choices=("error", "drop"), default="error",
+                   help="a missing cell (blank, NA, NaN, ?, ...) in a used column without a "
+                        "schema \"fill\" value: error (default: name the first such row) or "
+                        "drop the rows that have one (the number dropped is printed)")
+    f.add_argument("--delimiter", type=_delimiter, default=",", metavar="CHAR",
+                   help="field separator of DATA.csv and --holdout (default ','; e.g. ';', '|', "
+                        "or 'tab')")
     f.set_defaults(func=cmd_fit)
 
     # predict
@@ -514,6 +566,9 @@ def build_parser():
     pr.add_argument("model", metavar="MODEL.json")
     pr.add_argument("data", metavar="DATA.csv")
     pr.add_argument("-o", "--output", metavar="OUT.csv", help="output file (default: stdout)")
+    pr.add_argument("--delimiter", type=_delimiter, default=",", metavar="CHAR",
+                    help="field separator of DATA.csv (default ','; e.g. ';', '|', or 'tab'); "
+                         "the predictions are written comma-separated")
     pr.set_defaults(func=cmd_predict)
 
     # reproduce

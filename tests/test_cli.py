@@ -69,11 +69,16 @@ def test_fit_with_schema_then_predict(toy):
     res = run(toy, "fit", "train.csv", "--schema", "schema.json", "--epsilon", "20",
               "--alpha", "1e-4", "--seed", "3", "-o", "model.json")
     assert res.returncode == 0, res.stderr
-    # the privacy parameters are reported, training accuracy is not
-    for word in ("epsilon", "epsilon'", "Delta", "beta", "Lambda", "final |grad|", "converged"):
-        assert word in res.stdout
+    # the privacy parameters are reported, training accuracy is not; the solver's
+    # diagnostics are shown to the analyst, apart from the privacy block
+    privacy_block, _, diagnostics = res.stdout.partition("analyst-only diagnostics")
+    for word in ("epsilon", "epsilon'", "Delta", "beta", "Lambda"):
+        assert word in privacy_block
+    for word in ("final |grad|", "converged"):
+        assert word not in privacy_block and word in diagnostics
     assert "accuracy" not in res.stdout.lower()
-    assert "PrivacyLeakWarning" not in res.stderr
+    # the seed warns (a seeded fit is not private), but nothing was read from the data
+    assert "read from the private data" not in res.stderr
     assert "note" in res.stderr  # the column outside the schema is reported as ignored
 
     text = (toy / "model.json").read_text()
@@ -93,8 +98,11 @@ def test_fit_with_schema_then_predict(toy):
     assert model["schema_from_data"] is False and model["read_from_data"] == []
     priv = model["privacy"]
     assert priv["mechanism"] == "objective" and priv["epsilon"] == 20.0
-    assert priv["alpha"] == 1e-4 and priv["n_samples"] == 1500 and priv["converged"] is True
-    assert priv["grad_norm"] < 1e-6 and priv["beta"] > 0
+    assert priv["alpha"] == 1e-4 and priv["n_samples"] == 1500 and priv["beta"] > 0
+    # data-dependent solver diagnostics, the seed and the timing are not in the model file
+    for key in ("grad_norm", "converged", "seed", "seconds", "n_iter", "rows_clipped"):
+        assert key not in priv
+    assert "grad_norm" not in text
     assert model["estimator"]["loss"] == "logistic" and model["estimator"]["fit_intercept"]
     coef = dict(zip(model["feature_names"], model["coef"]))
     assert coef["a"] > 0 and coef["color=red"] > coef["color=blue"]
@@ -158,7 +166,7 @@ def test_fit_without_schema_warns_and_records_it(toy):
 def test_fit_on_shipped_adult(tmp_path):
     res = run(tmp_path, "fit", "--epsilon", "0.05", "--seed", "0", "-o", "adult.json")
     assert res.returncode == 0, res.stderr
-    assert "PrivacyLeakWarning" not in res.stderr
+    assert "read from the private data" not in res.stderr  # (the seed itself warns)
     model = json.loads((tmp_path / "adult.json").read_text())
     assert model["label"] == "income" and model["classes"] == ["<=50K", ">50K"]
     assert model["privacy"]["n_samples"] == 45222 and model["privacy"]["epsilon"] == 0.05
@@ -299,3 +307,141 @@ def test_main_in_process_fit_predict_roundtrip(toy, capsys, monkeypatch):
     assert cli.main(["predict", "np.json", "train.csv", "-o", "p.csv"]) == 0
     assert cli.main(["predict", "np.json", "nope.csv"]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- missing values, delimiters
+def _fit(tmp_path, capsys, *args):
+    """`dperm fit` in process: (exit status, stdout, stderr)."""
+    code = cli.main(["fit", *map(str, args)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def holes(tmp_path, monkeypatch):
+    """The toy data with one blank cell in the numeric column b (row 5, line 6)."""
+    rows = toy_rows(400, seed=1)
+    rows[4][1] = ""
+    write_csv(tmp_path / "blank.csv", ["a", "b", "color", "y", "note"], rows)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path, rows
+
+
+def test_numeric_column_with_a_blank_cell_is_an_error_naming_it(holes, capsys):
+    tmp_path, _ = holes
+    code, _, err = _fit(tmp_path, capsys, "blank.csv", "--label", "y", "-o", "m.json")
+    assert code == 2 and "Traceback" not in err
+    assert "missing value in column 'b' (row 5, line 6)" in err and "--missing drop" in err
+    assert not (tmp_path / "m.json").exists()
+    # before: the column silently became categorical with one group per distinct value
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
+    code, _, err = _fit(tmp_path, capsys, "blank.csv", "--schema", "schema.json", "-o", "m.json")
+    assert code == 2 and "missing value in column 'b' (row 5, line 6)" in err
+
+
+def test_missing_drop_fits_and_reports_rows_dropped(holes, capsys):
+    tmp_path, rows = holes
+    code, out, err = _fit(tmp_path, capsys, "blank.csv", "--label", "y", "--missing", "drop",
+                          "-o", "m.json")
+    assert code == 0, err
+    assert "dropped 1 of 400" in err and "399 remain" in err
+    assert "dropped" not in out  # a count about the private data: stderr, for the analyst
+    model = json.loads((tmp_path / "m.json").read_text())
+    assert model["privacy"]["n_samples"] == 399
+    assert set(model["schema"]["numeric"]) == {"a", "b"}  # b stays numeric
+    assert model["feature_names"][:2] == ["a", "b"] and len(model["coef"]) == 6
+    # a missing label is a missing value of a used column too
+    rows[9][3] = "NA"
+    write_csv(tmp_path / "blank2.csv", ["a", "b", "color", "y", "note"], rows)
+    code, _, err = _fit(tmp_path, capsys, "blank2.csv", "--label", "y", "-o", "m2.json")
+    assert code == 2 and "column 'b' (row 5" in err  # the first row with a missing value
+    code, _, err = _fit(tmp_path, capsys, "blank2.csv", "--label", "y", "--missing", "drop",
+                        "-o", "m2.json")
+    assert code == 0 and "dropped 2 of 400" in err, err
+    assert json.loads((tmp_path / "m2.json").read_text())["classes"] == ["no", "yes"]
+
+
+def test_schema_fill_replaces_missing_cells_when_fitting_and_predicting(holes, capsys):
+    tmp_path, rows = holes
+    schema = dict(SCHEMA, fill={"b": 0, "color": "green"})
+    (tmp_path / "fill.json").write_text(json.dumps(schema))
+    code, out, err = _fit(tmp_path, capsys, "blank.csv", "--schema", "fill.json", "-o", "m.json")
+    assert code == 0, err
+    assert "dropped" not in err and "read from the private data" not in err
+    model = json.loads((tmp_path / "m.json").read_text())
+    assert model["privacy"]["n_samples"] == 400
+    assert model["schema"]["fill"] == {"b": 0.0, "color": "green"}
+    # predict: the cell takes the public fill value, one output row per input row
+    write_csv(tmp_path / "new.csv", ["a", "b", "color"], [["5", "", "?"], ["5", "0", "green"]])
+    assert cli.main(["predict", "m.json", "new.csv"]) == 0
+    pred = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert len(pred) == 2 and pred[0]["score"] == pred[1]["score"]
+
+
+def test_predict_missing_cell_without_fill_is_an_error(toy, capsys, monkeypatch):
+    monkeypatch.chdir(toy)
+    assert cli.main(["fit", "train.csv", "--schema", "schema.json", "-o", "m.json"]) == 0
+    capsys.readouterr()
+    write_csv(toy / "new.csv", ["a", "b", "color"], [["1", "2", "red"], ["3", "NaN", "red"]])
+    assert cli.main(["predict", "m.json", "new.csv", "-o", "p.csv"]) == 2
+    err = capsys.readouterr().err
+    assert "missing value in column 'b' (row 2, line 3)" in err and "fill" in err
+    assert not (toy / "p.csv").exists()
+
+
+def test_bad_cell_in_a_numeric_column_is_an_error_naming_it(holes, capsys):
+    tmp_path, rows = holes
+    rows[4][1] = "1.5"
+    rows[7][1] = "abc"
+    write_csv(tmp_path / "bad.csv", ["a", "b", "color", "y", "note"], rows)
+    code, _, err = _fit(tmp_path, capsys, "bad.csv", "--label", "y", "-o", "m.json")
+    assert code == 2 and "Traceback" not in err
+    for word in ("non-numeric value 'abc'", "column 'b'", "row 8, line 9"):
+        assert word in err, err
+    # corrected, the column is numeric; a column of words stays categorical
+    rows[7][1] = "2"
+    write_csv(tmp_path / "ok.csv", ["a", "b", "color", "y", "note"], rows)
+    code, _, err = _fit(tmp_path, capsys, "ok.csv", "--label", "y", "-o", "m.json")
+    assert code == 0, err
+    schema = json.loads((tmp_path / "m.json").read_text())["schema"]
+    assert set(schema["numeric"]) == {"a", "b"} and set(schema["categorical"]) == {"color", "note"}
+
+
+def test_semicolon_file_needs_delimiter(holes, capsys):
+    tmp_path, rows = holes
+    rows[4][1] = "0.5"
+    with open(tmp_path / "semi.csv", "w", newline="") as fh:
+        w = csv.writer(fh, delimiter=";")
+        w.writerow(["a", "b", "color", "y", "note"])
+        w.writerows(rows)
+    code, _, err = _fit(tmp_path, capsys, "semi.csv", "--label", "y", "-o", "m.json")
+    assert code == 2
+    assert ("the header has one column" in err and "is the file delimited by ';'? use "
+            "--delimiter ';'" in err), err
+    code, _, err = _fit(tmp_path, capsys, "semi.csv", "--label", "y", "--delimiter", ";",
+                        "-o", "m.json")
+    assert code == 0, err
+    model = json.loads((tmp_path / "m.json").read_text())
+    assert model["feature_names"][:2] == ["a", "b"] and model["privacy"]["n_samples"] == 400
+    # predict reads it with the same option; tabs by name
+    assert cli.main(["predict", "m.json", "semi.csv"]) == 2
+    assert "--delimiter ';'" in capsys.readouterr().err
+    assert cli.main(["predict", "m.json", "semi.csv", "--delimiter", ";", "-o", "p.csv"]) == 0
+    assert len((tmp_path / "p.csv").read_text().splitlines()) == 401
+    (tmp_path / "t.tsv").write_text("a\tb\tcolor\tnote\n1\t2\tred\tignored\n3\t4\tblue\tignored\n")
+    assert cli.main(["predict", "m.json", "t.tsv"]) == 2
+    assert "--delimiter tab" in capsys.readouterr().err
+    assert cli.main(["predict", "m.json", "t.tsv", "--delimiter", "tab"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    assert cli.main(["fit", "semi.csv", "--label", "y", "--delimiter", "ab", "-o", "m.json"]) == 2
+    assert "one character" in capsys.readouterr().err
+
+
+def test_fit_help_documents_fill_missing_and_delimiter(capsys):
+    assert cli.main(["fit", "--help"]) == 0
+    out = capsys.readouterr().out
+    for word in ('"fill"', "--missing", "drop", "--delimiter", "NA"):
+        assert word in out, word
+    assert cli.main(["predict", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--delimiter" in out and "fill" in out

@@ -241,3 +241,55 @@ def test_public_bounds_cover_data():
 def test_bad_arguments(kwargs, param):
     with pytest.raises(ValueError, match=param):
         load_adult(**kwargs)
+
+
+# ----------------------------------------------------------------------------- one public schema
+def _adult_schema():
+    from dperm import PublicSchema
+
+    return PublicSchema(
+        numeric={c: (0, ADULT_PUBLIC_BOUNDS[c]) for c in ADULT_NUMERIC_COLUMNS},
+        categorical=dict(ADULT_PUBLIC_CATEGORIES),
+        label="income", classes=[-1, 1],
+    )
+
+
+def test_public_mode_is_the_public_schema_encoding():
+    b = load_adult("public", missing="zero", return_frame=True)
+    schema = _adult_schema()
+    X = schema.encode({c: b.frame[c] for c in schema.columns}, unknown="ignore")
+    np.testing.assert_array_equal(X, b.data)  # bit for bit: one implementation
+    assert schema.feature_names() == b.feature_names
+    assert schema.row_divisor == math.sqrt(14)
+    with pytest.raises(ValueError, match=r"unknown category '\?' in column 'workclass'"):
+        schema.encode({c: b.frame[c] for c in schema.columns}, unknown="error")
+
+
+def test_public_mode_equals_the_pipeline_transformer():
+    pd = pytest.importorskip("pandas")
+    from dperm import PublicBoundsTransformer
+
+    b = load_adult("public", return_frame=True, split="test")
+    frame = pd.DataFrame({c: b.frame[c] for c in b.frame.dtype.names})
+    before = frame.copy()
+    t = PublicBoundsTransformer.from_schema(_adult_schema())
+    X = t.fit_transform(frame)
+    np.testing.assert_array_equal(X, b.data)
+    assert list(t.get_feature_names_out()) == b.feature_names
+    pd.testing.assert_frame_equal(frame, before)
+
+
+def test_encode_public_is_a_thin_schema_user():
+    cols = {"x": np.array([-5.0, 5.0, 50.0]), "c": np.array(["a", "b", "zzz"])}
+    copy = {k: v.copy() for k, v in cols.items()}
+    X, names = encode_public(cols, {"x": 10.0}, {"c": ["a", "b"]})
+    from dperm import PublicSchema
+
+    Y = PublicSchema({"x": (0, 10)}, {"c": ["a", "b"]}).encode(cols, unknown="ignore")
+    np.testing.assert_array_equal(X, Y)
+    for k in cols:
+        np.testing.assert_array_equal(cols[k], copy[k])  # the input is not modified
+    with pytest.raises(ValueError, match="missing value in column 'x'"):
+        encode_public({"x": np.array([1.0, np.nan])}, {"x": 1.0}, {})
+    with pytest.raises(ValueError, match="categories"):
+        encode_public(cols, {"x": 10.0}, {"c": ["a", 1]})

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..exceptions import PrivacyLeakWarning
+from ..schema import _SHRINK, PublicSchema, _row_norms, _shrink_to
 
 __all__ = [
     "ADULT_COLUMNS",
@@ -220,8 +221,14 @@ def _check_choice(name, value, choices):
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
 
 
-def _check_public_spec(bounds, categories, numeric_names, categorical_names):
-    """Validate user bounds/categories; return them ordered like the data's columns."""
+def _public_schema(bounds, categories, numeric_names, categorical_names):
+    """The loader's `bounds` / `categories` arguments as a PublicSchema.
+
+    Checks what is particular to the loader (mappings of known columns, a
+    single upper bound > 0 per numeric column, categories as strings); the
+    schema checks the rest. Columns come in the order of `numeric_names` /
+    `categorical_names`.
+    """
     if not isinstance(bounds, Mapping):
         raise ValueError(f"bounds must be a mapping column -> upper bound, got {type(bounds).__name__}")
     if not isinstance(categories, Mapping):
@@ -236,7 +243,7 @@ def _check_public_spec(bounds, categories, numeric_names, categorical_names):
         raise ValueError(
             f"categories has unknown categorical columns {sorted(extra)}; known: {list(categorical_names)}"
         )
-    b_out = {}
+    numeric = {}
     for c in numeric_names:
         if c in bounds:
             try:
@@ -245,20 +252,19 @@ def _check_public_spec(bounds, categories, numeric_names, categorical_names):
                 raise ValueError(f"bounds[{c!r}] must be a number, got {bounds[c]!r}") from None
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"bounds[{c!r}] must be finite and > 0, got {bounds[c]!r}")
-            b_out[c] = v
-    c_out = {}
+            numeric[c] = (0.0, v)
+    categorical = {}
     for c in categorical_names:
         if c in categories:
             cats = categories[c]
-            if isinstance(cats, str) or not isinstance(cats, Sequence) or len(cats) == 0:
-                raise ValueError(f"categories[{c!r}] must be a non-empty list of strings")
-            cats = tuple(cats)
-            if not all(isinstance(s, str) for s in cats) or len(set(cats)) != len(cats):
-                raise ValueError(f"categories[{c!r}] must be a list of distinct strings")
-            c_out[c] = cats
-    if not b_out and not c_out:
+            if isinstance(cats, Sequence) and not isinstance(cats, str):
+                if not all(isinstance(s, str) for s in cats):
+                    raise ValueError(f"categories[{c!r}] must be a list of distinct strings")
+                cats = list(cats)
+            categorical[c] = cats
+    if not numeric and not categorical:
         raise ValueError("bounds and categories select no columns")
-    return b_out, c_out
+    return PublicSchema(numeric, categorical)
 
 
 def encode_public(columns, bounds, categories):
@@ -271,7 +277,8 @@ def encode_public(columns, bounds, categories):
     divided by ``sqrt(len(bounds) + len(categories))``, the largest norm such a
     row can have, so every row norm is <= 1. Nothing but the rows themselves is
     read from the data, and each row is mapped on its own: safe for private
-    training.
+    training. (This is :meth:`dperm.PublicSchema.encode` with the ranges
+    ``[0, bound]``; categorical values are compared as strings.)
 
     Parameters
     ----------
@@ -293,46 +300,27 @@ def encode_public(columns, bounds, categories):
     """
     if not isinstance(columns, Mapping):
         raise ValueError("columns must be a mapping column name -> 1-D array")
-    b, c = _check_public_spec(bounds, categories, list(bounds), list(categories))
-    missing = [k for k in list(b) + list(c) if k not in columns]
+    schema = _public_schema(bounds, categories, list(bounds), list(categories))
+    missing = [k for k in schema.columns if k not in columns]
     if missing:
         raise ValueError(f"columns lacks {missing}")
-    arrays = {k: np.asarray(columns[k]) for k in list(b) + list(c)}
-    sizes = {a.shape for a in arrays.values()}
+    values = {k: np.asarray(columns[k]) for k in schema.numeric}
+    # categorical values are compared as text (None or NaN become unknown values)
+    values.update({k: np.asarray(columns[k]).astype(str) for k in schema.categorical})
+    sizes = {a.shape for a in values.values()}
     if len(sizes) != 1 or len(next(iter(sizes))) != 1:
         raise ValueError("columns must be 1-D arrays of equal length")
-    num, cat_codes, cat_levels = [], [], []
-    for k in b:
-        try:
-            v = arrays[k].astype(np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"numeric column {k!r} has non-numeric values") from None
-        if np.isnan(v).any():
-            raise ValueError(f"numeric column {k!r} has NaN values")
-        num.append(v)
-    for k in c:
-        lev, inv = np.unique(arrays[k].astype(str), return_inverse=True)
-        cat_levels.append(tuple(str(s) for s in lev))
-        cat_codes.append(inv.reshape(-1))
-    n = next(iter(sizes))[0]
-    numeric = np.column_stack(num) if num else np.empty((n, 0))
-    codes = np.column_stack(cat_codes) if cat_codes else np.empty((n, 0), dtype=np.intp)
-    return _public_matrix(numeric, codes, cat_levels, b, c)
+    X = schema.encode(values, unknown="ignore")
+    return X, schema.feature_names()
 
 
-def _public_matrix(numeric, codes, levels, bounds, categories):
-    blocks, names = [], []
-    ub = np.array(list(bounds.values()), dtype=np.float64)
-    if ub.size:
-        blocks.append(np.clip(numeric, 0.0, ub) / ub)
-        names += list(bounds)
-    for j, (col, cats) in enumerate(categories.items()):
-        blocks.append(_one_hot(codes[:, j], levels[j], cats))
-        names += [f"{col}={s}" for s in cats]
-    X = np.hstack(blocks)
-    X /= math.sqrt(len(bounds) + len(categories))
-    _scale_rows(X, "rounding")
-    return np.ascontiguousarray(X), names
+def _public_matrix(tab, keep, schema):
+    """The public encoding of the rows ``keep`` of the parsed table."""
+    columns = {c: tab.numeric[keep, ADULT_NUMERIC_COLUMNS.index(c)] for c in schema.numeric}
+    for c in schema.categorical:
+        j = ADULT_CATEGORICAL_COLUMNS.index(c)
+        columns[c] = np.asarray(tab.levels[j])[tab.codes[keep, j]]
+    return schema.encode(columns, unknown="ignore"), schema.feature_names()
 
 
 def _paper_matrix(tab, keep):
@@ -352,14 +340,6 @@ def _paper_matrix(tab, keep):
     return X, names
 
 
-def _row_norms(X):
-    # The larger of two summation orders, so callers' norm checks agree.
-    return np.maximum(np.sqrt(np.einsum("ij,ij->i", X, X)), np.linalg.norm(X, axis=1))
-
-
-_SHRINK = 1.0 - 8 * np.finfo(np.float64).eps
-
-
 def _scale_rows(X, mode):
     """In place: "each" projects rows with norm > 1 onto the unit sphere,
     "global" divides all rows by the largest norm; any other mode only
@@ -372,15 +352,11 @@ def _scale_rows(X, mode):
     elif mode == "each":
         big = norms > 1.0
         X[big] *= (_SHRINK / norms[big])[:, None]
-    for _ in range(4):
-        over = _row_norms(X) > 1.0
-        if not over.any():
-            break
-        X[over] *= _SHRINK
+    _shrink_to(X, 1.0)
 
 
 @functools.lru_cache(maxsize=8)
-def _encoded(preprocess, row_scaling, missing, bounds, categories):
+def _encoded(preprocess, row_scaling, missing, schema):
     """The encoded matrix of all kept rows (cached, read-only), names, kept row indices."""
     tab = _table()
     keep = np.flatnonzero(~tab.missing if missing == "drop" else np.ones(tab.y.size, dtype=bool))
@@ -388,18 +364,10 @@ def _encoded(preprocess, row_scaling, missing, bounds, categories):
         X, names = _paper_matrix(tab, keep)
         _scale_rows(X, row_scaling)
     else:
-        b, c = dict(bounds), dict(categories)
-        num_idx = [ADULT_NUMERIC_COLUMNS.index(k) for k in b]
-        cat_idx = [ADULT_CATEGORICAL_COLUMNS.index(k) for k in c]
-        X, names = _public_matrix(
-            tab.numeric[np.ix_(keep, num_idx)],
-            tab.codes[np.ix_(keep, cat_idx)],
-            [tab.levels[j] for j in cat_idx],
-            b, c,
-        )
+        X, names = _public_matrix(tab, keep, schema)
         if row_scaling == "each":
             # Undo the constant, then project rows with norm > 1 (a per-row map).
-            X *= math.sqrt(len(b) + len(c))
+            X *= schema.row_divisor
             _scale_rows(X, "each")
     X.setflags(write=False)
     keep.setflags(write=False)
@@ -505,7 +473,7 @@ def load_adult(
     else:
         row_scaling = "constant" if row_scaling is None else row_scaling
         _check_choice("row_scaling", row_scaling, {"each", "constant"})
-        b, c = _check_public_spec(
+        schema = _public_schema(
             ADULT_PUBLIC_BOUNDS if bounds is None else bounds,
             ADULT_PUBLIC_CATEGORIES if categories is None else categories,
             ADULT_NUMERIC_COLUMNS, ADULT_CATEGORICAL_COLUMNS,
@@ -519,9 +487,9 @@ def load_adult(
             PrivacyLeakWarning,
             stacklevel=2,
         )
-        key = (preprocess, row_scaling, missing, None, None)
+        key = (preprocess, row_scaling, missing, None)
     else:
-        key = (preprocess, row_scaling, missing, tuple(b.items()), tuple(c.items()))
+        key = (preprocess, row_scaling, missing, schema)
     tab = _table()
     X, names, keep = _encoded(*key)
 

@@ -1,0 +1,837 @@
+"""The public schema: public column bounds, category lists, the label and its classes.
+
+Differential privacy holds only if everything that shapes the design matrix is
+PUBLIC, fixed before the data are seen: the row-norm bound R, each numeric
+column's range, each categorical column's list of categories, the two classes,
+and how missing values are filled.  :class:`PublicSchema` holds these, checks
+them, reads and writes them as JSON, and encodes raw columns into rows of norm
+<= R, each row on its own.  It is the one implementation behind the command
+line (``dperm fit --schema``), the Adult loader (``load_adult("public")``) and
+the scikit-learn transformer :class:`PublicBoundsTransformer`.
+
+The encoding of a row (d = number of encoded columns, k = number of schema
+columns, numeric then categorical, in schema order):
+
+* numeric column with public range [low, high]: the value is clipped to
+  [low, high] and mapped to (v - low) / (high - low), in [0, 1];
+* categorical column with a public list of m categories: m one-hot columns in
+  list order; a value not in the list is an error or an all-zero group;
+* the row is divided by sqrt(k), the largest norm such a row can have, so its
+  norm is <= 1 (then multiplied by ``data_norm`` when one is asked for).
+
+A missing value (None, NaN, pandas' NA) is replaced by the column's public
+fill value, or is an error naming the column and the first such row.  Nothing
+is read from any other row, so the map is safe for private training.
+"""
+import json
+import math
+import numbers
+import types
+from collections.abc import Mapping
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+
+__all__ = ["PublicSchema", "PublicBoundsTransformer"]
+
+_SCHEMA_KEYS = ("numeric", "categorical", "label", "fill")
+_NA_TYPE_NAMES = frozenset({"NAType", "NaTType"})
+# A factor 1 - 8 eps absorbs the rounding of any caller's norm computation.
+_SHRINK = 1.0 - 8 * np.finfo(np.float64).eps
+
+
+# ----------------------------------------------------------------------------- helpers
+def _row_norms(X):
+    """Row norms, the larger of two summation orders (so callers' checks agree)."""
+    return np.maximum(np.sqrt(np.einsum("ij,ij->i", X, X)), np.linalg.norm(X, axis=1))
+
+
+def _shrink_to(X, bound):
+    """In place: rows a rounding error above `bound` are shrunk by 1 - 8 eps."""
+    for _ in range(4):
+        over = _row_norms(X) > bound
+        if not over.any():
+            break
+        X[over] *= _SHRINK
+
+
+def _is_real(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_na(v):
+    """None, a float NaN, pandas' NA or NaT: a missing value."""
+    if v is None:
+        return True
+    if isinstance(v, (float, np.floating)):
+        return v != v
+    return type(v).__name__ in _NA_TYPE_NAMES
+
+
+def _plain(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _scalar(v, where):
+    """A category or class as a plain JSON scalar: str, int, bool or a finite float."""
+    v = _plain(v)
+    if isinstance(v, (str, bool)):
+        return v
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real) and math.isfinite(v):
+        return float(v)
+    raise ValueError(f"{where}: {v!r} cannot be a category or class (use strings, "
+                     "integers or finite numbers)")
+
+
+def _text(v, where):
+    """Command-line form: categories and classes are compared as text."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    raise ValueError(f"{where}: {v!r} must be a string (write labels and categories as "
+                     "they appear in the CSV file, in quotes)")
+
+
+def _short(items, k=8):
+    items = list(items)
+    return repr(items[:k])[:-1] + (", ...]" if len(items) > k else "]")
+
+
+def _column_name(c, what):
+    if not (isinstance(c, str) and c):
+        raise ValueError(f"{what}: column names must be non-empty strings, got {c!r}")
+    return c
+
+
+def _default_where(i):
+    return f"row index {i}"
+
+
+def _to_1d(values, c, n=None):
+    """A column as a 1-D numpy array (a pandas Series via its to_numpy)."""
+    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
+        arr = values.to_numpy()
+    else:
+        arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"column {c!r} must be 1-D (one value per row), got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"column {c!r} has {arr.shape[0]} values, the other columns have {n}")
+    return arr
+
+
+# ----------------------------------------------------------------------------- schema
+class PublicSchema:
+    """Public preprocessing of a table: bounds, category lists, label, fill values.
+
+    Every value here must be fixed before looking at the private data (from
+    the meaning of each column, a codebook, a previous public release); the
+    privacy guarantee covers nothing that was read from the data.
+
+    Parameters
+    ----------
+    numeric : mapping column -> (low, high), optional
+        Public range of each numeric column (finite, low < high).  A single
+        number H means (0, H).  Values are clipped to the range and mapped to
+        [0, 1] by (v - low) / (high - low).
+    categorical : mapping column -> list of categories, optional
+        Public list of each categorical column (distinct strings, integers or
+        finite numbers; values are compared by equality, so ``1 == 1.0`` but
+        ``1 != "1"``).  One-hot encoded in list order, after the numeric
+        columns.
+    label : str, optional
+        The label column (it may not also be a feature).
+    classes : pair, optional
+        The two classes ``[negative, positive]``.
+    fill : mapping column -> value, optional
+        Public replacement of a missing value (None, NaN, pandas' NA): a
+        number for a numeric column, one of the listed categories for a
+        categorical one.  Columns without a fill value refuse missing values.
+
+    The schema is immutable; :meth:`replace` returns a modified copy.
+    ``PublicSchema.from_dict`` / ``to_dict`` read and write the JSON format
+    of ``dperm fit --schema``::
+
+        {"numeric": {"age": [17, 90]}, "categorical": {"color": ["red", "blue"]},
+         "label": {"column": "y", "classes": ["no", "yes"]}, "fill": {"age": 40}}
+
+    Examples
+    --------
+    >>> s = PublicSchema(numeric={"age": (17, 90)}, categorical={"color": ["red", "blue"]})
+    >>> s.feature_names()
+    ['age', 'color=red', 'color=blue']
+    >>> X = s.encode({"age": [17.0, 200.0], "color": ["blue", "red"]})   # shape (2, 3)
+    """
+
+    __slots__ = ("_numeric", "_categorical", "_label", "_classes", "_fill")
+
+    def __init__(self, numeric=None, categorical=None, *, label=None, classes=None, fill=None):
+        numeric = {} if numeric is None else numeric
+        categorical = {} if categorical is None else categorical
+        fill = {} if fill is None else fill
+        if not isinstance(numeric, Mapping):
+            raise ValueError("numeric must map column -> [low, high], got "
+                             f"{type(numeric).__name__}")
+        if not isinstance(categorical, Mapping):
+            raise ValueError("categorical must map column -> list of categories, got "
+                             f"{type(categorical).__name__}")
+        if not isinstance(fill, Mapping):
+            raise ValueError("fill must map column -> public fill value, got "
+                             f"{type(fill).__name__}")
+        num = {}
+        for c, b in numeric.items():
+            _column_name(c, "numeric")
+            if isinstance(b, np.ndarray):
+                b = b.tolist()
+            if _is_real(b):
+                b = [0.0, b]  # a single number is the upper bound of [0, high]
+            if not (isinstance(b, (list, tuple)) and len(b) == 2 and all(_is_real(v) for v in b)):
+                raise ValueError(f"numeric[{c!r}] must be [low, high] (two numbers), got {b!r}")
+            lo, hi = float(b[0]), float(b[1])
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ValueError(f"numeric[{c!r}] = {list(b)!r} needs finite low < high")
+            num[c] = (lo, hi)
+        cat = {}
+        for c, cats in categorical.items():
+            _column_name(c, "categorical")
+            if isinstance(cats, np.ndarray):
+                cats = cats.tolist()
+            if isinstance(cats, (str, bytes)) or not isinstance(cats, (list, tuple)) or not cats:
+                raise ValueError(f"categorical[{c!r}] must be a non-empty list of categories, "
+                                 f"got {cats!r}")
+            cats = tuple(_scalar(v, f"categorical[{c!r}]") for v in cats)
+            if len(set(cats)) != len(cats):
+                seen, dup = set(), []
+                for v in cats:
+                    if v in seen and v not in dup:
+                        dup.append(v)
+                    seen.add(v)
+                raise ValueError(f"categorical[{c!r}]: categories {dup} are listed more than once")
+            cat[c] = cats
+        both = [c for c in num if c in cat]
+        if both:
+            raise ValueError(f"column(s) {both} are both numeric and categorical")
+        if not num and not cat:
+            raise ValueError("no feature columns (give 'numeric' and/or 'categorical')")
+        if label is not None:
+            if not (isinstance(label, str) and label):
+                raise ValueError(f"label must be a column name, got {label!r}")
+            if label in num or label in cat:
+                raise ValueError(f"the label column {label!r} is also listed as a feature")
+        if classes is not None:
+            if isinstance(classes, np.ndarray):
+                classes = classes.tolist()
+            if isinstance(classes, (str, bytes)) or not isinstance(classes, (list, tuple)) \
+                    or len(classes) != 2:
+                raise ValueError("classes must list exactly two labels [negative, positive], "
+                                 f"got {classes!r}")
+            classes = tuple(_scalar(v, "classes") for v in classes)
+            if classes[0] == classes[1]:
+                raise ValueError(f"classes must be two different labels, got {list(classes)}")
+        fil = {}
+        for c, v in fill.items():
+            v = _plain(v)
+            if c in num:
+                if not (_is_real(v) and math.isfinite(v)):
+                    raise ValueError(f"fill[{c!r}] must be a finite number for the numeric "
+                                     f"column {c!r}, got {v!r}")
+                fil[c] = float(v)
+            elif c in cat:
+                if _is_na(v) or not isinstance(v, (str, numbers.Real)) or v not in cat[c]:
+                    raise ValueError(f"fill[{c!r}] = {v!r} must be one of the categories of "
+                                     f"column {c!r}: {_short(cat[c])}")
+                fil[c] = cat[c][cat[c].index(v)]
+            else:
+                raise ValueError(f"fill names column {c!r}, which is not a feature column of "
+                                 "the schema")
+        self._numeric = types.MappingProxyType(num)
+        self._categorical = types.MappingProxyType(cat)
+        self._label = label
+        self._classes = classes
+        self._fill = types.MappingProxyType(fil)
+
+    # ------------------------------------------------------------------ read-only views
+    numeric = property(lambda self: self._numeric,
+                       doc="column -> (low, high), floats, in encoding order")
+    categorical = property(lambda self: self._categorical,
+                           doc="column -> tuple of categories, in encoding order")
+    label = property(lambda self: self._label, doc="the label column, or None")
+    classes = property(lambda self: self._classes, doc="(negative, positive), or None")
+    fill = property(lambda self: self._fill, doc="column -> public fill value")
+
+    @property
+    def columns(self):
+        """The feature columns, numeric then categorical (tuple of str)."""
+        return tuple(self._numeric) + tuple(self._categorical)
+
+    @property
+    def n_features(self):
+        """Width d of the encoded matrix."""
+        return len(self._numeric) + sum(len(v) for v in self._categorical.values())
+
+    @property
+    def row_divisor(self):
+        """sqrt(#numeric + #categorical): each encoded row is divided by it."""
+        return math.sqrt(len(self._numeric) + len(self._categorical))
+
+    def feature_names(self):
+        """Names of the encoded columns: ``"col"`` (numeric), ``"col=category"`` (one-hot)."""
+        return list(self._numeric) + [f"{c}={v}" for c, cats in self._categorical.items()
+                                      for v in cats]
+
+    def replace(self, **changes):
+        """A copy with some of numeric, categorical, label, classes, fill replaced."""
+        unknown = set(changes) - set(_SCHEMA_KEYS) - {"classes"}
+        if unknown:
+            raise TypeError(f"replace() got unexpected keyword argument(s) {sorted(unknown)}")
+        kw = dict(numeric=self._numeric, categorical=self._categorical, label=self._label,
+                  classes=self._classes, fill=self._fill)
+        kw.update(changes)
+        return PublicSchema(dict(kw.pop("numeric")), dict(kw.pop("categorical")), **kw)
+
+    def _key(self):
+        return (tuple(self._numeric.items()), tuple(self._categorical.items()), self._label,
+                self._classes, tuple(self._fill.items()))
+
+    def __eq__(self, other):
+        if not isinstance(other, PublicSchema):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        parts = [f"numeric={dict(self._numeric)!r}", f"categorical="
+                 f"{ {c: list(v) for c, v in self._categorical.items()}!r}"]
+        if self._label is not None:
+            parts.append(f"label={self._label!r}")
+        if self._classes is not None:
+            parts.append(f"classes={list(self._classes)!r}")
+        if self._fill:
+            parts.append(f"fill={dict(self._fill)!r}")
+        return f"PublicSchema({', '.join(parts)})"
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self):
+        """The JSON form (plain dicts and lists); "fill" only when there is one."""
+        out = {
+            "numeric": {c: [lo, hi] for c, (lo, hi) in self._numeric.items()},
+            "categorical": {c: list(v) for c, v in self._categorical.items()},
+            "label": {"column": self._label,
+                      "classes": None if self._classes is None else list(self._classes)},
+        }
+        if self._fill:
+            out["fill"] = dict(self._fill)
+        return out
+
+    def to_json(self, **kwargs):
+        """``json.dumps(self.to_dict(), **kwargs)`` (indent=2 unless given)."""
+        kwargs.setdefault("indent", 2)
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_json(cls, text, *, where="schema"):
+        """Parse the JSON text written by :meth:`to_json` (or by hand)."""
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: invalid JSON at line {exc.lineno} column "
+                             f"{exc.colno}: {exc.msg}") from None
+        return cls.from_dict(obj, where=where)
+
+    @classmethod
+    def from_dict(cls, obj, *, where="schema", categories_as_text=False):
+        """Read the JSON form; errors are ValueError starting with `where`.
+
+        With ``categories_as_text`` (the command line, which reads every cell
+        as text) categories, classes and categorical fill values must be
+        strings; JSON integers are accepted and turned into strings.
+        """
+        def bad(msg):
+            return ValueError(f"{where}: {msg}")
+
+        if not isinstance(obj, dict):
+            raise bad("must be a JSON object with keys 'numeric', 'categorical', 'label' "
+                      "(and optionally 'fill')")
+        extra = set(obj) - set(_SCHEMA_KEYS)
+        if extra:
+            raise bad(f"unknown key(s) {sorted(extra)}; expected {sorted(_SCHEMA_KEYS)}")
+        numeric = obj.get("numeric", {}) or {}
+        categorical = obj.get("categorical", {}) or {}
+        label = obj.get("label", {}) or {}
+        fill = obj.get("fill", {}) or {}
+        if not isinstance(numeric, dict):
+            raise bad("'numeric' must map column -> [low, high]")
+        if not isinstance(categorical, dict):
+            raise bad("'categorical' must map column -> list of categories")
+        if not isinstance(label, dict):
+            raise bad("'label' must be an object {\"column\": ..., \"classes\": [neg, pos]}")
+        if not isinstance(fill, dict):
+            raise bad("'fill' must map column -> public fill value")
+        extra = set(label) - {"column", "classes"}
+        if extra:
+            raise bad(f"label has unknown key(s) {sorted(extra)}; expected 'column', 'classes'")
+        column = label.get("column")
+        if column is not None and not (isinstance(column, str) and column):
+            raise bad(f"label.column must be a column name, got {column!r}")
+        classes = label.get("classes")
+        if classes is not None and not (isinstance(classes, list) and len(classes) == 2):
+            raise bad("label.classes must list exactly two labels [negative, positive]")
+        try:
+            for c, b in numeric.items():
+                if isinstance(b, bool) or not (_is_real(b) or isinstance(b, list)):
+                    raise ValueError(f"numeric[{c!r}] must be [low, high] (two numbers), got {b!r}")
+            if categories_as_text:
+                categorical = {c: ([_text(v, f"categorical[{c!r}]") for v in cats]
+                                   if isinstance(cats, list) else cats)
+                               for c, cats in categorical.items()}
+                if classes is not None:
+                    classes = [_text(v, "label.classes") for v in classes]
+                fill = {c: (_text(v, f"fill[{c!r}]") if c in categorical else v)
+                        for c, v in fill.items()}
+            elif classes is not None:
+                classes = [_scalar(v, "label.classes") for v in classes]
+            if classes is not None and classes[0] == classes[1]:
+                raise ValueError("label.classes must be two different labels")
+            return cls(numeric, categorical, label=column, classes=classes, fill=fill)
+        except ValueError as exc:
+            raise bad(str(exc)) from None
+
+    # ------------------------------------------------------------------ encoding
+    def _column_arrays(self, columns):
+        if not hasattr(columns, "__getitem__"):
+            raise ValueError("columns must map column name -> 1-D array of values (a dict "
+                             "or a DataFrame)")
+        got, lacking, n = {}, [], None
+        for c in self.columns:
+            try:
+                values = columns[c]
+            except (KeyError, IndexError, TypeError):
+                lacking.append(c)
+                continue
+            got[c] = _to_1d(values, c, n)
+            n = got[c].shape[0]
+        if lacking:
+            raise ValueError(f"the data lacks column(s) {lacking} of the schema")
+        return got, n
+
+    def _numeric_values(self, c, arr, where):
+        """Float64 copy with NaN for missing values; an error for anything else."""
+        if arr.dtype.kind in "fiub":
+            return arr.astype(np.float64)
+        if arr.dtype.kind in "OUS":
+            try:
+                out = arr.astype(np.float64)
+                if arr.dtype.kind != "O":
+                    return out
+                if not any(isinstance(v, (str, bytes)) for v in arr.tolist()):
+                    return out
+            except (TypeError, ValueError):
+                pass
+            out = np.empty(arr.shape[0])
+            for i, v in enumerate(arr.tolist()):
+                if _is_na(v):
+                    out[i] = np.nan
+                    continue
+                if isinstance(v, bytes):
+                    v = v.decode("utf-8", "replace")
+                try:
+                    if isinstance(v, str):
+                        out[i] = float(v)
+                    elif isinstance(v, numbers.Real):
+                        out[i] = float(v)
+                    else:
+                        raise TypeError
+                except (TypeError, ValueError):
+                    raise ValueError(f"non-numeric value {v!r} in numeric column {c!r} "
+                                     f"({where(i)})") from None
+            return out
+        raise ValueError(f"numeric column {c!r} has values of dtype {arr.dtype}, not numbers")
+
+    def _codes(self, c, arr):
+        """Index of each value in the public list; -1 unknown, -2 missing."""
+        cats = self._categorical[c]
+        pos = {v: k for k, v in enumerate(cats)}
+        if arr.dtype.kind in "USiub":
+            lev, inv = np.unique(arr, return_inverse=True)
+            lut = np.fromiter((pos.get(v, -1) for v in lev.tolist()), dtype=np.intp,
+                              count=lev.size)
+            return lut[inv.reshape(-1)]
+        codes = np.empty(arr.shape[0], dtype=np.intp)
+        for i, v in enumerate(arr.tolist()):
+            if _is_na(v):
+                codes[i] = -2
+                continue
+            try:
+                codes[i] = pos.get(v, -1)
+            except TypeError:  # unhashable
+                codes[i] = -1
+        return codes
+
+    def _prepare(self, columns, where):
+        cols, n = self._column_arrays(columns)
+        num = {c: self._numeric_values(c, cols[c], where) for c in self._numeric}
+        cat = {c: self._codes(c, cols[c]) for c in self._categorical}
+        return cols, n, num, cat
+
+    def missing_mask(self, columns, *, by_column=False, describe_row=None):
+        """Rows with a missing value in a column that has no public fill value.
+
+        Returns a bool array of shape (n,), or with ``by_column`` a dict
+        column -> bool array for the columns that have missing values.
+        """
+        where = describe_row or _default_where
+        _, n, num, cat = self._prepare(columns, where)
+        masks = {}
+        for c, v in num.items():
+            m = np.isnan(v)
+            if c not in self._fill and m.any():
+                masks[c] = m
+        for c, k in cat.items():
+            m = k == -2
+            if c not in self._fill and m.any():
+                masks[c] = m
+        if by_column:
+            return masks
+        out = np.zeros(n, dtype=bool)
+        for m in masks.values():
+            out |= m
+        return out
+
+    def encode(self, columns, *, unknown="error", data_norm=1.0, describe_row=None):
+        """The public encoding of every row, each on its own.
+
+        Parameters
+        ----------
+        columns : mapping column -> 1-D array-like, or a DataFrame
+            Raw values of (at least) the schema's columns, all of length n.
+            Numeric columns hold numbers (numeric strings are parsed), and
+            None/NaN for missing values.
+        unknown : {"error", "ignore"}
+            A categorical value not in the public list: an error naming the
+            column, the value and the first such row, or an all-zero group.
+        data_norm : float > 0
+            The public row-norm bound R: the encoding is multiplied by it.
+        describe_row : callable, optional
+            i -> text naming row i in error messages (default "row index i",
+            counted from 0).
+
+        Returns
+        -------
+        X : ndarray of shape (n, d), float64, C-contiguous
+            d = ``self.n_features``; every row has norm <= data_norm.  The
+            input is never modified.
+        """
+        if unknown not in ("error", "ignore"):
+            raise ValueError(f"unknown={unknown!r} is not valid; choose 'error' or 'ignore'")
+        if not (_is_real(data_norm) and math.isfinite(data_norm) and data_norm > 0):
+            raise ValueError(f"data_norm must be a positive finite number, got {data_norm!r}")
+        where = describe_row or _default_where
+        cols, n, num, cat = self._prepare(columns, where)
+        X = np.zeros((n, self.n_features), dtype=np.float64)
+        j = 0
+        for c, (lo, hi) in self._numeric.items():
+            v = num[c]
+            miss = np.isnan(v)
+            if miss.any():
+                if c not in self._fill:
+                    raise ValueError(self._missing_message(c, int(np.argmax(miss)), where))
+                v[miss] = self._fill[c]
+            X[:, j] = np.clip(v - lo, 0.0, hi - lo) / (hi - lo)
+            j += 1
+        for c, cats in self._categorical.items():
+            k = cat[c]
+            miss = k == -2
+            if miss.any():
+                if c not in self._fill:
+                    raise ValueError(self._missing_message(c, int(np.argmax(miss)), where))
+                k = np.where(miss, cats.index(self._fill[c]), k)
+            if unknown == "error" and (k == -1).any():
+                i = int(np.argmax(k == -1))
+                raise ValueError(f"unknown category {_plain(cols[c][i])!r} in column {c!r} "
+                                 f"({where(i)}); the schema lists {_short(cats)}")
+            hit = np.flatnonzero(k >= 0)
+            X[hit, j + k[hit]] = 1.0
+            j += len(cats)
+        X /= self.row_divisor
+        _shrink_to(X, 1.0)
+        if data_norm != 1.0:
+            X *= float(data_norm)
+            _shrink_to(X, float(data_norm))
+        return np.ascontiguousarray(X)
+
+    @staticmethod
+    def _missing_message(c, i, where):
+        return (f"missing value in column {c!r} ({where(i)}); give the column a public fill "
+                "value (fill={column: value}) or drop such rows before encoding")
+
+
+# ----------------------------------------------------------------------------- transformer
+def _frame_info(X):
+    """(column labels or None, number of columns) without reading any value."""
+    cols = getattr(X, "columns", None)
+    if cols is not None and not isinstance(X, np.ndarray):
+        labels = list(cols)
+        return labels, len(labels)
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        shape = np.shape(X)
+    if len(shape) != 2:
+        raise ValueError(f"X: expected a 2-D array or DataFrame (n_samples, n_features), got "
+                         f"shape {tuple(shape)}")
+    return None, int(shape[1])
+
+
+def _is_pair(v):
+    return (isinstance(v, (list, tuple)) and len(v) == 2 and all(_is_real(x) for x in v))
+
+
+class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
+    """Scale features by PUBLIC bounds so every row has norm <= data_norm.
+
+    The scikit-learn face of :class:`PublicSchema`: put it in front of
+    :class:`~dperm.PrivateLinearClassifier` instead of a scaler that learns
+    from the data (StandardScaler, MinMaxScaler read means, variances or
+    extremes of the private rows; their output also exceeds the norm bound,
+    so the classifier would clip nearly every row).  ``fit`` reads nothing
+    from the data but the column names (DataFrame) or the number of columns
+    (array); ``transform`` maps each row on its own.
+
+    Parameters
+    ----------
+    numeric : mapping column -> (low, high), or a single (low, high) pair
+        Public range of each numeric column, in the column's own units
+        (e.g. years for an age).  Keys are column names for a DataFrame and
+        integer column indices (0-based) for a 2-D array; a single pair
+        applies to every column (of a DataFrame: every column not in
+        ``categorical``).  Values are clipped to [low, high] and mapped to
+        [0, 1].  Columns not named are dropped.
+    categorical : mapping column -> list of categories, optional
+        Public category lists (DataFrame columns); one-hot encoded in list
+        order after the numeric columns.
+    fill : mapping column -> value, or a number, optional
+        Public replacement of missing values (None, NaN, pandas' NA): a
+        number for a numeric column, a listed category for a categorical
+        one; a single number fills every numeric column.  Without it a
+        missing value is an error naming the column and the first such row.
+    data_norm : float > 0, default 1.0
+        The public row-norm bound R; use the same value as the classifier's
+        ``data_norm``.
+    unknown : {"ignore", "error"}, default "ignore"
+        A category not in the public list gives an all-zero group, or an
+        error.
+
+    Attributes
+    ----------
+    schema_ : PublicSchema
+        The schema used (array columns are named ``x0``, ``x1``, ... or by
+        the input feature names).
+    n_features_in_ : int
+        Number of columns of X seen in fit.
+    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+        Column names, when X was a DataFrame with string column names.
+
+    Notes
+    -----
+    ``transform(X)`` returns a float64 array of shape (n_samples, d), d =
+    #numeric + sum of the category list lengths, whose rows have norm <=
+    ``data_norm``: each row is the concatenation of the mapped numeric values
+    and the one-hot groups, divided by sqrt(#numeric + #categorical) and
+    multiplied by ``data_norm``.  The input is never modified.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from dperm import PrivateLinearClassifier, PublicBoundsTransformer
+    >>> model = make_pipeline(
+    ...     PublicBoundsTransformer(numeric={"age": (17, 90), "hours": (0, 99)},
+    ...                             categorical={"sex": ["Female", "Male"]},
+    ...                             fill={"hours": 40}),
+    ...     PrivateLinearClassifier(epsilon=1.0, classes=[0, 1]))
+    >>> model.fit(frame, y)                             # doctest: +SKIP
+    """
+
+    def __init__(self, numeric=None, categorical=None, fill=None, data_norm=1.0,
+                 unknown="ignore"):
+        self.numeric = numeric
+        self.categorical = categorical
+        self.fill = fill
+        self.data_norm = data_norm
+        self.unknown = unknown
+
+    @classmethod
+    def from_schema(cls, schema, *, data_norm=1.0, unknown="ignore"):
+        """A transformer applying a :class:`PublicSchema` (its label is not used)."""
+        if not isinstance(schema, PublicSchema):
+            raise TypeError(f"schema must be a PublicSchema, got {type(schema).__name__}")
+        return cls(numeric={c: tuple(b) for c, b in schema.numeric.items()},
+                   categorical={c: list(v) for c, v in schema.categorical.items()},
+                   fill=dict(schema.fill) or None, data_norm=data_norm, unknown=unknown)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags
+
+    # ------------------------------------------------------------------ fit
+    def _resolve(self, labels, n_cols):
+        """The selection [(schema name, key)] and the schema, from the parameters only."""
+        names_in = labels if labels is not None and all(isinstance(c, str) for c in labels) \
+            else None
+
+        def locate(key, what):
+            if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+                j = int(key)
+                if not 0 <= j < n_cols:
+                    raise ValueError(f"{what}: column index {j} is out of range; X has "
+                                     f"{n_cols} column(s)")
+                return j, (names_in[j] if names_in is not None else f"x{j}")
+            if isinstance(key, str):
+                if labels is None:
+                    raise ValueError(f"{what}: column {key!r} is named, but X is an array "
+                                     "without column names; pass a DataFrame or use integer "
+                                     "column indices")
+                if key not in labels:
+                    raise ValueError(f"{what}: column {key!r} is not in X (X has columns: "
+                                     f"{_short(labels, 12)[1:-1]})")
+                return key, key
+            raise ValueError(f"{what}: column keys must be names (str) or indices (int), "
+                             f"got {key!r}")
+
+        categorical = {} if self.categorical is None else self.categorical
+        if not isinstance(categorical, Mapping):
+            raise ValueError("categorical must map column -> list of categories, got "
+                             f"{type(categorical).__name__}")
+        numeric = {} if self.numeric is None else self.numeric
+        if _is_pair(numeric) or isinstance(numeric, np.ndarray) and numeric.shape == (2,):
+            pair = tuple(float(v) for v in np.asarray(numeric, dtype=np.float64))
+            cat_keys = {locate(k, "categorical")[0] for k in categorical}
+            if labels is None:
+                keys = [j for j in range(n_cols) if j not in cat_keys]
+            else:
+                keys = [c if isinstance(c, str) else j for j, c in enumerate(labels)
+                        if c not in cat_keys and j not in cat_keys]
+            numeric = {k: pair for k in keys}
+        elif not isinstance(numeric, Mapping):
+            raise ValueError("numeric must map column -> (low, high), or be one (low, high) "
+                             f"pair for every column; got {numeric!r}")
+        selection, by_key = [], {}
+        num_s, cat_s = {}, {}
+        for what, spec, out in (("numeric", numeric, num_s), ("categorical", categorical, cat_s)):
+            for key, value in spec.items():
+                k, name = locate(key, what)
+                if k in by_key or name in num_s or name in cat_s:
+                    raise ValueError(f"{what}: column {key!r} is listed twice (numeric and "
+                                     "categorical, or by name and by index)")
+                by_key[k] = name
+                out[name] = value
+                selection.append((name, k))
+        fill = self.fill
+        if fill is None:
+            fill_s = {}
+        elif _is_real(fill):
+            fill_s = {name: fill for name in num_s}
+        elif isinstance(fill, Mapping):
+            fill_s = {}
+            for key, value in fill.items():
+                _, name = locate(key, "fill")
+                if name not in num_s and name not in cat_s:
+                    raise ValueError(f"fill: column {key!r} is neither in numeric nor in "
+                                     "categorical")
+                fill_s[name] = value
+        else:
+            raise ValueError(f"fill must map column -> value or be one number, got {fill!r}")
+        return selection, PublicSchema(num_s, cat_s, fill=fill_s)
+
+    def fit(self, X, y=None):
+        """Check the parameters against X's column names / count; reads no values.
+
+        X : DataFrame or array of shape (n_samples, n_features); y is ignored.
+        """
+        if self.unknown not in ("ignore", "error"):
+            raise ValueError(f"unknown={self.unknown!r} is not valid; choose 'ignore' or 'error'")
+        R = self.data_norm
+        if not (_is_real(R) and math.isfinite(R) and R > 0):
+            raise ValueError(f"data_norm must be a positive finite number, got {R!r}")
+        labels, n_cols = _frame_info(X)
+        selection, schema = self._resolve(labels, n_cols)
+        self._selection = selection
+        self.schema_ = schema
+        self.n_features_in_ = n_cols
+        if labels is not None and labels and all(isinstance(c, str) for c in labels):
+            self.feature_names_in_ = np.asarray(labels, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return self
+
+    # ------------------------------------------------------------------ transform
+    def transform(self, X):
+        """Encode X: float64 array (n_samples, d) with row norms <= data_norm."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "schema_")
+        labels, n_cols = _frame_info(X)
+        positional = [k for _, k in self._selection if not isinstance(k, str)]
+        named = [k for _, k in self._selection if isinstance(k, str)]
+        if named and labels is None:
+            raise ValueError("X: this transformer selects columns by name; pass a DataFrame "
+                             "with the columns " + _short(named, 12))
+        if labels is not None and named:
+            lacking = [c for c in named if c not in labels]
+            if lacking:
+                raise ValueError(f"X lacks column(s) {lacking} (it has: "
+                                 f"{_short(labels, 12)[1:-1]})")
+        if positional and n_cols != self.n_features_in_:
+            raise ValueError(f"X has {n_cols} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
+        if labels is not None:
+            iloc = getattr(X, "iloc", None)
+            columns = {name: (X[k] if isinstance(k, str) else iloc[:, k])
+                       for name, k in self._selection}
+            index = getattr(X, "index", None)
+        else:
+            arr = np.asarray(X)
+            columns = {name: arr[:, k] for name, k in self._selection}
+            index = None
+
+        def where(i):
+            text = f"row index {i}"
+            if index is not None:
+                try:
+                    lab = index[i]
+                except Exception:  # pragma: no cover - exotic index
+                    return text
+                if not (isinstance(lab, (int, np.integer)) and int(lab) == i):
+                    text += f", index label {_plain(lab)!r}"
+            return text
+
+        return self.schema_.encode(columns, unknown=self.unknown,
+                                   data_norm=float(self.data_norm), describe_row=where)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output columns: ``col`` and ``col=category``."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "schema_")
+        rename = {}
+        if input_features is not None:
+            input_features = np.asarray(input_features, dtype=object)
+            if input_features.shape != (self.n_features_in_,):
+                raise ValueError(f"input_features should have length equal to number of "
+                                 f"features ({self.n_features_in_}), got "
+                                 f"{input_features.shape[0]}")
+            fitted = getattr(self, "feature_names_in_", None)
+            if fitted is not None and np.any(input_features != fitted):
+                raise ValueError("input_features is not equal to feature_names_in_")
+            rename = {name: str(input_features[k]) for name, k in self._selection
+                      if not isinstance(k, str)}
+        s = self.schema_
+        out = [rename.get(c, c) for c in s.numeric]
+        out += [f"{rename.get(c, c)}={v}" for c, cats in s.categorical.items() for v in cats]
+        return np.asarray(out, dtype=object)

@@ -1,0 +1,365 @@
+"""dperm.schema: the one public schema (PublicSchema) and its scikit-learn face
+(PublicBoundsTransformer)."""
+import json
+import math
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import dperm
+from dperm import PrivateLinearClassifier, PublicBoundsTransformer, PublicSchema
+from dperm.exceptions import ClippingWarning
+
+pd = pytest.importorskip("pandas")
+
+NUMERIC = {"age": (17, 90), "hours": (0, 99)}
+CATEGORICAL = {"sex": ["Female", "Male"], "color": ["red", "green", "blue"]}
+
+
+def people(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "age": rng.uniform(10, 100, n).round(1),   # some outside the public range
+        "hours": rng.uniform(0, 99, n).round(1),
+        "sex": rng.choice(["Female", "Male"], n),
+        "color": rng.choice(["red", "green", "blue"], n),
+        "id": np.arange(n),                          # not used
+    })
+    y = ((frame["age"] - 50) / 40 + 0.5 * (frame["color"] == "red") > 0).astype(int).to_numpy()
+    return frame, y
+
+
+def expected_encoding(frame):
+    """The encoding written out independently: clip, map to [0, 1], one-hot, / sqrt(k)."""
+    cols = []
+    for c, (lo, hi) in NUMERIC.items():
+        v = frame[c].to_numpy(dtype=float)
+        cols.append(np.clip(v - lo, 0.0, hi - lo) / (hi - lo))
+    for c, cats in CATEGORICAL.items():
+        for cat in cats:
+            cols.append((frame[c].to_numpy() == cat).astype(float))
+    return np.column_stack(cols) / math.sqrt(4)
+
+
+def row_norms(X):
+    return np.linalg.norm(X, axis=1)
+
+
+# ----------------------------------------------------------------------------- PublicSchema
+def test_schema_encoding_is_the_documented_map():
+    frame, _ = people()
+    schema = PublicSchema(NUMERIC, CATEGORICAL, label="y", classes=[0, 1])
+    assert schema.columns == ("age", "hours", "sex", "color")
+    assert schema.feature_names() == ["age", "hours", "sex=Female", "sex=Male", "color=red",
+                                      "color=green", "color=blue"]
+    assert schema.n_features == 7 and schema.row_divisor == 2.0
+    assert schema.numeric["age"] == (17.0, 90.0) and schema.categorical["sex"] == ("Female", "Male")
+    X = schema.encode(frame)
+    assert X.dtype == np.float64 and X.flags.c_contiguous and X.shape == (400, 7)
+    np.testing.assert_array_equal(X, expected_encoding(frame))
+    assert row_norms(X).max() <= 1.0
+    # the same from a dict of lists, and scaled by a public data_norm
+    cols = {c: frame[c].tolist() for c in frame.columns}
+    np.testing.assert_array_equal(schema.encode(cols), X)
+    X3 = schema.encode(cols, data_norm=3.0)
+    np.testing.assert_allclose(X3, 3 * X, rtol=1e-15)
+    assert row_norms(X3).max() <= 3.0
+
+
+def test_schema_rows_are_encoded_on_their_own():
+    frame, _ = people()
+    schema = PublicSchema(NUMERIC, CATEGORICAL)
+    X = schema.encode(frame)
+    for rows in ([5], [3, 1, 4, 1, 5], list(range(0, 400, 7))):
+        np.testing.assert_array_equal(schema.encode(frame.iloc[rows]), X[rows])
+
+
+def test_schema_unknown_categories_and_fill():
+    schema = PublicSchema({"x": (0, 10)}, {"c": ["a", "b"]}, fill={"x": 5, "c": "b"})
+    cols = {"x": np.array([1.0, np.nan, 20.0]), "c": np.array(["a", None, "zzz"], dtype=object)}
+    before = {k: v.copy() for k, v in cols.items()}
+    X = schema.encode(cols, unknown="ignore")
+    np.testing.assert_allclose(X * math.sqrt(2), [[0.1, 1, 0], [0.5, 0, 1], [1, 0, 0]])
+    for k in cols:  # the input is not modified (NaN stays NaN)
+        np.testing.assert_array_equal(cols[k].astype(str), before[k].astype(str))
+    with pytest.raises(ValueError, match=r"unknown category 'zzz' in column 'c' \(row index 2\)"):
+        schema.encode(cols)
+    no_fill = schema.replace(fill=None)
+    with pytest.raises(ValueError, match=r"missing value in column 'x' \(row index 1\)"):
+        no_fill.encode(cols, unknown="ignore")
+    assert no_fill.missing_mask(cols).tolist() == [False, True, False]
+    assert set(no_fill.missing_mask(cols, by_column=True)) == {"x", "c"}
+    assert not schema.missing_mask(cols).any()
+    # pandas' NA and None are missing values too
+    s = pd.Series([1.0, None, 3.0], dtype="Float64")
+    with pytest.raises(ValueError, match=r"missing value in column 'x' \(row index 1\)"):
+        no_fill.encode({"x": s, "c": ["a", "a", "a"]})
+    with pytest.raises(ValueError, match=r"non-numeric value 'abc' in numeric column 'x' "
+                                         r"\(row index 1\)"):
+        schema.encode({"x": ["1", "abc"], "c": ["a", "a"]})
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(numeric={"age": (90, 17)}), ["numeric['age']", "low < high"]),
+    (dict(numeric={"age": (0, float("inf"))}), ["numeric['age']", "finite"]),
+    (dict(numeric={"age": "old"}), ["numeric['age']", "two numbers"]),
+    (dict(numeric={"age": (1, 2, 3)}), ["numeric['age']"]),
+    (dict(categorical={"sex": []}), ["categorical['sex']", "non-empty"]),
+    (dict(categorical={"sex": "Male"}), ["categorical['sex']"]),
+    (dict(categorical={"sex": ["M", "M"]}), ["categorical['sex']", "'M'", "more than once"]),
+    (dict(categorical={"sex": ["M", None]}), ["categorical['sex']", "None"]),
+    (dict(numeric={"a": (0, 1)}, categorical={"a": ["x"]}), ["'a'", "both numeric and categorical"]),
+    (dict(), ["no feature columns"]),
+    (dict(numeric={"": (0, 1)}), ["column names"]),
+    (dict(numeric={"a": (0, 1)}, label="a"), ["label column 'a'", "feature"]),
+    (dict(numeric={"a": (0, 1)}, classes=["x"]), ["classes", "two"]),
+    (dict(numeric={"a": (0, 1)}, classes=["x", "x"]), ["classes", "different"]),
+    (dict(numeric={"a": (0, 1)}, fill={"b": 1}), ["fill", "'b'", "not a feature"]),
+    (dict(numeric={"a": (0, 1)}, fill={"a": "x"}), ["fill['a']", "number"]),
+    (dict(numeric={"a": (0, 1)}, fill={"a": float("nan")}), ["fill['a']", "finite"]),
+    (dict(categorical={"c": ["x"]}, fill={"c": "y"}), ["fill['c']", "'y'", "categories"]),
+])
+def test_schema_validation_names_the_column(kwargs, words):
+    with pytest.raises(ValueError) as info:
+        PublicSchema(**kwargs)
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
+
+
+def test_schema_json_round_trip():
+    schema = PublicSchema(NUMERIC, CATEGORICAL, label="y", classes=["no", "yes"],
+                          fill={"hours": 40, "color": "green"})
+    d = schema.to_dict()
+    assert d == {
+        "numeric": {"age": [17.0, 90.0], "hours": [0.0, 99.0]},
+        "categorical": {"sex": ["Female", "Male"], "color": ["red", "green", "blue"]},
+        "label": {"column": "y", "classes": ["no", "yes"]},
+        "fill": {"hours": 40.0, "color": "green"},
+    }
+    assert PublicSchema.from_dict(json.loads(json.dumps(d))) == schema
+    assert PublicSchema.from_json(schema.to_json()) == schema
+    assert hash(PublicSchema.from_json(schema.to_json())) == hash(schema)
+    # integer categories and classes survive the trip
+    ints = PublicSchema(categorical={"k": [1, 2, 3]}, classes=[0, 1])
+    assert PublicSchema.from_json(ints.to_json()) == ints
+    # no fill, no "fill" key: the format of existing schema files and models
+    plain = schema.replace(fill=None)
+    assert "fill" not in plain.to_dict()
+    assert PublicSchema.from_dict(plain.to_dict()) == plain
+
+
+def test_schema_json_format_is_backward_compatible():
+    old = {"numeric": {"a": [0, 10], "b": 5}, "categorical": {"c": ["x", 7]},
+           "label": {"column": "y"}}
+    s = PublicSchema.from_dict(old)
+    assert s.numeric == {"a": (0.0, 10.0), "b": (0.0, 5.0)} and s.classes is None
+    assert s.label == "y" and s.categorical["c"] == ("x", 7)
+    text = PublicSchema.from_dict(old, categories_as_text=True)  # the command line's reading
+    assert text.categorical["c"] == ("x", "7")
+    with pytest.raises(ValueError, match=r"^my schema: unknown key\(s\) \['colour'\]"):
+        PublicSchema.from_dict(dict(old, colour={}), where="my schema")
+    with pytest.raises(ValueError, match=r"^schema: numeric\['a'\]"):
+        PublicSchema.from_dict({"numeric": {"a": [10, 0]}})
+    with pytest.raises(ValueError, match="must be a string"):
+        PublicSchema.from_dict({"categorical": {"c": [1.5]}}, categories_as_text=True)
+    with pytest.raises(ValueError, match="invalid JSON"):
+        PublicSchema.from_json('{"numeric": ')
+
+
+def test_schema_is_immutable_and_replace_copies():
+    s = PublicSchema({"a": (0, 1)})
+    with pytest.raises(TypeError):
+        s.numeric["b"] = (0, 1)
+    with pytest.raises(AttributeError):
+        s.label = "y"
+    t = s.replace(label="y", classes=["n", "p"])
+    assert s.label is None and t.label == "y" and t.classes == ("n", "p")
+    assert t != s and t == PublicSchema({"a": [0, 1]}, label="y", classes=("n", "p"))
+    assert "label='y'" in repr(t)
+
+
+# ----------------------------------------------------------------------------- transformer
+def private_pipeline(data_norm=1.0, **kw):
+    return make_pipeline(
+        PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL, data_norm=data_norm, **kw),
+        PrivateLinearClassifier(epsilon=5.0, data_norm=data_norm, classes=[0, 1]))
+
+
+@pytest.mark.parametrize("data_norm", [1.0, 2.5])
+def test_pipeline_on_a_dataframe_clips_nothing(data_norm):
+    frame, y = people()
+    before = frame.copy()
+    model = private_pipeline(data_norm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClippingWarning)
+        model.fit(frame, y)
+        Xt = model[0].transform(frame)
+        pred = model.predict(frame)
+    assert row_norms(Xt).max() <= data_norm
+    np.testing.assert_allclose(Xt, data_norm * expected_encoding(frame), rtol=1e-15)
+    assert model[-1].fit_diagnostics_["rows_clipped"] == 0
+    assert pred.shape == (400,) and set(pred) <= {0, 1}
+    pd.testing.assert_frame_equal(frame, before)  # the user's data is untouched
+    # the scaler this replaces reads the data and puts rows outside the bound: all clipped
+    scaled = make_pipeline(StandardScaler(), PrivateLinearClassifier(epsilon=5.0, classes=[0, 1]))
+    with pytest.warns(ClippingWarning):
+        scaled.fit(frame[["age", "hours"]], y)
+
+
+def test_pipeline_in_cross_validation():
+    frame, y = people(300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClippingWarning)
+        scores = cross_val_score(private_pipeline(), frame, y, cv=2)
+    assert scores.shape == (2,)
+
+
+def test_transformer_clone_and_params():
+    t = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL, fill={"hours": 40},
+                                data_norm=2.0, unknown="error")
+    params = t.get_params()
+    assert params == dict(numeric=NUMERIC, categorical=CATEGORICAL, fill={"hours": 40},
+                          data_norm=2.0, unknown="error")
+    frame, _ = people(20)
+    t.fit(frame)
+    c = clone(t)
+    assert c.get_params() == params and not hasattr(c, "schema_")
+    c.set_params(data_norm=1.0)
+    assert t.data_norm == 2.0
+    np.testing.assert_allclose(c.fit_transform(frame) * 2.0, t.transform(frame), rtol=1e-15)
+    assert "PublicBoundsTransformer" in repr(t)
+    tags = t.__sklearn_tags__()
+    assert tags.input_tags.allow_nan and tags.input_tags.string
+
+
+def test_transform_never_reads_other_rows():
+    frame, _ = people()
+    frame.loc[7, "hours"] = np.nan
+    t = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL, fill={"hours": 40})
+    X = t.fit_transform(frame)
+    for rows in ([7], [0, 7, 399], list(range(1, 400, 3))):
+        np.testing.assert_array_equal(t.transform(frame.iloc[rows]), X[rows])
+    # fit reads no value: fitted on garbage with the same columns, it gives the same map
+    garbage = pd.DataFrame({c: [None] for c in frame.columns})
+    np.testing.assert_array_equal(clone(t).fit(garbage).transform(frame), X)
+    np.testing.assert_allclose(X[7, 1] * 2, 40 / 99)
+
+
+def test_transformer_dataframe_attributes_and_names():
+    frame, _ = people(10)
+    t = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL).fit(frame)
+    assert t.n_features_in_ == 5
+    assert list(t.feature_names_in_) == list(frame.columns)
+    assert list(t.get_feature_names_out()) == PublicSchema(NUMERIC, CATEGORICAL).feature_names()
+    assert t.schema_ == PublicSchema(NUMERIC, CATEGORICAL)
+    # columns selected by name: order and extra columns do not matter
+    np.testing.assert_array_equal(t.transform(frame[["color", "sex", "hours", "age"]]),
+                                  t.transform(frame))
+    out = t.set_output(transform="pandas").transform(frame)
+    assert list(out.columns) == list(t.get_feature_names_out())
+    t2 = PublicBoundsTransformer.from_schema(t.schema_, data_norm=2.0)
+    np.testing.assert_allclose(t2.fit_transform(frame), 2 * out.to_numpy(), rtol=1e-15)
+
+
+def test_transformer_on_numpy_arrays():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-5, 15, size=(50, 3))
+    before = X.copy()
+    t = PublicBoundsTransformer(numeric=(0, 10))
+    Z = t.fit_transform(X)
+    np.testing.assert_array_equal(Z, np.clip(X, 0, 10) / 10 / math.sqrt(3))
+    assert not hasattr(t, "feature_names_in_") and t.n_features_in_ == 3
+    assert list(t.get_feature_names_out()) == ["x0", "x1", "x2"]
+    assert list(t.get_feature_names_out(["p", "q", "r"])) == ["p", "q", "r"]
+    # integer indices pick (and order) columns; the others are dropped
+    t = PublicBoundsTransformer(numeric={2: (0, 20), 0: (-5, 15)}, fill={2: 0.0})
+    X[3, 2] = np.nan
+    before[3, 2] = np.nan
+    Z = t.fit_transform(X)
+    assert list(t.get_feature_names_out()) == ["x2", "x0"]
+    np.testing.assert_allclose(Z[3] * math.sqrt(2), [0.0, (X[3, 0] + 5) / 20])
+    np.testing.assert_array_equal(X, before)
+    with pytest.raises(ValueError, match="3 features"):
+        t.transform(X[:, :2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClippingWarning)
+        make_pipeline(PublicBoundsTransformer(numeric=(-5, 15)),
+                      PrivateLinearClassifier(classes=[0, 1])).fit(X[:, :2], X[:, 1] > 5)
+
+
+def test_transformer_missing_values_name_the_column_and_row():
+    frame, _ = people(10)
+    frame.index = [f"p{i}" for i in range(10)]
+    frame.loc["p4", "age"] = np.nan
+    frame.loc["p6", "sex"] = None
+    t = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL).fit(frame)
+    with pytest.raises(ValueError, match=r"missing value in column 'age' \(row index 4, index "
+                                         r"label 'p4'\).*fill"):
+        t.transform(frame)
+    t.set_params(fill={"age": 50}).fit(frame)
+    with pytest.raises(ValueError, match=r"missing value in column 'sex' \(row index 6"):
+        t.transform(frame)
+    X = t.set_params(fill={"age": 50, "sex": "Male"}).fit_transform(frame)
+    np.testing.assert_allclose(X[4, 0] * 2, (50 - 17) / 73)
+    np.testing.assert_array_equal(X[6, 2:4] * 2, [0, 1])
+    with pytest.raises(ValueError, match=r"missing value in column 'x1' \(row index 2\)"):
+        PublicBoundsTransformer(numeric=(0, 1)).fit_transform(np.array([[0, 0], [0, 0],
+                                                                        [0, np.nan]]))
+
+
+def test_transformer_unknown_categories():
+    frame, _ = people(10)
+    frame.loc[3, "color"] = "purple"
+    X = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL).fit_transform(frame)
+    np.testing.assert_array_equal(X[3, 4:], 0.0)
+    t = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL, unknown="error")
+    with pytest.raises(ValueError, match=r"unknown category 'purple' in column 'color' "
+                                         r"\(row index 3\)"):
+        t.fit_transform(frame)
+
+
+@pytest.mark.parametrize("kwargs, X, match", [
+    (dict(numeric={"weight": (0, 1)}), "frame", "'weight' is not in X"),
+    (dict(numeric={"age": (0, 1)}), "array", "pass a DataFrame or use integer column indices"),
+    (dict(numeric={5: (0, 1)}), "array", "index 5 is out of range"),
+    (dict(numeric={"age": (1, 0)}), "frame", r"numeric\['age'\]"),
+    (dict(numeric={"age": (0, 1)}, fill={"hours": 3}), "frame", "fill"),
+    (dict(numeric={"age": (0, 1)}, categorical={"age": ["x"]}), "frame", "listed twice"),
+    (dict(numeric={"age": (0, 1)}, data_norm=0), "frame", "data_norm"),
+    (dict(numeric={"age": (0, 1)}, unknown="zero"), "frame", "unknown"),
+    (dict(numeric="wide"), "frame", "numeric must map"),
+])
+def test_transformer_bad_parameters(kwargs, X, match):
+    frame, _ = people(5)
+    X = frame if X == "frame" else frame[["age", "hours"]].to_numpy()
+    with pytest.raises(ValueError, match=match):
+        PublicBoundsTransformer(**kwargs).fit(X)
+
+
+def test_transformer_checks_columns_at_transform():
+    frame, _ = people(5)
+    t = PublicBoundsTransformer(numeric=NUMERIC).fit(frame)
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['hours'\]"):
+        t.transform(frame.drop(columns="hours"))
+    with pytest.raises(ValueError, match="selects columns by name"):
+        t.transform(frame[["age", "hours"]].to_numpy())
+
+
+def test_public_names_and_no_pandas_needed():
+    assert "PublicSchema" in dperm.__all__ and "PublicBoundsTransformer" in dperm.__all__
+    code = ("import sys; sys.modules['pandas'] = None\n"
+            "import numpy as np, dperm\n"
+            "t = dperm.PublicBoundsTransformer(numeric=(0, 10))\n"
+            "X = t.fit_transform(np.full((3, 4), 5.0))\n"
+            "assert abs(X[0, 0] - 0.25) < 1e-15\n"
+            "print('ok')\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
