@@ -108,6 +108,30 @@ def table(results):
     return "\n".join(lines)
 
 
+def calibrate(path):
+    """Read curves written by --out (ideally on a fine grid) and print, for each mechanism,
+    the worst accuracy gap over the cases against the constant C of Lambda = C / (n eps)
+    (accuracy at a Lambda between grid points interpolated in log Lambda)."""
+    with open(path) as fh:
+        results = json.load(fh)
+    for mech in ("objective", "output"):
+        print(f"{mech}: best Lambda * n * eps per case, then worst gap against C")
+        for r in results:
+            nt = r.get("n_train", r["n"] * (r["folds"] - 1) / r["folds"])
+            print(f"  {r['data']:>9} {r['loss']:>8} eps={r['epsilon']:<4g} "
+                  f"best C = {r[mech]['best_alpha'] * nt * r['epsilon']:8.2f}")
+        for C in (2, 3, 4, 6, 8, 10, 12, 16, 20, 25, 30, 40, 60):
+            gaps = []
+            for r in results:
+                nt = r.get("n_train", r["n"] * (r["folds"] - 1) / r["folds"])
+                acc = np.asarray(r[mech]["grid_accuracy"])
+                lg = np.log10(r["grid"])
+                a = np.interp(np.log10(C / (nt * r["epsilon"])), lg, acc)
+                gaps.append(acc.max() - a)
+            print(f"  C = {C:>3}: worst gap {max(gaps):.4f}  ("
+                  + " ".join(f"{g:.3f}" for g in gaps) + ")")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--folds", type=int, default=5)
@@ -117,7 +141,12 @@ def main():
     p.add_argument("--grid-step", type=float, default=0.5,
                    help="grid step in decades (default 0.5; finer grids for calibration)")
     p.add_argument("--out", default=None, help="write every accuracy curve as JSON")
+    p.add_argument("--calibrate", default=None, metavar="JSON",
+                   help="only analyse curves written earlier by --out (no fits)")
     args = p.parse_args()
+    if args.calibrate:
+        calibrate(args.calibrate)
+        return
     cases = [c for c in CASES if args.cases is None or c[0] in args.cases.split(",")]
     grid = 10.0 ** np.arange(-6.0, 1e-9, args.grid_step)
     results = []
