@@ -485,6 +485,10 @@ def _positive_float(s):
     return v
 
 
+def _alpha(s):
+    return "auto" if s == "auto" else _positive_float(s)
+
+
 def _positive_int(s):
     try:
         v = int(s)
@@ -536,8 +540,10 @@ def build_parser():
     f.add_argument("--perturbation", choices=("objective", "output", "none"), default="objective",
                    help="objective (Algorithm 2, default), output (Algorithm 1), or none "
                         "(non-private baseline)")
-    f.add_argument("--alpha", type=_positive_float, default=1e-3,
-                   help="regularization strength Lambda (default 1e-3)")
+    f.add_argument("--alpha", type=_alpha, default="auto",
+                   help="regularization strength Lambda, or 'auto' (default): a rule of public "
+                        "quantities only (n, d, epsilon; see dperm.regularization.auto_alpha), "
+                        "so it costs no privacy; the value used is printed and stored")
     f.add_argument("--h", type=_positive_float, default=0.5,
                    help="Huber / smoothed-hinge width (default 0.5; ignored for logistic)")
     f.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
