@@ -1,0 +1,1 @@
+"""(being written: see the open issue on the rest of the paper)"""
