@@ -12,9 +12,12 @@ measured best Lambda, on public data sets whose best Lambda differs by two order
 magnitude, scaled as 1 / (n epsilon) across epsilon and data sets (the dimension d
 mattered less than the data), so:
 
-    objective perturbation:  Lambda = 10 R^2 / (n epsilon)
-    output perturbation:     Lambda = 25 R^2 / (n epsilon)
+    objective perturbation:  Lambda = C_obj R^2 / (n epsilon)
+    output perturbation:     Lambda = C_out R^2 / (n epsilon)
     no noise (baseline):     Lambda = 0.002 R^2 / sqrt(n)
+
+with (C_obj, C_out) = (8, 25) for the logistic loss and (15, 35) for the Huber loss
+(and the smoothed hinge, which was not calibrated separately)
 
 (R^2 because Lambda multiplies ||f||^2 and f scales as 1/R.)  Two public safeguards
 then raise it where needed:
@@ -40,9 +43,10 @@ from dperm.losses import get_loss
 
 __all__ = ["auto_alpha", "expected_noise_shift", "coefficient_bound", "noise_dominates"]
 
-# calibrated constants (benchmarks/alpha_auto.py --calibrate); see the module docstring
-_C_OBJECTIVE = 10.0
-_C_OUTPUT = 25.0
+# calibrated constants C (Lambda = C R^2 / (n epsilon)) per loss: objective, output
+# (benchmarks/alpha_auto.py --calibrate); the smoothed hinge, not calibrated, takes the
+# Huber loss's (both are hinge-like with a quadratic joint)
+_C = {"logistic": (8.0, 25.0), "huber": (15.0, 35.0), "smooth_hinge": (15.0, 35.0)}
 _K_NONE = 0.002
 # the rule never goes outside this range (times R^2): below it the solve is slow and
 # the model noise-dominated, above it every coefficient is shrunk to nothing
@@ -76,8 +80,9 @@ def auto_alpha(n_samples, n_features, epsilon, *, perturbation="objective", loss
     Returns
     -------
     float, Lambda > 0 (see the module docstring):
-        objective: 10 R^2 / (n epsilon), at least twice the Lambda where epsilon' = 0
-        output:    25 R^2 / (n epsilon)
+        objective: C_obj R^2 / (n epsilon), at least twice the Lambda where epsilon' = 0
+        output:    C_out R^2 / (n epsilon)
+        with (C_obj, C_out) = (8, 25) for logistic, (15, 35) for huber and smooth_hinge
         none:      0.002 R^2 / sqrt(n)
     raised, for the private mechanisms, until the noise does not dominate; kept
     within [1e-8, 1] R^2.
@@ -89,12 +94,12 @@ def auto_alpha(n_samples, n_features, epsilon, *, perturbation="objective", loss
     if perturbation == "none":
         return R2 * min(max(_K_NONE / math.sqrt(n), _ALPHA_MIN), _ALPHA_MAX)
     if perturbation == "objective":
-        alpha = _C_OBJECTIVE * R2 / (n * epsilon)
+        alpha = _C[lo.name][0] * R2 / (n * epsilon)
         # epsilon' = 0 where 2q + q^2 = e^eps - 1, q = c R^2 / (n Lambda)
         q_zero = math.expm1(epsilon / 2.0)
         alpha = max(alpha, 2.0 * lo.curvature(h, R) / (n * q_zero))
     else:
-        alpha = _C_OUTPUT * R2 / (n * epsilon)
+        alpha = _C[lo.name][1] * R2 / (n * epsilon)
     alpha = min(max(alpha, _ALPHA_MIN * R2), _ALPHA_MAX * R2)
     # raise it until the expected noise no longer swamps the model (monotone above the
     # epsilon' = 0 point, so a geometric walk finds the first such Lambda)

@@ -300,3 +300,16 @@ def test_tuning_grid_may_not_set_public_bounds(key, value):
     with pytest.raises(ValueError, match=f"param_grid: entry 0 sets '{key}'"):
         private_tuning(PrivateLinearClassifier(classes=[-1, 1]), X, y, [{key: value}],
                        epsilon=1.0)
+
+
+@pytest.mark.parametrize("perturbation", ["objective", "output", "none"])
+def test_convergence_warning_text_is_the_same_for_neighbours(perturbation):
+    (X, y), (X2, y2) = neighbours()
+    texts = []
+    for A, b in ((X, y), (X2, y2)):
+        with pytest.warns(dperm.ConvergenceWarning) as rec:
+            PrivateLinearClassifier(perturbation=perturbation, classes=[-1, 1], max_iter=2,
+                                    alpha=1e-2).fit(A, b)
+        texts.append([str(w.message) for w in rec if issubclass(w.category, dperm.ConvergenceWarning)])
+    assert texts[0] == texts[1] and texts[0]
+    assert not any(ch.isdigit() for ch in texts[0][0].replace("tol=1e-10", ""))
