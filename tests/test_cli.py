@@ -240,7 +240,7 @@ def test_help_version_info_and_usage(capsys):
     for word in ("table1", "figure2", "tuning", "--quick", "--out", "--seed", "--threads",
                  "--no-progress"):
         assert word in out
-    assert cli.main(["reproduce", "table2"]) == 2
+    assert cli.main(["reproduce", "table9"]) == 2
     assert "invalid choice" in capsys.readouterr().err
     assert cli.main(["fit", "x.csv", "--epsilon", "0", "-o", "m.json"]) == 2
     assert cli.main([]) == 2
@@ -280,6 +280,7 @@ def test_reproduce_calls_the_runners(monkeypatch, tmp_path, capsys):
     assert calls["table1"] == dict(out=out, quick=True, progress=False, n_threads=2, seed=7)
     text = capsys.readouterr().out
     assert "THE TABLE" in text and "table1.csv" in text and "wall time" in text
+    assert "Reproducing Table 1 on Adult (quick, seed 7)" in text
 
     assert cli.main(["reproduce", "figure2", "--out", out]) == 0
     assert calls["figure2"] == dict(out=out, quick=False, n_threads=None)

@@ -1,10 +1,13 @@
-"""Figure 2 of the paper: test error against epsilon on Adult, at each method's best Lambda.
+"""Figures 2 and 3 of the paper: test error against epsilon at each method's best Lambda.
 
 The paper picks, for each method, the Lambda with the lowest error at
-epsilon = 0.1 (Table 1) and plots the error for epsilon in [0.01, 0.2].
-We use the best Lambda of the paper's Table 1 by default (1e-2 for output
-perturbation, 1e-2.5 for objective perturbation, 1e-7 non-private), or those
-of a Table 1 run passed in.
+epsilon = 0.1 (Table 1 for Adult: Figure 2; Table 2 for KDDCup99: Figure 3)
+and plots the error for epsilon in [0.01, 0.2].  We use the best Lambda of the
+paper's table by default (Figure 2: 1e-7 non-private, 1e-2 output perturbation,
+1e-2.5 objective perturbation; Figure 3: 1e-9, 1e-2, and 1e-2.5 (logistic) /
+1e-2 (Huber)), or those of a table run passed in.  One runner,
+:func:`run_tradeoff`, does both; the plot's titles and constant-classifier line
+come from the data (its name and size, and the measured minority-class fraction).
 """
 import csv
 import os
@@ -15,22 +18,48 @@ import numpy as np
 from dperm import erm
 from dperm._validation import check_random_state
 from dperm.experiments._progress import Progress, plural
-from dperm.experiments.table1 import _errors, fold_indices
+from dperm.experiments.table1 import METHODS, TABLE1, TABLE2, _constant_error, _errors, fold_indices
 from dperm.mechanisms import add_output_noise, objective_perturbation
 
-__all__ = ["EPSILONS", "PAPER_BEST_LAMBDA", "run_figure2", "write_figure2_csv", "plot_figure2"]
+__all__ = ["EPSILONS", "PAPER_BEST_LAMBDA", "PAPER_BEST_LAMBDA_FIGURE3", "paper_best_lambda",
+           "run_tradeoff", "run_figure2", "run_figure3", "write_figure2_csv", "plot_figure2"]
 
 EPSILONS = (0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.125, 0.15, 0.175, 0.2)
-PAPER_BEST_LAMBDA = {
-    ("logistic", "none"): 1e-7, ("logistic", "output"): 1e-2, ("logistic", "objective"): 10**-2.5,
-    ("huber", "none"): 1e-7, ("huber", "output"): 1e-2, ("huber", "objective"): 10**-2.5,
-}
 
 
-def run_figure2(X, y, *, epsilons=EPSILONS, losses=("logistic", "huber"), h=0.5,
-                best_lambda=None, n_folds=10, folds_to_run=None, n_runs=50, random_state=0,
-                n_threads=None, progress=True):
+def paper_best_lambda(table):
+    """{(loss, method): Lambda} of the paper's best (bold) entries of a PaperTable."""
+    return {key: 10.0**table.best(*key)[1] for key in table.errors}
+
+
+#: Figure 2 (Adult): the best Lambda of Table 1
+PAPER_BEST_LAMBDA = paper_best_lambda(TABLE1)
+#: Figure 3 (KDDCup99): the best Lambda of Table 2
+PAPER_BEST_LAMBDA_FIGURE3 = paper_best_lambda(TABLE2)
+
+
+def run_figure2(X, y, **kwargs):
+    """Figure 2's protocol on Adult (Table 1's best Lambda); see :func:`run_tradeoff`."""
+    kwargs.setdefault("dataset", "Adult")
+    return run_tradeoff(X, y, label="figure2", **kwargs)
+
+
+def run_figure3(X, y, **kwargs):
+    """Figure 3's protocol on KDDCup99 (Table 2's best Lambda); see :func:`run_tradeoff`."""
+    kwargs.setdefault("best_lambda", PAPER_BEST_LAMBDA_FIGURE3)
+    kwargs.setdefault("dataset", "KDDCup99")
+    return run_tradeoff(X, y, label="figure3", **kwargs)
+
+
+def run_tradeoff(X, y, *, epsilons=EPSILONS, losses=("logistic", "huber"), h=0.5,
+                 best_lambda=None, n_folds=10, folds_to_run=None, n_runs=50, random_state=0,
+                 n_threads=None, progress=True, dataset="Adult", label="figure2"):
     """Errors (len(epsilons),) per (loss, method), averaged over folds and runs.
+
+    best_lambda: {(loss, method): Lambda}, default the paper's Table 1 choices.
+    dataset: the data's name in the plot titles (e.g. "KDDCup99 (70,000-row subset)");
+    label: the progress bar's.  The result has "constant_error", the better constant
+    classifier's error on y (the minority-class fraction), drawn as a line in the plot.
 
     All epsilons of one fold and loss share one batched solve for objective
     perturbation (len(epsilons) * n_runs problems); output perturbation adds
@@ -41,8 +70,8 @@ def run_figure2(X, y, *, epsilons=EPSILONS, losses=("logistic", "huber"), h=0.5,
     folds = fold_indices(X.shape[0], n_folds, rng)
     nf = n_folds if folds_to_run is None else min(int(folds_to_run), n_folds)
     eps = np.asarray(epsilons, dtype=np.float64)
-    errors = {(lo, m): np.zeros((eps.size, nf)) for lo in losses for m in ("none", "output", "objective")}
-    bar = Progress(nf * len(losses) * (eps.size + 1), "figure2", enabled=progress)
+    errors = {(lo, m): np.zeros((eps.size, nf)) for lo in losses for m in METHODS}
+    bar = Progress(nf * len(losses) * (eps.size + 1), label, enabled=progress)
     t0 = time.perf_counter()
     for f in range(nf):
         test = folds[f]
@@ -65,7 +94,9 @@ def run_figure2(X, y, *, epsilons=EPSILONS, losses=("logistic", "huber"), h=0.5,
     bar.close()
     return {"errors": errors, "epsilons": eps, "losses": tuple(losses), "best_lambda": best_lambda,
             "folds_run": nf, "n_folds": n_folds, "n_runs": n_runs,
-            "seconds": time.perf_counter() - t0}
+            "seconds": time.perf_counter() - t0, "dataset": dataset, "n": X.shape[0],
+            "d": X.shape[1], "constant_error": _constant_error(y),
+            "positive_fraction": float(np.mean(np.asarray(y) > 0))}
 
 
 def write_figure2_csv(result, path):
@@ -100,12 +131,18 @@ def plot_figure2(result, path):
             ax.errorbar(result["epsilons"], errs.mean(axis=1),
                          yerr=errs.std(axis=1) if errs.shape[1] > 1 else None, color=color,
                          linestyle=ls, marker="o", ms=3, capsize=2, label=f"{label} (Λ=1e{lam:g})")
-        ax.axhline(0.248, color="0.6", lw=0.8, ls=":", label="constant classifier (≈0.248)")
-        ax.set_title(f"Adult, {'logistic regression' if lo == 'logistic' else 'Huber SVM (h=0.5)'}")
+        const = result.get("constant_error", 0.248)
+        pos = result.get("positive_fraction", const)
+        ax.axhline(const, color="0.6", lw=0.8, ls=":",
+                   label=f"constant classifier ({const:.3f}: the "
+                         f"{'positive' if pos <= 0.5 else 'negative'} fraction)")
+        ax.set_title(f"{result.get('dataset', 'Adult')}, "
+                     f"{'logistic regression' if lo == 'logistic' else 'Huber SVM (h=0.5)'}",
+                     fontsize=10)
         ax.set_xlabel("privacy parameter ε")
         ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper right")  # in each panel: the best Lambda can differ by loss
     axes[0][0].set_ylabel("test error")
-    axes[0][-1].legend(fontsize=8, loc="upper right")
     fig.suptitle(f"Privacy-accuracy trade-off ({plural(result['folds_run'], 'fold')}, "
                  f"{plural(result['n_runs'], 'run')} each)",
                  fontsize=10)
