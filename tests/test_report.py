@@ -1,0 +1,54 @@
+"""`dperm reproduce all`: every experiment into its own folder, one report that shows them."""
+import os
+import re
+
+from dperm.experiments import Reproduction
+from dperm.experiments.report import csv_as_text, run_all, write_report
+
+
+def _table_runner(out, quick, progress, seed):
+    """Full: the whole protocol; --quick: a small one.
+
+    A stand-in table experiment."""
+    path = os.path.join(out, "t.csv")
+    with open(path, "w") as fh:
+        fh.write("lambda,error,paper\n0.001,0.21,0.2161\n")
+    return {"seed": seed}, "Lambda  ours    paper\n1e-3    0.2100  0.2161", path
+
+
+def _figure_runner(out, quick, progress, seed, n_threads=None):
+    """A stand-in figure experiment."""
+    path = os.path.join(out, "f.csv")
+    with open(path, "w") as fh:
+        fh.write("epsilon,error\n0.1,0.25\n0.2,0.22\n")
+    png = os.path.join(out, "f.png")
+    with open(png, "wb") as fh:
+        fh.write(b"\x89PNG\r\n\x1a\n")
+    return {}, path, png
+
+
+REGISTRY = {"tab": Reproduction(_table_runner, "Table X", "Data A"),
+            "fig": Reproduction(_figure_runner, "Figure Y", "Data B")}
+
+
+def test_report_shows_every_experiment(tmp_path):
+    sections = run_all(out=str(tmp_path), quick=True, progress=False, registry=REGISTRY)
+    assert [s["name"] for s in sections] == ["tab", "fig"]
+    md, html = write_report(sections, str(tmp_path), quick=True, seed=0)
+    text = open(md).read()
+    for needle in ("## Table X (Data A)", "## Figure Y (Data B)", "0.2161", "](fig/f.png)",
+                   "[t.csv](tab/t.csv)", "A stand-in figure experiment.", "quick"):
+        assert needle in text, needle
+    # a figure's numbers appear as a table in the report
+    assert re.search(r"epsilon\s+error\n0\.1\s+0\.25", text)
+    page = open(html).read()
+    assert "<img src='fig/f.png'" in page and "<pre>Lambda" in page
+    assert os.path.isfile(tmp_path / "tab" / "t.csv")
+
+
+def test_csv_as_text_skips_large_files(tmp_path):
+    p = tmp_path / "big.csv"
+    p.write_text("a,b\n" + "1,2\n" * 200)
+    assert csv_as_text(str(p)) == ""
+    p.write_text("a,bb\n10,2\n")
+    assert csv_as_text(str(p)) == "a   bb\n10  2"
