@@ -165,28 +165,31 @@ def cmd_reproduce(args):
     t0 = time.perf_counter()
     out = runner(**kwargs)
     wall = time.perf_counter() - t0
-    if _is_table(out):
-        _, text, csv_path = out
-        print(text)
-        print(f"CSV: {csv_path}")
-    else:
-        _, csv_path, png = out
-        _print_csv(csv_path)
-        print(f"CSV: {csv_path}")
-        if png:
-            print(f"plot: {png}")
-        elif importlib.util.find_spec("matplotlib") is None:
-            print("plot: not written (matplotlib is not installed; pip install 'dperm[plot]' "
-                  "or pip install matplotlib)")
-        else:
-            print("plot: not written")
+    _print_outputs(out)
     print(f"wall time: {wall:.1f} s")
     return 0
 
 
-def _is_table(out):
-    """A table runner returns (result, text, csv_path); a figure runner (result, csv, png)."""
-    return isinstance(out[2], str) and out[2].endswith(".csv")
+def _print_outputs(out):
+    """Print what a runner returned: its text (tables with the paper's numbers), else its
+    CSV files as tables; then every file it wrote."""
+    from dperm.experiments.report import returned_files, returned_text, csv_as_text
+
+    parts = list(out[1:]) if isinstance(out, tuple) else [out]
+    texts = [t for t in map(returned_text, parts) if t]
+    files = returned_files(parts)
+    for t in texts:
+        print(t)
+    if not texts:
+        for f in files:
+            if f.endswith(".csv") and csv_as_text(f, max_rows=60):
+                print(csv_as_text(f, max_rows=60))
+    for f in files:
+        print(f"{'plot' if f.endswith('.png') else 'CSV' if f.endswith('.csv') else 'file'}: {f}")
+    if not any(f.endswith(".png") for f in files) and not texts:
+        if importlib.util.find_spec("matplotlib") is None:
+            print("plot: not written (matplotlib is not installed; pip install 'dperm[plot]' "
+                  "or pip install matplotlib)")
 
 
 def _reproduce_help(reproductions):
@@ -205,22 +208,6 @@ def _reproduce_help(reproductions):
                            "minute each: they check the pipeline; their numbers are noisy, "
                            "not the paper's protocol.", 78)
     return "\n".join(lines)
-
-
-def _print_csv(path, max_rows=60):
-    """Print a small CSV file as an aligned table (skipped when it is large)."""
-    import csv
-
-    try:
-        with open(path, newline="") as fh:
-            rows = list(csv.reader(fh))
-    except OSError:
-        return
-    if not rows or len(rows) > max_rows + 1:
-        return
-    widths = [max(len(r[j]) if j < len(r) else 0 for r in rows) for j in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
 
 
 # ----------------------------------------------------------------------------- fit

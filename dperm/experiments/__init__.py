@@ -22,6 +22,7 @@ from dperm.experiments.tuning_curve import plot_tuning_curve, run_tuning_curve, 
 
 __all__ = ["REPRODUCTIONS", "Reproduction", "get_runner", "reproduce_table1",
            "reproduce_figure2", "reproduce_table2", "reproduce_figure3", "reproduce_tuning",
+           "reproduce_nips2008", "reproduce_all",
            "run_table1", "run_table2", "run_figure2", "run_figure3", "run_tuning_curve"]
 
 #: the paper's KDDCup99 protocol: a random subset of this many rows
@@ -146,6 +147,33 @@ def reproduce_tuning(out="dperm-results", quick=False, progress=True, seed=0):
     return _write(res, out, "tuning", write_tuning_csv, plot_tuning_curve)
 
 
+def reproduce_nips2008(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+    """Full: the NIPS 2008 protocols (synthetic data, Breast Cancer; 10 folds x 50 runs);
+    --quick: fewer data sets and runs.
+
+    Chaudhuri & Monteleoni (NIPS 2008), logistic loss, both calibrations of the new
+    method. Returns (result, text, [csv and png paths])."""
+    from dperm.experiments import nips2008
+
+    return nips2008.reproduce_nips2008(out=out, quick=quick, progress=progress,
+                                       n_threads=n_threads, seed=seed)
+
+
+def reproduce_all(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+    """Every experiment above, each into its own folder, then report.md and report.html.
+
+    Returns (sections, summary text, [report.md, report.html])."""
+    from dperm.experiments.report import run_all, write_report
+
+    sections = run_all(out=out, quick=quick, progress=progress, n_threads=n_threads, seed=seed)
+    paths = write_report(sections, out, quick, seed)
+    width = max(len(s["title"]) + len(s["dataset"]) for s in sections) + 4
+    lines = [f"{s['title'] + ' (' + s['dataset'] + ')':<{width}} {s['seconds']:7.1f} s"
+             for s in sections]
+    lines.append(f"{'total':<{width}} {sum(s['seconds'] for s in sections):7.1f} s")
+    return sections, "\n".join(lines), list(paths)
+
+
 class Reproduction(NamedTuple):
     """An entry of :data:`REPRODUCTIONS`."""
     run: Callable   # reproduce_*(out, quick, progress, seed[, n_threads])
@@ -160,6 +188,10 @@ REPRODUCTIONS = {
     "table2": Reproduction(reproduce_table2, "Table 2", "KDDCup99"),
     "figure3": Reproduction(reproduce_figure3, "Figure 3", "KDDCup99"),
     "tuning": Reproduction(reproduce_tuning, "the private-tuning learning curve", "Adult"),
+    "nips2008": Reproduction(reproduce_nips2008, "the NIPS 2008 experiments",
+                             "synthetic data and Breast Cancer"),
+    "all": Reproduction(reproduce_all, "every experiment, with one report",
+                        "Adult, KDDCup99, synthetic data, Breast Cancer"),
 }
 
 

@@ -14,7 +14,7 @@ import inspect
 import os
 import time
 
-__all__ = ["run_all", "write_report", "csv_as_text"]
+__all__ = ["run_all", "write_report", "csv_as_text", "returned_files", "returned_text"]
 
 
 def csv_as_text(path, max_rows=80):
@@ -30,18 +30,18 @@ def csv_as_text(path, max_rows=80):
     return "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows)
 
 
-def _files(item):
+def returned_files(item):
     """Paths named by a runner's return value (a path, a list of paths, or None)."""
     if item is None:
         return []
     if isinstance(item, (list, tuple)):
-        return [p for x in item for p in _files(x)]
+        return [p for x in item for p in returned_files(x)]
     if isinstance(item, str) and os.path.isfile(item):
         return [item]
     return []
 
 
-def _text(item):
+def returned_text(item):
     return item if isinstance(item, str) and not os.path.isfile(item) else None
 
 
@@ -74,8 +74,8 @@ def run_all(out="dperm-results", quick=False, progress=True, n_threads=None, see
         result = run(**kwargs)
         seconds = time.perf_counter() - t0
         parts = list(result[1:]) if isinstance(result, tuple) else [result]
-        text = "\n\n".join(t for t in map(_text, parts) if t)
-        files = sorted(set(_files(parts)) | {os.path.join(sub, f) for f in os.listdir(sub)
+        text = "\n\n".join(t for t in map(returned_text, parts) if t)
+        files = sorted(set(returned_files(parts)) | {os.path.join(sub, f) for f in os.listdir(sub)
                                              if f.endswith((".csv", ".png"))})
         if not text:  # a figure: show its numbers as a table
             text = "\n\n".join(filter(None, (csv_as_text(f) for f in files if f.endswith(".csv"))))
