@@ -190,6 +190,8 @@ def _print_outputs(out):
         if importlib.util.find_spec("matplotlib") is None:
             print("plot: not written (matplotlib is not installed; pip install 'dperm[plot]' "
                   "or pip install matplotlib)")
+        else:
+            print("plot: not written")
 
 
 def _reproduce_help(reproductions):
