@@ -52,3 +52,16 @@ def test_csv_as_text_skips_large_files(tmp_path):
     assert csv_as_text(str(p)) == ""
     p.write_text("a,bb\n10,2\n")
     assert csv_as_text(str(p)) == "a   bb\n10  2"
+
+
+def test_real_registry_runs_into_the_report(tmp_path):
+    """The smallest real experiment through the real registry (the others' quick modes have
+    their own tests; `dperm reproduce all --quick` runs them all in about two minutes)."""
+    from dperm import experiments
+
+    assert "all" in experiments.REPRODUCTIONS and "learning-curves" in experiments.REPRODUCTIONS
+    sections = run_all(out=str(tmp_path), quick=True, progress=False, names=["nips2008"])
+    md, _ = write_report(sections, str(tmp_path), quick=True, seed=0)
+    text = open(md).read()
+    assert "## the NIPS 2008 experiments" in text and "Pima: not available offline" in text
+    assert "](nips2008/nips2008_figure1.png)" in text or "matplotlib" not in text

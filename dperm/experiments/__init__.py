@@ -22,7 +22,7 @@ from dperm.experiments.tuning_curve import plot_tuning_curve, run_tuning_curve, 
 
 __all__ = ["REPRODUCTIONS", "Reproduction", "get_runner", "reproduce_table1",
            "reproduce_figure2", "reproduce_table2", "reproduce_figure3", "reproduce_tuning",
-           "reproduce_nips2008", "reproduce_all",
+           "reproduce_learning_curves", "reproduce_nips2008", "reproduce_all",
            "run_table1", "run_table2", "run_figure2", "run_figure3", "run_tuning_curve"]
 
 #: the paper's KDDCup99 protocol: a random subset of this many rows
@@ -159,6 +159,20 @@ def reproduce_nips2008(out="dperm-results", quick=False, progress=True, n_thread
                                        n_threads=n_threads, seed=seed)
 
 
+def reproduce_learning_curves(out="dperm-results", quick=False, progress=True, n_threads=None,
+                              seed=0):
+    """Full: private parts of 60,000-88,000 rows (Algorithm 4 over 5 Lambdas), non-private
+    300,000 rows to all, 5 permutations x 50 runs; --quick: 10,000/20,000 and 50,000/100,000
+    rows, 1 permutation x 20 runs.
+
+    Figures 4 and 5 (logistic and Huber) at epsilon = 0.01 and 0.05 on the whole 10% sample.
+    Returns (result, text, csv path, [png paths])."""
+    from dperm.experiments import learning_curves
+
+    return learning_curves.reproduce_learning_curves(out=out, quick=quick, progress=progress,
+                                                     n_threads=n_threads, seed=seed)
+
+
 def reproduce_all(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
     """Every experiment above, each into its own folder, then report.md and report.html.
 
@@ -188,6 +202,8 @@ REPRODUCTIONS = {
     "table2": Reproduction(reproduce_table2, "Table 2", "KDDCup99"),
     "figure3": Reproduction(reproduce_figure3, "Figure 3", "KDDCup99"),
     "tuning": Reproduction(reproduce_tuning, "the private-tuning learning curve", "Adult"),
+    "learning-curves": Reproduction(reproduce_learning_curves, "Figures 4 and 5 (learning "
+                                    "curves with private tuning)", "KDDCup99"),
     "nips2008": Reproduction(reproduce_nips2008, "the NIPS 2008 experiments",
                              "synthetic data and Breast Cancer"),
     "all": Reproduction(reproduce_all, "every experiment, with one report",
