@@ -375,24 +375,33 @@ def _run_d_gamma(cfg, rng, bar, n_threads):
             "epsilon_bound": bounds, "jmlr_delta_branch": delta_branch, "n_unconverged": unconv}
 
 
-def _run_sphere_table(cfg, X, y, rng, bar, n_threads, margin):
-    lams = 10.0 ** np.asarray(cfg["sp_lambda_exponents"])
-    eps, R = cfg["sp_eps"], cfg["sp_runs"]
-    folds = _folds(X.shape[0], cfg["sp_folds"], rng)
-    nf = min(cfg["sp_folds_run"], cfg["sp_folds"])
-    grid = {m: np.zeros((lams.size, nf, 1 if m == "nonprivate" else R)) for m in METHODS}
+def _cv_grid(X, y, lams, eps, n_runs, n_folds, folds_run, rng, n_threads, done):
+    """Test errors per method over the first `folds_run` of `n_folds` folds: arrays
+    (len(lams), folds_run, runs) (1 run for non-private), the unconverged count, the folds."""
+    folds = _folds(X.shape[0], n_folds, rng)
+    grid = {m: np.zeros((lams.size, folds_run, 1 if m == "nonprivate" else n_runs))
+            for m in METHODS}
     unconv = 0
-    for f in range(nf):
+    for f in range(folds_run):
         te = folds[f]
-        tr = np.concatenate([folds[h] for h in range(cfg["sp_folds"]) if h != f])
+        tr = np.concatenate([folds[h] for h in range(n_folds) if h != f])
         sol = _solve(X[tr], y[tr], np_alphas=lams, out_specs=[(a, eps) for a in lams],
                      new_specs={c: [(a, eps) for a in lams] for c in CALIBRATIONS},
-                     n_draws=R, rng=rng, n_threads=n_threads)
+                     n_draws=n_runs, rng=rng, n_threads=n_threads)
         unconv += sol["n_unconverged"]
         grid["nonprivate"][:, f, 0] = _errors(sol["nonprivate"], X[te], y[te])
         for m in METHODS[1:]:
             grid[m][:, f, :] = _errors(sol[m], X[te], y[te])
-        bar.update(1, note=f"sphere margin {margin:g} fold {f + 1}")
+        done(f)
+    return grid, unconv, folds
+
+
+def _run_sphere_table(cfg, X, y, rng, bar, n_threads, margin):
+    lams = 10.0 ** np.asarray(cfg["sp_lambda_exponents"])
+    eps, R = cfg["sp_eps"], cfg["sp_runs"]
+    nf = min(cfg["sp_folds_run"], cfg["sp_folds"])
+    grid, unconv, folds = _cv_grid(X, y, lams, eps, R, cfg["sp_folds"], nf, rng, n_threads,
+                            lambda f: bar.update(1, note=f"sphere margin {margin:g} fold {f + 1}"))
     mean = {m: grid[m].mean(axis=(1, 2)) for m in METHODS}
     # ties: the larger Lambda (the non-private error is 0 over a wide range)
     best = {m: float(lams[lams.size - 1 - int(np.argmin(mean[m][::-1]))]) for m in METHODS}
@@ -457,21 +466,9 @@ def _run_breast_cancer(cfg, rng, bar, n_threads):
     eps, R = cfg["bc_eps"], cfg["bc_runs"]
     lams = sorted(set([cfg["bc_lambda"]] + [10.0**e for e in cfg["bc_lambda_exponents"]]))
     lams = np.array(lams)
-    folds = _folds(X.shape[0], cfg["bc_folds"], rng)
     nf = min(cfg["bc_folds_run"], cfg["bc_folds"])
-    grid = {m: np.zeros((lams.size, nf, 1 if m == "nonprivate" else R)) for m in METHODS}
-    unconv = 0
-    for f in range(nf):
-        te = folds[f]
-        tr = np.concatenate([folds[h] for h in range(cfg["bc_folds"]) if h != f])
-        sol = _solve(X[tr], y[tr], np_alphas=lams, out_specs=[(a, eps) for a in lams],
-                     new_specs={c: [(a, eps) for a in lams] for c in CALIBRATIONS},
-                     n_draws=R, rng=rng, n_threads=n_threads)
-        unconv += sol["n_unconverged"]
-        grid["nonprivate"][:, f, 0] = _errors(sol["nonprivate"], X[te], y[te])
-        for m in METHODS[1:]:
-            grid[m][:, f, :] = _errors(sol[m], X[te], y[te])
-        bar.update(1, note=f"breast cancer fold {f + 1}")
+    grid, unconv, _ = _cv_grid(X, y, lams, eps, R, cfg["bc_folds"], nf, rng, n_threads,
+                            lambda f: bar.update(1, note=f"breast cancer fold {f + 1}"))
     i = int(np.flatnonzero(np.isclose(lams, cfg["bc_lambda"]))[0])
     n_train = X.shape[0] - int(np.ceil(X.shape[0] / cfg["bc_folds"]))
     return {"lambda": cfg["bc_lambda"], "lambdas": lams, "grid": grid,
