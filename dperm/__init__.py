@@ -7,7 +7,7 @@ __version__ = "0.1.0"
 
 from dperm._config import get_config, show_config
 from dperm.exceptions import (BudgetExceededError, ClippingWarning, ConvergenceWarning,
-                              PrivacyLeakWarning)
+                              NoiseDominatedWarning, PrivacyLeakWarning)
 from dperm.accountant import BudgetAccountant
 from dperm.mechanisms import objective_perturbation, output_perturbation
 from dperm.estimators import PrivateLinearClassifier
@@ -19,6 +19,7 @@ from dperm import datasets, erm, losses, mechanisms, noise, regularization
 __all__ = [
     "__version__", "get_config", "show_config",
     "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning", "ClippingWarning",
+    "NoiseDominatedWarning",
     "BudgetAccountant", "objective_perturbation", "output_perturbation",
     "PrivateLinearClassifier", "RandomFourierFeatures", "PublicSchema", "PublicBoundsTransformer",
     "private_tuning", "PrivateTuningResult",

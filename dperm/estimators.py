@@ -13,7 +13,8 @@ from dperm import erm
 from dperm._validation import (apply_norm_bound, check_choice, check_epsilon, check_n_threads,
                                check_positive, check_random_state, check_X, spawn_generator)
 from dperm.accountant import BudgetAccountant
-from dperm.exceptions import BudgetExceededError, ClippingWarning, PrivacyLeakWarning
+from dperm.exceptions import (BudgetExceededError, ClippingWarning, NoiseDominatedWarning,
+                              PrivacyLeakWarning)
 from dperm.losses import get_loss
 from dperm.mechanisms import objective_perturbation, output_perturbation
 from dperm.noise import warn_if_seeded
@@ -190,7 +191,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
                 f"alpha={alpha:g}: with n={n}, d={d} and epsilon={eps:g} the expected noise "
                 f"moves the coefficients by about {shift:.3g}, more than any non-private "
                 f"solution can measure; the model will be mostly noise. alpha='auto' would "
-                f"use {auto_alpha(n, d, eps, **kw):.3g}.", UserWarning, stacklevel=3)
+                f"use {auto_alpha(n, d, eps, **kw):.3g}.", NoiseDominatedWarning, stacklevel=3)
         return alpha
 
     def _check_classes(self, y):

@@ -26,3 +26,9 @@ class ClippingWarning(UserWarning):
     (:class:`dperm.PublicBoundsTransformer`).  The warning's count is a statistic
     of the private data, for the analyst only.
     """
+
+
+class NoiseDominatedWarning(UserWarning):
+    """A given alpha lets the expected noise exceed the largest norm the noise-free
+    coefficients can have: the released model is mostly noise.  A check of public
+    quantities only (n, d, epsilon, alpha, R); alpha="auto" avoids it."""

@@ -311,7 +311,7 @@ def test_first_fit_on_breast_cancer_is_sensible():
 
 def test_noise_dominated_alpha_warns():
     X, y = make_data(n=200)
-    with pytest.warns(UserWarning, match=r"alpha=1e-05: .* mostly noise"):
+    with pytest.warns(dperm.NoiseDominatedWarning, match=r"alpha=1e-05: .* mostly noise"):
         PLC(classes=[0, 1], alpha=1e-5, epsilon=1.0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
