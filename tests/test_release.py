@@ -215,22 +215,24 @@ _FRESH_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _noise_differs_across_processes(policy):
+def _noise_differs_across_processes(policy, cwd):
     out = []
     for _ in range(2):
+        # cwd away from the source tree, so the child imports the installed package
         r = subprocess.run([sys.executable, "-c", _FRESH_SCRIPT, policy], capture_output=True,
-                           text=True, timeout=120, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                           text=True, timeout=120, cwd=cwd,
+                           env={**os.environ, "PYTHONWARNINGS": "ignore"})
         assert r.returncode == 0, r.stderr
         out.append(r.stdout.strip())
     return out[0] != out[1]
 
 
-def test_fresh_randomness_across_processes_with_global_seed():
-    assert _noise_differs_across_processes("real")
+def test_fresh_randomness_across_processes_with_global_seed(tmp_path):
+    assert _noise_differs_across_processes("real", tmp_path)
 
 
-def test_fresh_randomness_check_catches_a_global_state_policy():
-    assert not _noise_differs_across_processes("broken")
+def test_fresh_randomness_check_catches_a_global_state_policy(tmp_path):
+    assert not _noise_differs_across_processes("broken", tmp_path)
 
 
 # ---------------------------------------------------------------------------- tuning
