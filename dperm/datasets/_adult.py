@@ -7,6 +7,7 @@ import math
 import os
 import types
 import warnings
+import zlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -113,22 +114,39 @@ class Bunch(dict):
         return list(self.keys())
 
 
+def read_shipped(path, sha256, decompress, *, checksum_of_packed=False):
+    """The decompressed bytes of a shipped data file, checked against its SHA-256.
+
+    The digest is of the decompressed bytes, or of the file as shipped when
+    `checksum_of_packed` (the hash its source publishes). Any failure to read,
+    decompress or match raises DataChecksumError naming the file.
+    """
+    try:
+        with open(path, "rb") as fh:
+            packed = fh.read()
+    except OSError as exc:
+        raise DataChecksumError(f"cannot read shipped data file {path!r}: {exc}") from exc
+
+    def unpack():
+        try:
+            return decompress(packed)
+        except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+            raise DataChecksumError(f"cannot read shipped data file {path!r}: {exc}") from exc
+
+    raw = None if checksum_of_packed else unpack()
+    digest = hashlib.sha256(packed if checksum_of_packed else raw).hexdigest()
+    if digest != sha256:
+        raise DataChecksumError(
+            f"shipped data file {path!r} is corrupted: SHA-256 of the "
+            f"{'file' if checksum_of_packed else 'decompressed bytes'} is {digest}, expected "
+            f"{sha256} (see data/README.txt); reinstall dperm")
+    return unpack() if checksum_of_packed else raw
+
+
 def _read_verified(name, data_dir=None):
     """Decompress ``name + '.xz'`` and check its SHA-256; return the bytes."""
     path = os.path.join(DATA_DIR if data_dir is None else data_dir, name + ".xz")
-    try:
-        with open(path, "rb") as fh:
-            raw = lzma.decompress(fh.read())
-    except (OSError, lzma.LZMAError, EOFError) as exc:
-        raise DataChecksumError(f"cannot read shipped data file {path!r}: {exc}") from exc
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != _SHA256[name]:
-        raise DataChecksumError(
-            f"shipped data file {path!r} is corrupted: SHA-256 of the decompressed "
-            f"bytes is {digest}, expected {_SHA256[name]} (see data/README.txt); "
-            "reinstall dperm"
-        )
-    return raw
+    return read_shipped(path, _SHA256[name], lzma.decompress)
 
 
 def _parse_columns(text, strip_dot):

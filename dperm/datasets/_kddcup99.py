@@ -2,19 +2,17 @@
 
 import functools
 import gzip
-import hashlib
 import math
 import numbers
 import os
 import types
 import warnings
-import zlib
 
 import numpy as np
 
 from .._validation import check_random_state
 from ..exceptions import PrivacyLeakWarning
-from ._adult import Bunch, DataChecksumError, encode_public
+from ._adult import Bunch, DataChecksumError, encode_public, read_shipped
 
 __all__ = [
     "KDDCUP99_COLUMNS",
@@ -127,23 +125,10 @@ KDDCUP99_PUBLIC_CATEGORIES = types.MappingProxyType({
 
 
 def _read_verified(data_dir):
-    """Read the shipped .gz, check its SHA-256 and return the decompressed bytes."""
-    path = os.path.join(data_dir, _FILE)
-    try:
-        with open(path, "rb") as fh:
-            packed = fh.read()
-    except OSError as exc:
-        raise DataChecksumError(f"cannot read shipped data file {path!r}: {exc}") from exc
-    digest = hashlib.sha256(packed).hexdigest()
-    if digest != _SHA256[_FILE]:
-        raise DataChecksumError(
-            f"shipped data file {path!r} is corrupted: SHA-256 is {digest}, expected "
-            f"{_SHA256[_FILE]} (see data/README.txt); reinstall dperm"
-        )
-    try:
-        return gzip.decompress(packed)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise DataChecksumError(f"cannot decompress shipped data file {path!r}: {exc}") from exc
+    """Read the shipped .gz, check its SHA-256 (of the .gz, as published) and return the
+    decompressed bytes."""
+    return read_shipped(os.path.join(data_dir, _FILE), _SHA256[_FILE], gzip.decompress,
+                        checksum_of_packed=True)
 
 
 def _parse(raw):
