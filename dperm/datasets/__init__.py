@@ -7,6 +7,8 @@ public bounds and category lists. :func:`load_kddcup99` loads the 10% sample
 of the KDD Cup 1999 data (Stolfo et al. 1999, UCI KDD Archive / UCI Machine
 Learning Repository, CC BY 4.0), the paper's second data set, with public
 bounds (the default) or the paper's preprocessing.
+:func:`make_onehot_classification` generates synthetic one-hot encoded
+tabular data (scipy.sparse CSR) shaped like a census extract.
 """
 
 from ._adult import (
@@ -29,6 +31,7 @@ from ._kddcup99 import (
     KDDCUP99_SYMBOLIC_COLUMNS,
     load_kddcup99,
 )
+from ._synthetic import make_onehot_classification
 
 __all__ = [
     "ADULT_CATEGORICAL_COLUMNS",
@@ -47,4 +50,5 @@ __all__ = [
     "encode_public",
     "load_adult",
     "load_kddcup99",
+    "make_onehot_classification",
 ]
