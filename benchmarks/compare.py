@@ -66,7 +66,7 @@ def section(title):
 
 def part_a(reps, n, all_threads):
     from dperm import erm
-    from dperm._core._objective import value_grad
+    from dperm._core._objective import Data, value_grad
 
     section(f"(a) one fused loss+gradient pass / one X.sum()   (n = {n:,}, k = 1, logistic)")
     print(f"{'d':>5} {'dtype':>8} {'threads':>7} {'X.sum ms':>9} {'pass ms':>8} "
@@ -79,7 +79,7 @@ def part_a(reps, n, all_threads):
             l2 = np.array([1e-4])
             t_sum = median_time(X.sum, reps)
             for nt in sorted({1, all_threads}):
-                t_pass = median_time(lambda: value_grad(X, y, W, l2, None, 0, 0.5, nt), reps)
+                t_pass = median_time(lambda: value_grad(Data(X, y), W, l2, None, 0, 0.5, nt), reps)
                 t_api = median_time(lambda: erm.objective(X, y, W[0], alpha=1e-4, n_threads=nt),
                                     max(3, reps // 2))
                 r = t_pass / t_sum
@@ -94,7 +94,7 @@ def part_a(reps, n, all_threads):
 
 
 def part_c(reps, n, all_threads):
-    from dperm._core._objective import value_grad
+    from dperm._core._objective import Data, value_grad
 
     d = 100
     section(f"(c) per-problem cost of one batched pass   (n = {n:,}, d = {d}, float64, logistic)")
@@ -107,7 +107,7 @@ def part_c(reps, n, all_threads):
         for k in (1, 8, 64):
             W = rng.standard_normal((k, d)) * 0.3
             l2 = np.full(k, 1e-4)
-            t = median_time(lambda: value_grad(X, y, W, l2, None, 0, 0.5, nt),
+            t = median_time(lambda: value_grad(Data(X, y), W, l2, None, 0, 0.5, nt),
                             reps if k < 64 else max(3, reps // 2))
             per = t / k
             base = per if k == 1 else base

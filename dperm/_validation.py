@@ -12,7 +12,7 @@ import numpy as np
 __all__ = [
     "check_X", "check_pm1_labels", "check_positive", "check_alpha", "check_epsilon",
     "check_random_state", "check_n_threads", "apply_norm_bound", "check_choice",
-    "fresh_generator", "is_fixed_seed", "spawn_generator",
+    "fresh_generator", "is_fixed_seed", "spawn_generator", "row_norms",
 ]
 
 
@@ -24,16 +24,29 @@ def _is_sparse(X):
     return sp.issparse(X)
 
 
-def check_X(X, *, name="X", min_samples=1):
-    """2-D finite array of float32 or float64, C-contiguous.
+def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
+    """2-D finite data of float32 or float64: a C-contiguous array or a CSR matrix.
 
-    float32 input stays float32 (the kernels read it directly and accumulate
-    in float64); every other numeric dtype is converted to float64.  Sparse
-    matrices are refused for now.
+    Dense: float32 input stays float32 (the kernels read it directly and
+    accumulate in float64); every other numeric dtype is converted to float64.
+    A numpy.memmap (or np.load(..., mmap_mode="r")) of float32/float64 in C order
+    is returned as a view of the file, never copied (a map of another dtype or
+    order is refused: converting it would load it into memory).
+
+    Sparse (accept_sparse=True): a scipy.sparse CSR matrix or array comes back
+    as CSR with float32/float64 values and int32/int64 indices (indices and
+    indptr of one dtype).  It is used in place when it already is that, in
+    canonical form (sorted indices, no duplicates); otherwise a converted copy
+    is made (CSC, COO and the other formats: one conversion, O(nnz) memory).
+    The user's matrix is never modified.
     """
     if _is_sparse(X):
-        raise TypeError(f"{name}: sparse input is not supported yet; pass a dense array "
-                        f"(e.g. {name}.toarray())")
+        if not accept_sparse:
+            raise TypeError(f"{name}: sparse input is not supported here; pass a dense array "
+                            f"(e.g. {name}.toarray())")
+        return _check_csr(X, name, min_samples)
+    if isinstance(X, np.memmap) or _is_mapped(X):
+        return _check_mapped(X, name, min_samples)
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
@@ -56,19 +69,161 @@ def check_X(X, *, name="X", min_samples=1):
                 if arr.ndim == 1 else "")
         raise ValueError(f"{name}: expected a 2-D array (n_samples, n_features), "
                          f"got shape {arr.shape}.{hint}")
-    n, d = arr.shape
+    _check_shape(arr.shape, name, min_samples)
+    dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    _check_finite(arr, name)
+    return arr
+
+
+def _check_shape(shape, name, min_samples):
+    n, d = shape
     if n < min_samples:
         raise ValueError(f"{name}: needs at least {min_samples} samples; found array with "
-                         f"{n} sample(s) (shape={arr.shape}) while a minimum of "
+                         f"{n} sample(s) (shape={shape}) while a minimum of "
                          f"{min_samples} is required.")
     if d < 1:
         raise ValueError(f"{name}: needs at least 1 feature; found array with 0 feature(s) "
-                         f"(shape={arr.shape}) while a minimum of 1 is required.")
-    dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
-    arr = np.ascontiguousarray(arr, dtype=dtype)
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name}: contains NaN or infinity")
+                         f"(shape={shape}) while a minimum of 1 is required.")
+
+
+def _check_finite(arr, name):
+    """Finite values, without an O(size) temporary: a finite sum (accumulated in
+    float64, one streaming read) proves every entry finite; only a non-finite sum
+    (NaN/inf, or an overflow) needs the entry-wise check, done in row blocks."""
+    if arr.size == 0 or np.isfinite(arr.sum(dtype=np.float64)):
+        return
+    flat = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(-1, 1)
+    step = max(1, (1 << 22) // max(1, flat.shape[1]))
+    for i in range(0, flat.shape[0], step):
+        if not np.isfinite(flat[i:i + step]).all():
+            raise ValueError(f"{name}: contains NaN or infinity")
+
+
+def _is_mapped(X):
+    """An ndarray view whose memory is a file mapping (np.load(mmap_mode=...) slices)."""
+    import mmap
+    base = X
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, mmap.mmap)
+
+
+def _check_mapped(X, name, min_samples):
+    arr = X
+    if arr.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D memory map (n_samples, n_features), "
+                         f"got shape {arr.shape}")
+    if arr.dtype not in (np.float32, np.float64):
+        raise ValueError(f"{name}: a memory-mapped array must be float32 or float64 to be read "
+                         f"in place, got {arr.dtype}; converting it would load it into memory "
+                         f"(write the file as float32 or float64)")
+    if not arr.flags.c_contiguous:
+        raise ValueError(f"{name}: a memory-mapped array must be C-contiguous (row-major) to be "
+                         f"read in place; this one is not (Fortran order or a strided view). "
+                         f"Write the file in C order")
+    _check_shape(arr.shape, name, min_samples)
+    # a plain ndarray view of the same mapped memory: no copy, never written
+    arr = arr.view(np.ndarray)
+    _check_finite(arr, name)
     return arr
+
+
+def _check_csr(X, name, min_samples):
+    import scipy.sparse as sp
+
+    if X.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D sparse matrix, got {X.ndim} dimensions")
+    if X.format != "csr":
+        X = X.tocsr()          # one conversion (a copy) for CSC, COO, ...
+    n, d = X.shape
+    _check_shape((n, d), name, min_samples)
+    data, indices, indptr = X.data, X.indices, X.indptr
+    if np.iscomplexobj(data):
+        raise ValueError(f"{name}: Complex data not supported (complex values are not supported)")
+    if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
+        raise ValueError(f"{name}: must be numeric, got dtype {data.dtype}")
+    if indptr.ndim != 1 or indptr.shape[0] != n + 1:
+        raise ValueError(f"{name}: malformed CSR: indptr has {indptr.shape[0]} entries for {n} rows")
+    if n > 0 and (indptr[0] != 0 or np.any(np.diff(indptr) < 0)):
+        raise ValueError(f"{name}: malformed CSR: indptr must start at 0 and never decrease")
+    nnz = int(indptr[-1])
+    if indices.shape[0] < nnz or data.shape[0] < nnz:
+        raise ValueError(f"{name}: malformed CSR: indptr says {nnz} stored entries but indices "
+                         f"has {indices.shape[0]} and data {data.shape[0]}")
+    if nnz and (int(indices[:nnz].min()) < 0 or int(indices[:nnz].max()) >= d):
+        raise ValueError(f"{name}: column indices must lie in [0, {d}); found "
+                         f"{int(indices[:nnz].min())} to {int(indices[:nnz].max())}")
+    vdtype = data.dtype if data.dtype in (np.float32, np.float64) else np.float64
+    idtype = (indices.dtype if indices.dtype == indptr.dtype and indices.dtype in (np.int32, np.int64)
+              else np.int64)
+    if nnz and vdtype == data.dtype:
+        _check_finite(data[:nnz], name)
+    convert = (vdtype != data.dtype or idtype != indices.dtype or idtype != indptr.dtype
+               or data.shape[0] != nnz or indices.shape[0] != nnz
+               or not (data.flags.c_contiguous and indices.flags.c_contiguous
+                       and indptr.flags.c_contiguous))
+    if convert:
+        new_data = np.array(data[:nnz], dtype=vdtype)
+        if nnz:
+            _check_finite(new_data, name)
+        X = _csr_from_parts(new_data, np.array(indices[:nnz], dtype=idtype),
+                            np.array(indptr, dtype=idtype), (n, d))
+    if not _is_canonical(X):
+        # sorted indices, duplicates summed: on a copy, never the user's matrix
+        X = sp.csr_array((X.data.copy(), X.indices.copy(), X.indptr.copy()), shape=(n, d))
+        X.has_canonical_format = False   # make scipy look again, not trust a cached flag
+        X.sum_duplicates()
+        X.sort_indices()
+    return X
+
+
+def _csr_from_parts(data, indices, indptr, shape):
+    """A csr_array over these arrays, without scipy re-choosing the index dtype."""
+    import scipy.sparse as sp
+
+    out = sp.csr_array((np.zeros(0, data.dtype), np.zeros(0, np.int32), np.zeros(shape[0] + 1, np.int32)),
+                       shape=shape)
+    out.data, out.indices, out.indptr = data, indices, indptr
+    for flag in ("_has_sorted_indices", "_has_canonical_format"):
+        if hasattr(out, flag):
+            delattr(out, flag)   # the cached flags described the empty matrix
+    return out
+
+
+def _is_canonical(X):
+    """Sorted indices and no duplicates, checked without touching X's cached flags."""
+    indptr, indices = X.indptr, X.indices
+    nnz = int(indptr[-1])
+    if nnz < 2:
+        return True
+    diff = np.diff(indices[:nnz].astype(np.int64, copy=False))
+    # within a row, indices must strictly increase; across a row start anything goes
+    starts = indptr[1:-1]
+    starts = starts[(starts > 0) & (starts < nnz)] - 1
+    ok = diff > 0
+    ok[starts] = True
+    return bool(ok.all())
+
+
+def row_norms(X):
+    """Euclidean norm of every row (float64, (n,)); dense, mapped or CSR, with no
+    temporary larger than a block of rows."""
+    if _is_sparse(X):
+        sq = np.square(X.data, dtype=np.float64)
+        counts = np.diff(X.indptr)
+        out = np.zeros(X.shape[0])
+        nz = counts > 0
+        if sq.size:
+            out[nz] = np.add.reduceat(sq, X.indptr[:-1][nz].astype(np.intp))
+        return np.sqrt(out)
+    n = X.shape[0]
+    out = np.empty(n)
+    step = max(1, (1 << 20) // max(1, X.shape[1]))
+    for i in range(0, n, step):
+        blk = X[i:i + step]
+        out[i:i + step] = np.einsum("ij,ij->i", blk, blk, dtype=np.float64)
+    return np.sqrt(out)
 
 
 def check_pm1_labels(y, n, *, name="y"):
@@ -199,7 +354,7 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
     for the analyst only).
     """
     check_choice(norm_policy, "norm_policy", {"clip", "error"})
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    norms = row_norms(X)
     over = norms > data_norm
     if not over.any():
         return (X, 0) if return_clipped else X
@@ -211,9 +366,21 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
             f"{name}: {int(bad.sum())} row(s) have norm above data_norm={data_norm} "
             f"(largest {norms.max():.6g}); scale the data by a public bound, raise "
             f"data_norm, or use norm_policy='clip'")
-    out = X.copy()
-    out[over] *= (data_norm / norms[over])[:, None].astype(X.dtype)
-    # rounding in float32 can leave a row a hair above R; shrink it by one ulp
+    scale = np.ones(X.shape[0])
+    scale[over] = data_norm / norms[over]
+    if _is_sparse(X):
+        out = X.copy()
+        out.data = out.data * scale.astype(X.dtype)[np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))]
+        # rounding in float32 can leave a row a hair above R; shrink it by one ulp
+        n2 = row_norms(out)
+        fix = n2 > data_norm
+        if fix.any():
+            f = np.ones(X.shape[0])
+            f[fix] = data_norm / n2[fix] * (1 - 4 * np.finfo(X.dtype).eps)
+            out.data = out.data * f.astype(X.dtype)[np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))]
+        return (out, int(bad.sum())) if return_clipped else out
+    out = np.array(X)  # a copy in memory (for a memory map: only when rows need clipping)
+    out[over] *= scale[over][:, None].astype(X.dtype)
     n2 = np.sqrt(np.einsum("ij,ij->i", out[over], out[over], dtype=np.float64))
     fix = n2 > data_norm
     if fix.any():

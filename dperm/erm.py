@@ -41,7 +41,7 @@ class MinimizeResult:
 
 
 def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
-    X = check_X(X, name="X")
+    X = check_X(X, name="X", accept_sparse=True)
     n, d = X.shape
     y = check_pm1_labels(y, n, name="y")
     lo = get_loss(loss)
@@ -69,6 +69,13 @@ def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
         scalar = scalar and np.ndim(linear) == 1
     l2 = np.ascontiguousarray(alpha_arr + extra)
     return X, y, lo, h, l2, B, scalar, check_n_threads(n_threads)
+
+
+def _data(X, y):
+    """The kernels' view of validated X and y (no copy)."""
+    from dperm._core._objective import Data
+
+    return Data(X, y)
 
 
 def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
@@ -137,7 +144,7 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
             raise ValueError("coef_init: contains NaN or infinity")
     from dperm._core._lbfgs import lbfgs
 
-    coef, fun, n_iter, gnorm, status = lbfgs(X, y, lo.kernel_id, h, W0, l2, B, tol,
+    coef, fun, n_iter, gnorm, status = lbfgs(_data(X, y), lo.kernel_id, h, W0, l2, B, tol,
                                              int(max_iter), int(memory), nt)
     converged = status == 1
     if warn and not converged.all():
@@ -176,7 +183,7 @@ def objective(X, y, W, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
     if B is not None:
         B = np.ascontiguousarray(np.broadcast_to(B, W.shape))
-    F, G = value_grad(X, y, W, l2, B, lo.kernel_id, h, nt)
+    F, G = value_grad(_data(X, y), W, l2, B, lo.kernel_id, h, nt)
     return (F[0], G[0]) if single else (F, G)
 
 
@@ -190,7 +197,7 @@ def hessian_vector(X, y, W, V, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, 
     if V.shape != W.shape:
         raise ValueError(f"V: expected the shape of W {W.shape}, got {V.shape}")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
-    out = hess_vec(X, y, W, V, l2, lo.kernel_id, h, nt)
+    out = hess_vec(_data(X, y), W, V, l2, lo.kernel_id, h, nt)
     return out[0] if single else out
 
 
@@ -201,5 +208,16 @@ def hessian(X, y, W, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=
     X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
+    if not isinstance(X, np.ndarray):
+        # CSR: X^T diag(phi''/n) X by scipy (the full Hessian is for small d anyway)
+        import scipy.sparse as sp
+
+        out = np.empty((W.shape[0], X.shape[1], X.shape[1]))
+        for j in range(W.shape[0]):
+            _, _, d2 = lo.per_sample(y * (X @ W[j]), h)
+            H = X.T @ (sp.diags_array(d2 / X.shape[0]) @ X)
+            out[j] = H.toarray() + l2[j] * np.eye(X.shape[1])
+        return out[0] if single else out
     out = _hess(X, y, W, l2, lo.kernel_id, h, nt)
     return out[0] if single else out
+

@@ -19,8 +19,7 @@ cimport numpy as cnp
 from libc.math cimport sqrt, fabs, isfinite
 from libc.string cimport memcpy
 
-from dperm._core._rows cimport floating
-from dperm._core._objective cimport objective_pass, PASS_VALUE_GRAD
+from dperm._core._objective cimport Data, data_pass, PASS_VALUE_GRAD
 
 cnp.import_array()
 
@@ -89,7 +88,7 @@ cdef void _direction(Py_ssize_t d, Py_ssize_t mem, Py_ssize_t count, Py_ssize_t 
         a -= 1
 
 
-def lbfgs(const floating[:, ::1] X, const double[::1] y, int loss, double h,
+def lbfgs(Data X, int loss, double h,
           double[:, ::1] W0, const double[::1] l2, B, double tol, int max_iter,
           int memory, int n_threads):
     """Minimize k objectives from starts W0 (k, d).
@@ -97,7 +96,7 @@ def lbfgs(const floating[:, ::1] X, const double[::1] y, int loss, double h,
     Returns coef (k, d), fun (k,), n_iter (k,), grad_norm (k,), status (k,)
     where status is 1 converged, 2 max_iter, 3 line search failure.
     """
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = W0.shape[0]
+    cdef Py_ssize_t d = X.view.d, k = W0.shape[0]
     cdef Py_ssize_t mem = memory if memory > 0 else 1
     cdef cnp.ndarray[double, ndim=2] W_np = np.array(W0, dtype=np.float64, order="C", copy=True)
     cdef double[:, ::1] W = W_np
@@ -137,7 +136,7 @@ def lbfgs(const floating[:, ::1] X, const double[::1] y, int loss, double h,
     with nogil:
         # the first pass evaluates every start
         m = k
-        rc = objective_pass(PASS_VALUE_GRAD, &X[0, 0], &y[0], n, d, loss, h, &W[0, 0],
+        rc = data_pass(PASS_VALUE_GRAD, &X.view, loss, h, &W[0, 0],
                             NULL, &l2[0], Bp, &active[0], m, &F[0], &G[0, 0], n_threads)
         for kk in range(k):
             gn = sqrt(_dot(&G[kk, 0], &G[kk, 0], d))
@@ -157,7 +156,7 @@ def lbfgs(const floating[:, ::1] X, const double[::1] y, int loss, double h,
                     m += 1
             if m == 0:
                 break
-            rc = objective_pass(PASS_VALUE_GRAD, &X[0, 0], &y[0], n, d, loss, h, &Wt[0, 0],
+            rc = data_pass(PASS_VALUE_GRAD, &X.view, loss, h, &Wt[0, 0],
                                 NULL, &l2[0], Bp, &active[0], m, &Ft[0], &Gt[0, 0], n_threads)
             for j in range(m):
                 kk = active[j]

@@ -20,6 +20,25 @@ from dperm._core._rows cimport (
     dperm_vector_width, dperm_padded_dim, dperm_rows_per_block, dperm_block_dots,
     dperm_block_gemm, dperm_loss_vd, dperm_loss_d2, dperm_add_rows, dperm_mul)
 from dperm._core._losses cimport loss_second
+from libc.stdint cimport int32_t, int64_t
+
+cdef extern from "_csr.h" nogil:
+    int dperm_csr_pass_d32(int mode, const double* data, const int32_t* ind, const int32_t* indptr,
+                           const double* s, Py_ssize_t n, Py_ssize_t d, int loss, double h,
+                           const double* W, const double* V, const double* l2, const double* B,
+                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt)
+    int dperm_csr_pass_f32(int mode, const float* data, const int32_t* ind, const int32_t* indptr,
+                           const double* s, Py_ssize_t n, Py_ssize_t d, int loss, double h,
+                           const double* W, const double* V, const double* l2, const double* B,
+                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt)
+    int dperm_csr_pass_d64(int mode, const double* data, const int64_t* ind, const int64_t* indptr,
+                           const double* s, Py_ssize_t n, Py_ssize_t d, int loss, double h,
+                           const double* W, const double* V, const double* l2, const double* B,
+                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt)
+    int dperm_csr_pass_f64(int mode, const float* data, const int64_t* ind, const int64_t* indptr,
+                           const double* s, Py_ssize_t n, Py_ssize_t d, int loss, double h,
+                           const double* W, const double* V, const double* l2, const double* B,
+                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt)
 
 # The block kernels of the row-access seam (declared here; _rows.pxd holds the
 # single-row helpers used by the full Hessian).
@@ -205,13 +224,135 @@ cdef int hessian_pass(const floating* X, const double* y, Py_ssize_t n, Py_ssize
     return 0
 
 
+cdef class Data:
+    """X (dense or CSR) and the signed row weights s (labels, +-1), as the kernels read them.
+
+    Data(X, s): X a C-contiguous float32/float64 ndarray (numpy.memmap included:
+    read in place), or a scipy.sparse CSR matrix/array with float32/float64 data
+    and int32/int64 indices (indices and indptr of one dtype); s float64 (n,).
+    Inputs must already be validated (dperm._validation.check_X): this class only
+    holds references (so the buffers outlive every pass) and the raw pointers.
+    """
+
+    def __cinit__(self, X, s):
+        cdef const double[::1] sv = s
+        cdef const double[:, ::1] xd
+        cdef const float[:, ::1] xf
+        cdef const double[::1] vd
+        cdef const float[::1] vf
+        cdef const int32_t[::1] i32, p32
+        cdef const int64_t[::1] i64, p64
+        self.s = s
+        self.view.s = &sv[0]
+        if isinstance(X, np.ndarray):
+            self.values = X
+            self.indices = None
+            self.indptr = None
+            self.view.kind = DATA_DENSE
+            self.view.n = X.shape[0]
+            self.view.d = X.shape[1]
+            self.view.nnz = X.shape[0] * X.shape[1]
+            self.view.index_i64 = 0
+            if X.dtype == np.float32:
+                xf = X
+                self.view.values_f32 = 1
+                self.view.values = &xf[0, 0]
+            else:
+                xd = X
+                self.view.values_f32 = 0
+                self.view.values = &xd[0, 0]
+        else:
+            n, d = X.shape
+            self.values = X.data
+            self.indices = X.indices
+            self.indptr = X.indptr
+            self.view.kind = DATA_CSR
+            self.view.n = n
+            self.view.d = d
+            self.view.nnz = X.indptr[n]
+            if X.data.dtype == np.float32:
+                vf = X.data
+                self.view.values_f32 = 1
+                self.view.values = &vf[0] if vf.shape[0] > 0 else NULL
+            else:
+                vd = X.data
+                self.view.values_f32 = 0
+                self.view.values = &vd[0] if vd.shape[0] > 0 else NULL
+            if X.indices.dtype == np.int64:
+                i64 = X.indices
+                p64 = X.indptr
+                self.view.index_i64 = 1
+                self.view.indices = &i64[0] if i64.shape[0] > 0 else NULL
+                self.view.indptr = &p64[0]
+            else:
+                i32 = X.indices
+                p32 = X.indptr
+                self.view.index_i64 = 0
+                self.view.indices = &i32[0] if i32.shape[0] > 0 else NULL
+                self.view.indptr = &p32[0]
+        if sv.shape[0] != self.view.n:
+            raise ValueError("Data: s must have one entry per row of X")
+
+    @property
+    def shape(self):
+        return (self.view.n, self.view.d)
+
+    @property
+    def nnz(self):
+        """Stored entries (n*d for dense X)."""
+        return self.view.nnz
+
+    @property
+    def is_sparse(self):
+        return self.view.kind == DATA_CSR
+
+
+cdef int data_pass(
+        int mode, const DataView* X, int loss, double h, const double* W, const double* V,
+        const double* l2, const double* B, const Py_ssize_t* idx, Py_ssize_t m,
+        double* F, double* G, int n_threads) noexcept nogil:
+    """objective_pass on whatever X is: the one place that dispatches on storage."""
+    cdef Py_ssize_t nt
+    if X.kind == DATA_DENSE:
+        if X.values_f32:
+            return objective_pass(mode, <const float*> X.values, X.s, X.n, X.d, loss, h, W, V,
+                                  l2, B, idx, m, F, G, n_threads)
+        return objective_pass(mode, <const double*> X.values, X.s, X.n, X.d, loss, h, W, V,
+                              l2, B, idx, m, F, G, n_threads)
+    # CSR: threads by non-zeros, the same rule as the dense pass uses for entries
+    nt = n_threads if n_threads > 0 else 1
+    if nt > X.nnz // MIN_ENTRIES_PER_THREAD:
+        nt = X.nnz // MIN_ENTRIES_PER_THREAD
+    if nt > X.n // 4:
+        nt = X.n // 4
+    if nt < 1:
+        nt = 1
+    if X.index_i64:
+        if X.values_f32:
+            return dperm_csr_pass_f64(mode, <const float*> X.values, <const int64_t*> X.indices,
+                                      <const int64_t*> X.indptr, X.s, X.n, X.d, loss, h, W, V,
+                                      l2, B, idx, m, F, G, <int> nt)
+        return dperm_csr_pass_d64(mode, <const double*> X.values, <const int64_t*> X.indices,
+                                  <const int64_t*> X.indptr, X.s, X.n, X.d, loss, h, W, V,
+                                  l2, B, idx, m, F, G, <int> nt)
+    if X.values_f32:
+        return dperm_csr_pass_f32(mode, <const float*> X.values, <const int32_t*> X.indices,
+                                  <const int32_t*> X.indptr, X.s, X.n, X.d, loss, h, W, V,
+                                  l2, B, idx, m, F, G, <int> nt)
+    return dperm_csr_pass_d32(mode, <const double*> X.values, <const int32_t*> X.indices,
+                              <const int32_t*> X.indptr, X.s, X.n, X.d, loss, h, W, V,
+                              l2, B, idx, m, F, G, <int> nt)
+
+
 # ----------------------------------------------------------------------------
 # Python entry points (inputs already validated by dperm.erm / dperm.losses).
 
-def value_grad(const floating[:, ::1] X, const double[::1] y, const double[:, ::1] W,
-               const double[::1] l2, B, int loss, double h, int n_threads):
-    """Objective values (k,) and gradients (k, d) for every row of W."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = W.shape[0]
+def value_grad(Data X, const double[:, ::1] W, const double[::1] l2, B, int loss, double h,
+               int n_threads):
+    """Objective values (k,) and gradients (k, d) for every row of W, one pass over X."""
+    cdef Py_ssize_t d = X.view.d, k = W.shape[0]
+    if W.shape[1] != d:
+        raise ValueError("value_grad: W must have X's number of columns")
     cdef cnp.ndarray[double, ndim=1] F = np.zeros(k)
     cdef cnp.ndarray[double, ndim=2] G = np.zeros((k, d))
     cdef Py_ssize_t[::1] idx = np.arange(k, dtype=np.intp)
@@ -222,28 +363,28 @@ def value_grad(const floating[:, ::1] X, const double[::1] y, const double[:, ::
         Bp = &Bv[0, 0]
     cdef int rc
     with nogil:
-        rc = objective_pass(PASS_VALUE_GRAD, &X[0, 0], &y[0], n, d, loss, h, &W[0, 0],
-                            NULL, &l2[0], Bp, &idx[0], k, <double*> F.data,
-                            <double*> G.data, n_threads)
+        rc = data_pass(PASS_VALUE_GRAD, &X.view, loss, h, &W[0, 0], NULL, &l2[0], Bp,
+                       &idx[0], k, <double*> F.data, <double*> G.data, n_threads)
     if rc != 0:
-        raise MemoryError("objective_pass: out of memory")
+        raise MemoryError("objective pass: out of memory")
     return F, G
 
 
-def hess_vec(const floating[:, ::1] X, const double[::1] y, const double[:, ::1] W,
-             const double[:, ::1] V, const double[::1] l2, int loss, double h, int n_threads):
+def hess_vec(Data X, const double[:, ::1] W, const double[:, ::1] V, const double[::1] l2,
+             int loss, double h, int n_threads):
     """Hessian-vector products H(W[k]) V[k], shape (k, d), in one pass over X."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = W.shape[0]
+    cdef Py_ssize_t d = X.view.d, k = W.shape[0]
+    if W.shape[1] != d or V.shape[0] != k or V.shape[1] != d:
+        raise ValueError("hess_vec: W and V must be (k, d) with X's d")
     cdef cnp.ndarray[double, ndim=2] G = np.zeros((k, d))
     cdef double dummy = 0.0
     cdef Py_ssize_t[::1] idx = np.arange(k, dtype=np.intp)
     cdef int rc
     with nogil:
-        rc = objective_pass(PASS_HESS_VEC, &X[0, 0], &y[0], n, d, loss, h, &W[0, 0],
-                            &V[0, 0], &l2[0], NULL, &idx[0], k, &dummy,
-                            <double*> G.data, n_threads)
+        rc = data_pass(PASS_HESS_VEC, &X.view, loss, h, &W[0, 0], &V[0, 0], &l2[0], NULL,
+                       &idx[0], k, &dummy, <double*> G.data, n_threads)
     if rc != 0:
-        raise MemoryError("objective_pass: out of memory")
+        raise MemoryError("objective pass: out of memory")
     return G
 
 
