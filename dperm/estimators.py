@@ -26,8 +26,17 @@ PERTURBATIONS = {"objective", "output", "none"}
 
 
 def augment_intercept(X, data_norm):
-    """Append the public constant feature R and scale by 1/sqrt(2): ||[x, R]||/sqrt(2) <= R."""
+    """Append the public constant feature R and scale by 1/sqrt(2): ||[x, R]||/sqrt(2) <= R.
+
+    CSR stays CSR (the constant column adds one stored entry per row)."""
     n = X.shape[0]
+    if not isinstance(X, np.ndarray):
+        import scipy.sparse as sp
+
+        const = sp.csr_array(np.full((n, 1), data_norm, dtype=X.dtype))
+        out = sp.hstack([X, const], format="csr", dtype=X.dtype)
+        out.data *= X.dtype.type(1.0 / np.sqrt(2.0))
+        return out
     out = np.empty((n, X.shape[1] + 1), dtype=X.dtype)
     out[:, :-1] = X
     out[:, -1] = data_norm
@@ -266,7 +275,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.perturbation != "none":
             warn_if_seeded(self.random_state, accountant=self.accountant)
         feature_names = _feature_names(X)
-        X = check_X(X, name="X", min_samples=2)
+        X = check_X(X, name="X", min_samples=2, accept_sparse=True)
         n = X.shape[0]
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
@@ -346,7 +355,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
 
         check_is_fitted(self, ["coef_", "classes_"])
         self._check_feature_names_at_predict(X)
-        X = check_X(X, name="X")
+        X = check_X(X, name="X", accept_sparse=True)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input")
@@ -382,7 +391,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         x only inside that ball.
         """
         X = self._check_fitted_X(X)
-        return X.astype(np.float64, copy=False) @ self.coef_[0] + self.intercept_[0]
+        return np.asarray(X.astype(np.float64, copy=False) @ self.coef_[0]) + self.intercept_[0]
 
     def predict(self, X):
         """Predicted labels, shape (n,), taken from classes_."""
@@ -417,5 +426,5 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         # with a fixed seed is reproducible (random_state=None is what makes it random)
         tags.non_deterministic = False
         tags.classifier_tags.multi_class = False
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags

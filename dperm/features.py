@@ -99,7 +99,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self
         """
         self._check_params()
-        X = check_X(X, name="X")
+        X = check_X(X, name="X", accept_sparse=True)
         d = X.shape[1]
         D = int(self.n_components)
         rng = check_random_state(self.random_state)
@@ -128,11 +128,12 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, ["omega_", "psi_"])
-        X = check_X(X, name="X")
+        X = check_X(X, name="X", accept_sparse=True)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but RandomFourierFeatures is expecting "
                              f"{self.n_features_in_} features as input (the number seen in fit)")
-        V = X.astype(np.float64, copy=False) @ self.omega_
+        # CSR times dense: scipy's product, O(nnz D), never densifying X
+        V = np.asarray(X.astype(np.float64, copy=False) @ self.omega_)
         V += self.psi_
         np.cos(V, out=V)
         V *= 1.0 / np.sqrt(self.omega_.shape[1])
@@ -141,5 +142,5 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags

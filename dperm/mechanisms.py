@@ -120,7 +120,7 @@ def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_s
 
 
 def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws):
-    X = check_X(X, name="X", min_samples=2)
+    X = check_X(X, name="X", min_samples=2, accept_sparse=True)
     y = check_pm1_labels(y, X.shape[0], name="y")
     lo = get_loss(loss)
     alphas, scalar = check_alpha(alpha)

@@ -296,7 +296,7 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
                                  f"({', '.join(_PUBLIC_BOUNDS)}) must be fixed on the estimator "
                                  "before seeing the data, not chosen by a grid")
 
-    X = check_X(X, name="X")
+    X = check_X(X, name="X", accept_sparse=True)
     n = X.shape[0]
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:

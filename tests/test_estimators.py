@@ -612,13 +612,13 @@ def test_rows_over_data_norm_error_policy():
 
 
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
-def test_sparse_X_not_supported(fmt):
+def test_sparse_X_is_accepted(fmt):
     X, y = make_data()
     Xs = sp.random(200, 4, density=0.3, format=fmt, random_state=0)
-    fit_raises(PLC(classes=[0, 1]), Xs, y, TypeError, r"^X: sparse input is not supported yet")
-    est = PLC(classes=[0, 1], random_state=0).fit(X, y)
-    with pytest.raises(TypeError, match=r"^X: sparse input is not supported yet"):
-        est.predict(Xs)
+    est = PLC(classes=[0, 1], random_state=0, perturbation="none").fit(Xs, y)
+    dense = PLC(classes=[0, 1], random_state=0, perturbation="none").fit(Xs.toarray(), y)
+    np.testing.assert_allclose(est.coef_, dense.coef_, rtol=1e-9)
+    np.testing.assert_array_equal(est.predict(Xs), dense.predict(Xs.toarray()))
 
 
 @pytest.mark.parametrize("name,value", [("loss", "hinge"), ("loss", None), ("perturbation", "laplace"),
@@ -650,7 +650,8 @@ BREAKERS = [
                                                 np.nan, X), y)),
     ("y three", lambda est, X, y: (est, X, np.r_[y[:-1], 5])),
     ("length", lambda est, X, y: (est, X, y[:-1])),
-    ("sparse", lambda est, X, y: (est, sp.csr_matrix(X), y)),
+    ("sparse nan", lambda est, X, y: (est, sp.csr_matrix(np.where(
+        np.arange(X.size).reshape(X.shape) == 3, np.nan, X)), y)),
     ("norm error", lambda est, X, y: (est.set_params(norm_policy="error"), X * 3, y)),
     ("features", lambda est, X, y: (est, X[:, :0], y)),
 ]
