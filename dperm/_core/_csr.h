@@ -31,6 +31,21 @@
 
 #define DPERM_CSR_BLOCK 256   /* rows per block: a speed knob only */
 
+/* The pass's workspace, kept per calling thread between passes: a fresh
+ * calloc of a few hundred KiB is a fresh mmap, and its page faults and zeroing
+ * cost ~8% of a 64-problem pass.  Only the accumulators need zeroing. */
+static _Thread_local double *dperm_csr_ws = NULL;
+static _Thread_local size_t dperm_csr_ws_len = 0;
+
+static inline double *dperm_csr_workspace(size_t len) {
+    if (len > dperm_csr_ws_len) {
+        free(dperm_csr_ws);
+        dperm_csr_ws = (double *)malloc(len * sizeof(double));
+        dperm_csr_ws_len = dperm_csr_ws == NULL ? 0 : len;
+    }
+    return dperm_csr_ws;
+}
+
 /* First row whose start is at or after nnz target (rows [0, n)). */
 #define DPERM_CSR_SPLIT(IT)                                                          \
 static inline ptrdiff_t dperm_csr_split_##IT(const IT *indptr, ptrdiff_t n, int64_t target) { \
@@ -44,54 +59,122 @@ static inline ptrdiff_t dperm_csr_split_##IT(const IT *indptr, ptrdiff_t n, int6
 DPERM_CSR_SPLIT(int32_t)
 DPERM_CSR_SPLIT(int64_t)
 
+/* Problems are processed in tiles of DPERM_CSR_TILE (one AVX-512 vector of
+ * float64): weights and gradient accumulators are stored tile-major,
+ * [tile][feature][lane], so one tile's d x 8 block stays in L1 while a block of
+ * rows streams past it.  m = 1 has its own scalar path with the same
+ * arithmetic.  Every margin is summed in four interleaved partial sums
+ * (non-zero p goes to partial p mod 4 of its row), combined as
+ * (s0 + s1) + (s2 + s3), whatever the path: this breaks the add-latency chain
+ * and keeps a problem's numbers independent of the batch it is in. */
+#define DPERM_CSR_TILE 8
+
 #define DPERM_CSR_DEFINE(SUF, VT, IT)                                                \
-/* rows [r0, r1): margins into zb (row-major, m per row), times s_r */              \
+static inline double dperm_csr_dot1_##SUF(const VT *restrict data,                   \
+        const IT *restrict ind, ptrdiff_t p0, ptrdiff_t p1, const double *restrict w) { \
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                   \
+    ptrdiff_t p = p0;                                                                \
+    for (; p + 4 <= p1; p += 4) {                                                    \
+        s0 += (double)data[p] * w[ind[p]];                                           \
+        s1 += (double)data[p + 1] * w[ind[p + 1]];                                   \
+        s2 += (double)data[p + 2] * w[ind[p + 2]];                                   \
+        s3 += (double)data[p + 3] * w[ind[p + 3]];                                   \
+    }                                                                                \
+    if (p < p1) s0 += (double)data[p] * w[ind[p]];                                   \
+    if (p + 1 < p1) s1 += (double)data[p + 1] * w[ind[p + 1]];                       \
+    if (p + 2 < p1) s2 += (double)data[p + 2] * w[ind[p + 2]];                       \
+    return (s0 + s1) + (s2 + s3);                                                    \
+}                                                                                    \
+                                                                                     \
+/* one tile: z[0..8) = sum_p x_p * wt[ind_p][0..8), four partials as above */        \
+static inline void dperm_csr_dot8_##SUF(const VT *restrict data,                     \
+        const IT *restrict ind, ptrdiff_t p0, ptrdiff_t p1, const double *restrict wt, \
+        double sr, double *restrict z) {                                             \
+    double a0[DPERM_CSR_TILE] = {0}, a1[DPERM_CSR_TILE] = {0};                       \
+    double a2[DPERM_CSR_TILE] = {0}, a3[DPERM_CSR_TILE] = {0};                       \
+    ptrdiff_t p = p0;                                                                \
+    for (; p + 4 <= p1; p += 4) {                                                    \
+        const double v0 = (double)data[p], v1 = (double)data[p + 1];                 \
+        const double v2 = (double)data[p + 2], v3 = (double)data[p + 3];             \
+        const double *w0 = wt + (ptrdiff_t)ind[p] * DPERM_CSR_TILE;                  \
+        const double *w1 = wt + (ptrdiff_t)ind[p + 1] * DPERM_CSR_TILE;              \
+        const double *w2 = wt + (ptrdiff_t)ind[p + 2] * DPERM_CSR_TILE;              \
+        const double *w3 = wt + (ptrdiff_t)ind[p + 3] * DPERM_CSR_TILE;              \
+        _Pragma("omp simd")                                                          \
+        for (int l = 0; l < DPERM_CSR_TILE; ++l) {                                   \
+            a0[l] += v0 * w0[l];                                                     \
+            a1[l] += v1 * w1[l];                                                     \
+            a2[l] += v2 * w2[l];                                                     \
+            a3[l] += v3 * w3[l];                                                     \
+        }                                                                            \
+    }                                                                                \
+    /* the tail, without taking the partials' addresses (they stay in registers) */ \
+    if (p < p1) {                                                                    \
+        const double v = (double)data[p];                                            \
+        const double *w = wt + (ptrdiff_t)ind[p] * DPERM_CSR_TILE;                   \
+        _Pragma("omp simd")                                                          \
+        for (int l = 0; l < DPERM_CSR_TILE; ++l) a0[l] += v * w[l];                  \
+    }                                                                                \
+    if (p + 1 < p1) {                                                                \
+        const double v = (double)data[p + 1];                                        \
+        const double *w = wt + (ptrdiff_t)ind[p + 1] * DPERM_CSR_TILE;               \
+        _Pragma("omp simd")                                                          \
+        for (int l = 0; l < DPERM_CSR_TILE; ++l) a1[l] += v * w[l];                  \
+    }                                                                                \
+    if (p + 2 < p1) {                                                                \
+        const double v = (double)data[p + 2];                                        \
+        const double *w = wt + (ptrdiff_t)ind[p + 2] * DPERM_CSR_TILE;               \
+        _Pragma("omp simd")                                                          \
+        for (int l = 0; l < DPERM_CSR_TILE; ++l) a2[l] += v * w[l];                  \
+    }                                                                                \
+    _Pragma("omp simd")                                                              \
+    for (int l = 0; l < DPERM_CSR_TILE; ++l) z[l] = sr * ((a0[l] + a1[l]) + (a2[l] + a3[l])); \
+}                                                                                    \
+                                                                                     \
+/* rows [r0, r1): margins s_r x_r.w_j into zb[(r - r0) * mp + j] */                  \
 static inline void dperm_csr_margins_##SUF(const VT *restrict data,                  \
         const IT *restrict ind, const IT *restrict indptr, const double *restrict s, \
-        ptrdiff_t r0, ptrdiff_t r1, const double *restrict WT, ptrdiff_t m,         \
-        double *restrict zb) {                                                       \
-    for (ptrdiff_t r = r0; r < r1; ++r) {                                            \
-        double *restrict z = zb + (r - r0) * m;                                      \
-        const ptrdiff_t p1 = (ptrdiff_t)indptr[r + 1];                               \
-        if (m == 1) {                                                                \
-            double acc = 0.0;                                                        \
-            for (ptrdiff_t p = (ptrdiff_t)indptr[r]; p < p1; ++p)                    \
-                acc += (double)data[p] * WT[ind[p]];                                 \
-            z[0] = s[r] * acc;                                                       \
-            continue;                                                                \
-        }                                                                            \
-        for (ptrdiff_t j = 0; j < m; ++j) z[j] = 0.0;                                \
-        for (ptrdiff_t p = (ptrdiff_t)indptr[r]; p < p1; ++p) {                      \
-            const double v = (double)data[p];                                        \
-            const double *restrict wc = WT + (ptrdiff_t)ind[p] * m;                  \
-            _Pragma("omp simd")                                                      \
-            for (ptrdiff_t j = 0; j < m; ++j) z[j] += v * wc[j];                     \
-        }                                                                            \
-        const double sr = s[r];                                                      \
-        _Pragma("omp simd")                                                          \
-        for (ptrdiff_t j = 0; j < m; ++j) z[j] *= sr;                                \
+        ptrdiff_t r0, ptrdiff_t r1, const double *restrict WT, ptrdiff_t d,         \
+        ptrdiff_t mp, double *restrict zb) {                                         \
+    if (mp == 1) {                                                                   \
+        for (ptrdiff_t r = r0; r < r1; ++r)                                          \
+            zb[r - r0] = s[r] * dperm_csr_dot1_##SUF(data, ind, (ptrdiff_t)indptr[r], \
+                                                     (ptrdiff_t)indptr[r + 1], WT);  \
+        return;                                                                      \
+    }                                                                                \
+    for (ptrdiff_t t = 0; t < mp; t += DPERM_CSR_TILE) {                             \
+        const double *wt = WT + t * d;                                               \
+        for (ptrdiff_t r = r0; r < r1; ++r)                                          \
+            dperm_csr_dot8_##SUF(data, ind, (ptrdiff_t)indptr[r], (ptrdiff_t)indptr[r + 1], \
+                                 wt, s[r], zb + (r - r0) * mp + t);                  \
     }                                                                                \
 }                                                                                    \
                                                                                      \
-/* rows [r0, r1): gacc[c, :] += x_rc * cb[r, :] */                                   \
+/* rows [r0, r1): gacc[c, j] += x_rc * cb[r, j] (tile-major gacc) */                 \
 static inline void dperm_csr_scatter_##SUF(const VT *restrict data,                  \
         const IT *restrict ind, const IT *restrict indptr, ptrdiff_t r0, ptrdiff_t r1, \
-        const double *restrict cb, ptrdiff_t m, double *restrict gacc) {             \
-    for (ptrdiff_t r = r0; r < r1; ++r) {                                            \
-        const double *restrict c = cb + (r - r0) * m;                                \
-        const ptrdiff_t p1 = (ptrdiff_t)indptr[r + 1];                               \
-        if (m == 1) {                                                                \
-            const double c0 = c[0];                                                  \
+        const double *restrict cb, ptrdiff_t d, ptrdiff_t mp, double *restrict gacc) { \
+    if (mp == 1) {                                                                   \
+        for (ptrdiff_t r = r0; r < r1; ++r) {                                        \
+            const double c0 = cb[r - r0];                                            \
             if (c0 == 0.0) continue;                                                 \
+            const ptrdiff_t p1 = (ptrdiff_t)indptr[r + 1];                           \
             for (ptrdiff_t p = (ptrdiff_t)indptr[r]; p < p1; ++p)                    \
                 gacc[ind[p]] += (double)data[p] * c0;                                \
-            continue;                                                                \
         }                                                                            \
-        for (ptrdiff_t p = (ptrdiff_t)indptr[r]; p < p1; ++p) {                      \
-            const double v = (double)data[p];                                        \
-            double *restrict g = gacc + (ptrdiff_t)ind[p] * m;                       \
-            _Pragma("omp simd")                                                      \
-            for (ptrdiff_t j = 0; j < m; ++j) g[j] += v * c[j];                      \
+        return;                                                                      \
+    }                                                                                \
+    for (ptrdiff_t t = 0; t < mp; t += DPERM_CSR_TILE) {                             \
+        double *restrict gt = gacc + t * d;                                          \
+        for (ptrdiff_t r = r0; r < r1; ++r) {                                        \
+            const double *restrict c = cb + (r - r0) * mp + t;                       \
+            const ptrdiff_t p1 = (ptrdiff_t)indptr[r + 1];                           \
+            for (ptrdiff_t p = (ptrdiff_t)indptr[r]; p < p1; ++p) {                  \
+                const double v = (double)data[p];                                    \
+                double *restrict g = gt + (ptrdiff_t)ind[p] * DPERM_CSR_TILE;        \
+                _Pragma("omp simd")                                                  \
+                for (int l = 0; l < DPERM_CSR_TILE; ++l) g[l] += v * c[l];           \
+            }                                                                        \
         }                                                                            \
     }                                                                                \
 }                                                                                    \
@@ -99,31 +182,32 @@ static inline void dperm_csr_scatter_##SUF(const VT *restrict data,             
 /* One thread's rows [i0, i1): per block, margins, losses, scatter. */              \
 static void dperm_csr_rows_##SUF(int mode, const VT *data, const IT *ind,            \
         const IT *indptr, const double *s, ptrdiff_t i0, ptrdiff_t i1, int loss,     \
-        double h, const double *WT, const double *VTp, ptrdiff_t m, ptrdiff_t rb,    \
-        double *gacc, double *lacc, double *zb, double *z2, double *vb, double *cb) { \
+        double h, const double *WT, const double *VTp, ptrdiff_t d, ptrdiff_t mp,    \
+        ptrdiff_t rb, double *gacc, double *lacc, double *zb, double *z2, double *vb, \
+        double *cb) {                                                                \
     for (ptrdiff_t i = i0; i < i1; i += rb) {                                        \
         const ptrdiff_t e = i + rb < i1 ? i + rb : i1;                               \
-        const ptrdiff_t cnt = (e - i) * m;                                           \
-        dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, WT, m, zb);              \
+        const ptrdiff_t cnt = (e - i) * mp;                                          \
+        dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, WT, d, mp, zb);          \
         if (mode == 0) {                                                             \
             dperm_loss_vd(loss, h, cnt, zb, vb, cb);                                 \
             for (ptrdiff_t r = 0; r < e - i; ++r) {                                  \
                 const double sr = s[i + r];                                          \
-                for (ptrdiff_t j = 0; j < m; ++j) {                                  \
-                    lacc[j] += vb[r * m + j];                                        \
-                    cb[r * m + j] *= sr;         /* phi'(z) s x: unsigned row */     \
+                for (ptrdiff_t j = 0; j < mp; ++j) {                                 \
+                    lacc[j] += vb[r * mp + j];                                       \
+                    cb[r * mp + j] *= sr;        /* phi'(z) s x: unsigned row */     \
                 }                                                                    \
             }                                                                        \
         } else {                                                                     \
             /* phi''(z) s^2 (x.v) x, with z2 = s (x.v) */                            \
-            dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, VTp, m, z2);         \
+            dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, VTp, d, mp, z2);     \
             dperm_loss_d2(loss, h, cnt, zb, cb);                                     \
             for (ptrdiff_t r = 0; r < e - i; ++r) {                                  \
                 const double sr = s[i + r];                                          \
-                for (ptrdiff_t j = 0; j < m; ++j) cb[r * m + j] *= z2[r * m + j] * sr; \
+                for (ptrdiff_t j = 0; j < mp; ++j) cb[r * mp + j] *= z2[r * mp + j] * sr; \
             }                                                                        \
         }                                                                            \
-        dperm_csr_scatter_##SUF(data, ind, indptr, i, e, cb, m, gacc);               \
+        dperm_csr_scatter_##SUF(data, ind, indptr, i, e, cb, d, mp, gacc);           \
     }                                                                                \
 }                                                                                    \
                                                                                      \
@@ -133,18 +217,27 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         double h, const double *W, const double *V, const double *l2,                \
         const double *B, const ptrdiff_t *idx, ptrdiff_t m, double *F, double *G,    \
         int nt) {                                                                    \
+    /* problems padded to whole tiles (zero weights in the padding lanes) */         \
+    const ptrdiff_t mp = m == 1 ? 1 : (m + DPERM_CSR_TILE - 1) / DPERM_CSR_TILE * DPERM_CSR_TILE; \
     const ptrdiff_t rb = DPERM_CSR_BLOCK;                                            \
-    /* per thread: d*m gradients, m losses, 4 blocks of rb*m; whole cache lines */   \
-    const ptrdiff_t per = (d * m + m + 4 * rb * m + 7) / 8 * 8;                      \
-    double *buf = (double *)calloc((size_t)(nt * per + 2 * d * m + 8), sizeof(double)); \
+    /* per thread: d*mp gradients, mp losses, 4 blocks of rb*mp; whole cache lines */ \
+    const ptrdiff_t per = (d * mp + mp + 4 * rb * mp + 7) / 8 * 8;                   \
+    double *buf = dperm_csr_workspace((size_t)(nt * per + 2 * d * mp + 8));           \
     if (buf == NULL) return -1;                                                      \
+    for (int t = 0; t < nt; ++t)             /* gradient and loss accumulators */    \
+        memset(buf + t * per, 0, (size_t)(d * mp + mp) * sizeof(double));            \
+    memset(buf + nt * per, 0, (size_t)(2 * d * mp) * sizeof(double)); /* padding lanes */ \
     double *WT = buf + nt * per;                                                     \
-    double *VTp = WT + d * m;                                                        \
-    for (ptrdiff_t j = 0; j < m; ++j)                                                \
+    double *VTp = WT + d * mp;                                                       \
+    /* element (c, j) of a tile-major d x mp block: tile j/8, feature c, lane j%8 */ \
+    const ptrdiff_t tw = mp == 1 ? 1 : DPERM_CSR_TILE;                               \
+    for (ptrdiff_t j = 0; j < m; ++j) {                                              \
+        const ptrdiff_t off = (j / tw) * tw * d + j % tw;                            \
         for (ptrdiff_t c = 0; c < d; ++c) {                                          \
-            WT[c * m + j] = W[idx[j] * d + c];                                       \
-            if (mode == 1) VTp[c * m + j] = V[idx[j] * d + c];                       \
+            WT[off + c * tw] = W[idx[j] * d + c];                                    \
+            if (mode == 1) VTp[off + c * tw] = V[idx[j] * d + c];                    \
         }                                                                            \
+    }                                                                                \
     const int64_t nnz = (int64_t)indptr[n];                                          \
     _Pragma("omp parallel for schedule(static) num_threads(nt)")                     \
     for (int t = 0; t < nt; ++t) {                                                   \
@@ -152,20 +245,21 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         const ptrdiff_t i1 = t == nt - 1 ? n                                         \
             : dperm_csr_split_##IT(indptr, n, nnz * (t + 1) / nt);                   \
         double *gacc = buf + t * per;                                                \
-        double *lacc = gacc + d * m;                                                 \
-        double *zb = lacc + m;                                                       \
+        double *lacc = gacc + d * mp;                                                \
+        double *zb = lacc + mp;                                                      \
         dperm_csr_rows_##SUF(mode, data, ind, indptr, s, i0, i1, loss, h, WT, VTp,   \
-                             m, rb, gacc, lacc, zb, zb + rb * m, zb + 2 * rb * m,    \
-                             zb + 3 * rb * m);                                       \
+                             d, mp, rb, gacc, lacc, zb, zb + rb * mp, zb + 2 * rb * mp, \
+                             zb + 3 * rb * mp);                                      \
     }                                                                                \
     /* fixed-order reduction over threads, then the regularizer and linear terms */ \
     const double inv_n = 1.0 / (double)n;                                            \
     for (ptrdiff_t j = 0; j < m; ++j) {                                              \
         const ptrdiff_t k = idx[j];                                                  \
         const double *wk = W + k * d;                                                \
+        const ptrdiff_t off = (j / tw) * tw * d + j % tw;                            \
         if (mode == 0) {                                                             \
             double acc = 0.0, sq = 0.0, lin = 0.0;                                   \
-            for (int t = 0; t < nt; ++t) acc += buf[t * per + d * m + j];            \
+            for (int t = 0; t < nt; ++t) acc += buf[t * per + d * mp + j];           \
             for (ptrdiff_t p = 0; p < d; ++p) {                                      \
                 sq += wk[p] * wk[p];                                                 \
                 if (B != NULL) lin += B[k * d + p] * wk[p];                          \
@@ -174,7 +268,7 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         }                                                                            \
         for (ptrdiff_t p = 0; p < d; ++p) {                                          \
             double acc = 0.0;                                                        \
-            for (int t = 0; t < nt; ++t) acc += buf[t * per + p * m + j];            \
+            for (int t = 0; t < nt; ++t) acc += buf[t * per + off + p * tw];         \
             if (mode == 0) {                                                         \
                 acc = acc * inv_n + l2[k] * wk[p];                                   \
                 if (B != NULL) acc += B[k * d + p] * inv_n;                          \
@@ -184,7 +278,6 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
             G[k * d + p] = acc;                                                      \
         }                                                                            \
     }                                                                                \
-    free(buf);                                                                       \
     return 0;                                                                        \
 }
 
