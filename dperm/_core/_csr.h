@@ -159,8 +159,19 @@ static inline void dperm_csr_scatter_##SUF(const VT *restrict data,             
             const double c0 = cb[r - r0];                                            \
             if (c0 == 0.0) continue;                                                 \
             const ptrdiff_t p1 = (ptrdiff_t)indptr[r + 1];                           \
-            for (ptrdiff_t p = (ptrdiff_t)indptr[r]; p < p1; ++p)                    \
-                gacc[ind[p]] += (double)data[p] * c0;                                \
+            ptrdiff_t p = (ptrdiff_t)indptr[r];                                      \
+            /* a row's indices are distinct (check_X canonicalizes), so four      */ \
+            /* read-modify-writes can be in flight at once                        */ \
+            for (; p + 4 <= p1; p += 4) {                                            \
+                const ptrdiff_t k0 = ind[p], k1 = ind[p + 1];                        \
+                const ptrdiff_t k2 = ind[p + 2], k3 = ind[p + 3];                    \
+                const double g0 = gacc[k0] + (double)data[p] * c0;                   \
+                const double g1 = gacc[k1] + (double)data[p + 1] * c0;               \
+                const double g2 = gacc[k2] + (double)data[p + 2] * c0;               \
+                const double g3 = gacc[k3] + (double)data[p + 3] * c0;               \
+                gacc[k0] = g0; gacc[k1] = g1; gacc[k2] = g2; gacc[k3] = g3;          \
+            }                                                                        \
+            for (; p < p1; ++p) gacc[ind[p]] += (double)data[p] * c0;                \
         }                                                                            \
         return;                                                                      \
     }                                                                                \
