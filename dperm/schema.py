@@ -502,7 +502,23 @@ class PublicSchema:
             out |= m
         return out
 
-    def encode(self, columns, *, unknown="error", data_norm=1.0, describe_row=None):
+    @property
+    def stored_per_row(self):
+        """Stored entries of an encoded row in sparse form: #numeric + #categorical.
+
+        Every numeric column is a stored entry (a value mapped to 0 is an
+        explicit zero) and each categorical column holds at most one.
+        """
+        return len(self._numeric) + len(self._categorical)
+
+    @property
+    def density(self):
+        """Largest fraction of non-zero entries of an encoded row (a public number:
+        ``stored_per_row / n_features``), for choosing sparse or dense output."""
+        return self.stored_per_row / self.n_features
+
+    def encode(self, columns, *, unknown="error", data_norm=1.0, describe_row=None,
+               sparse=False):
         """The public encoding of every row, each on its own.
 
         Parameters
@@ -519,10 +535,18 @@ class PublicSchema:
         describe_row : callable, optional
             i -> text naming row i in error messages (default "row index i",
             counted from 0).
+        sparse : bool, default False
+            Return a ``scipy.sparse.csr_array`` built directly from the
+            values, never through a dense (n, d) array: each row stores its
+            numeric columns (a value mapped to 0 is an explicit zero) and one
+            entry per categorical column (none for an unknown category with
+            ``unknown="ignore"``); indices sorted, int32 when they fit.  The
+            values are those of the dense encoding, up to the last bit of
+            the few rows that the norm check shrinks by 1 - 8 eps.
 
         Returns
         -------
-        X : ndarray of shape (n, d), float64, C-contiguous
+        X : ndarray of shape (n, d), float64, C-contiguous (or CSR of that shape)
             d = ``self.n_features``; every row has norm <= data_norm.  The
             input is never modified.
         """
@@ -531,9 +555,31 @@ class PublicSchema:
         if not (_is_real(data_norm) and math.isfinite(data_norm) and data_norm > 0):
             raise ValueError(f"data_norm must be a positive finite number, got {data_norm!r}")
         where = describe_row or _default_where
-        cols, n, num, cat = self._prepare(columns, where)
+        n, num, cat = self._encoded_parts(columns, unknown, where)
+        if sparse:
+            return self._assemble_csr(n, num, cat, float(data_norm))
         X = np.zeros((n, self.n_features), dtype=np.float64)
         j = 0
+        for c in self._numeric:
+            X[:, j] = num[c]
+            j += 1
+        for c, cats in self._categorical.items():
+            k = cat[c]
+            hit = np.flatnonzero(k >= 0)
+            X[hit, j + k[hit]] = 1.0
+            j += len(cats)
+        X /= self.row_divisor
+        _shrink_to(X, 1.0)
+        if data_norm != 1.0:
+            X *= float(data_norm)
+            _shrink_to(X, float(data_norm))
+        return np.ascontiguousarray(X)
+
+    def _encoded_parts(self, columns, unknown, where):
+        """(n, numeric column -> mapped values in [0, 1], categorical column -> index in
+        its list or -1 for an ignored unknown value); missing values filled or refused."""
+        cols, n, num, cat = self._prepare(columns, where)
+        out_num, out_cat = {}, {}
         for c, (lo, hi) in self._numeric.items():
             v = num[c]
             miss = np.isnan(v)
@@ -541,8 +587,7 @@ class PublicSchema:
                 if c not in self._fill:
                     raise ValueError(self._missing_message(c, int(np.argmax(miss)), where))
                 v[miss] = self._fill[c]
-            X[:, j] = np.clip(v - lo, 0.0, hi - lo) / (hi - lo)
-            j += 1
+            out_num[c] = np.clip(v - lo, 0.0, hi - lo) / (hi - lo)
         for c, cats in self._categorical.items():
             k = cat[c]
             miss = k == -2
@@ -554,15 +599,48 @@ class PublicSchema:
                 i = int(np.argmax(k == -1))
                 raise ValueError(f"unknown category {_plain(cols[c][i])!r} in column {c!r} "
                                  f"({where(i)}); the schema lists {_short(cats)}")
-            hit = np.flatnonzero(k >= 0)
-            X[hit, j + k[hit]] = 1.0
+            out_cat[c] = k
+        return n, out_num, out_cat
+
+    def _assemble_csr(self, n, num, cat, data_norm):
+        """CSR from the parts: an (n, #numeric + #categorical) block of values and
+        column indices (row-major, so each row's indices increase), never (n, d)."""
+        import scipy.sparse as sp
+
+        k = self.stored_per_row
+        d = self.n_features
+        vals = np.zeros((n, k), dtype=np.float64)
+        present = np.ones((n, k), dtype=bool)
+        cols = np.empty((n, k), dtype=np.int64)
+        p = 0
+        for c in self._numeric:
+            vals[:, p] = num[c]
+            cols[:, p] = p
+            p += 1
+        j = len(self._numeric)
+        for c, cats in self._categorical.items():
+            codes = cat[c]
+            hit = codes >= 0
+            vals[:, p] = hit
+            cols[:, p] = j + codes
+            present[:, p] = hit
+            p += 1
             j += len(cats)
-        X /= self.row_divisor
-        _shrink_to(X, 1.0)
+        vals /= self.row_divisor
+        _shrink_to(vals, 1.0)   # the row norms of the stored values are the row norms
         if data_norm != 1.0:
-            X *= float(data_norm)
-            _shrink_to(X, float(data_norm))
-        return np.ascontiguousarray(X)
+            vals *= data_norm
+            _shrink_to(vals, data_norm)
+        counts = present.sum(axis=1)
+        nnz = int(counts.sum())
+        itype = np.int32 if max(d, nnz) < np.iinfo(np.int32).max else np.int64
+        indptr = np.zeros(n + 1, dtype=itype)
+        np.cumsum(counts, out=indptr[1:])
+        if nnz == n * k:
+            data, indices = vals.reshape(-1), cols.reshape(-1).astype(itype)
+        else:
+            data, indices = vals[present], cols[present].astype(itype)
+        return sp.csr_array((data, indices, indptr), shape=(n, d))
 
     @staticmethod
     def _missing_message(c, i, where):
@@ -624,6 +702,12 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
     unknown : {"ignore", "error"}, default "ignore"
         A category not in the public list gives an all-zero group, or an
         error.
+    sparse_output : bool, default False
+        Return a ``scipy.sparse.csr_array`` built directly (never through a
+        dense array): the numeric columns and one entry per categorical
+        column are stored, so a row has at most ``schema_.stored_per_row``
+        entries.  Worth it when the category lists are long
+        (``schema_.density`` well below 1).
 
     Attributes
     ----------
@@ -637,7 +721,8 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
 
     Notes
     -----
-    ``transform(X)`` returns a float64 array of shape (n_samples, d), d =
+    ``transform(X)`` returns a float64 array (CSR with ``sparse_output``) of shape
+    (n_samples, d), d =
     #numeric + sum of the category list lengths, whose rows have norm <=
     ``data_norm``: each row is the concatenation of the mapped numeric values
     and the one-hot groups, divided by sqrt(#numeric + #categorical) and
@@ -656,21 +741,23 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, numeric=None, categorical=None, fill=None, data_norm=1.0,
-                 unknown="ignore"):
+                 unknown="ignore", sparse_output=False):
         self.numeric = numeric
         self.categorical = categorical
         self.fill = fill
         self.data_norm = data_norm
         self.unknown = unknown
+        self.sparse_output = sparse_output
 
     @classmethod
-    def from_schema(cls, schema, *, data_norm=1.0, unknown="ignore"):
+    def from_schema(cls, schema, *, data_norm=1.0, unknown="ignore", sparse_output=False):
         """A transformer applying a :class:`PublicSchema` (its label is not used)."""
         if not isinstance(schema, PublicSchema):
             raise TypeError(f"schema must be a PublicSchema, got {type(schema).__name__}")
         return cls(numeric={c: tuple(b) for c, b in schema.numeric.items()},
                    categorical={c: list(v) for c, v in schema.categorical.items()},
-                   fill=dict(schema.fill) or None, data_norm=data_norm, unknown=unknown)
+                   fill=dict(schema.fill) or None, data_norm=data_norm, unknown=unknown,
+                   sparse_output=sparse_output)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -756,6 +843,8 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         """
         if self.unknown not in ("ignore", "error"):
             raise ValueError(f"unknown={self.unknown!r} is not valid; choose 'ignore' or 'error'")
+        if not isinstance(self.sparse_output, (bool, np.bool_)):
+            raise ValueError(f"sparse_output must be True or False, got {self.sparse_output!r}")
         R = self.data_norm
         if not (_is_real(R) and math.isfinite(R) and R > 0):
             raise ValueError(f"data_norm must be a positive finite number, got {R!r}")
@@ -772,7 +861,8 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ transform
     def transform(self, X):
-        """Encode X: float64 array (n_samples, d) with row norms <= data_norm."""
+        """Encode X: float64 array (n_samples, d), or CSR with ``sparse_output``, with
+        row norms <= data_norm."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "schema_")
@@ -812,7 +902,8 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
             return text
 
         return self.schema_.encode(columns, unknown=self.unknown,
-                                   data_norm=float(self.data_norm), describe_row=where)
+                                   data_norm=float(self.data_norm), describe_row=where,
+                                   sparse=bool(self.sparse_output))
 
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns: ``col`` and ``col=category``."""

@@ -226,7 +226,7 @@ def test_transformer_clone_and_params():
                                 data_norm=2.0, unknown="error")
     params = t.get_params()
     assert params == dict(numeric=NUMERIC, categorical=CATEGORICAL, fill={"hours": 40},
-                          data_norm=2.0, unknown="error")
+                          data_norm=2.0, unknown="error", sparse_output=False)
     frame, _ = people(20)
     t.fit(frame)
     c = clone(t)
@@ -237,6 +237,39 @@ def test_transformer_clone_and_params():
     assert "PublicBoundsTransformer" in repr(t)
     tags = t.__sklearn_tags__()
     assert tags.input_tags.allow_nan and tags.input_tags.string
+
+
+@pytest.mark.parametrize("data_norm", [1.0, 2.5])
+def test_sparse_output_is_the_dense_encoding_built_as_csr(data_norm):
+    import scipy.sparse as sp
+
+    frame, y = people()
+    frame.loc[3, "color"] = "purple"                  # unknown: an empty group
+    frame.loc[5, "hours"] = np.nan                    # filled
+    kw = dict(numeric=NUMERIC, categorical=CATEGORICAL, fill={"hours": 40}, data_norm=data_norm)
+    dense = PublicBoundsTransformer(**kw).fit_transform(frame)
+    t = PublicBoundsTransformer(sparse_output=True, **kw)
+    S = t.fit_transform(frame)
+    assert sp.issparse(S) and S.format == "csr" and S.dtype == np.float64
+    assert S.shape == dense.shape and S.has_canonical_format
+    np.testing.assert_array_equal(S.toarray(), dense)
+    # numeric columns are stored (zeros too), one entry per known category
+    assert t.schema_.stored_per_row == 4 and t.schema_.density == 4 / 7
+    counts = np.diff(S.indptr)
+    assert counts.max() == 4 and counts[3] == 3
+    assert row_norms(S.toarray()).max() <= data_norm
+    # the schema on its own, and a pipeline fitted on the CSR output
+    np.testing.assert_array_equal(
+        PublicSchema(NUMERIC, CATEGORICAL, fill={"hours": 40}).encode(
+            frame, unknown="ignore", sparse=True, data_norm=data_norm).toarray(), dense)
+    kw.pop("data_norm")
+    a = make_pipeline(PublicBoundsTransformer(sparse_output=True, **kw),
+                      PrivateLinearClassifier(perturbation="none", classes=[0, 1])).fit(frame, y)
+    b = make_pipeline(PublicBoundsTransformer(**kw),
+                      PrivateLinearClassifier(perturbation="none", classes=[0, 1])).fit(frame, y)
+    np.testing.assert_allclose(a[-1].coef_, b[-1].coef_, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="sparse_output must be True or False"):
+        PublicBoundsTransformer(numeric=NUMERIC, sparse_output="yes").fit(frame)
 
 
 def test_transform_never_reads_other_rows():
