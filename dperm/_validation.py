@@ -191,31 +191,56 @@ def _csr_from_parts(data, indices, indptr, shape):
     return out
 
 
+def _csr_row_blocks(indptr, target=1 << 20):
+    """Row ranges (r0, r1) covering all rows, each holding about `target` stored entries
+    (a longer row is a block of its own), so that a pass over a large CSR matrix, e.g.
+    one memory-mapped from disk, needs temporaries of one block only."""
+    n = indptr.shape[0] - 1
+    nnz = int(indptr[-1]) if n > 0 else 0
+    if nnz <= target:
+        return [(0, n)]
+    cuts = np.searchsorted(indptr, np.arange(target, nnz, target, dtype=np.int64), side="right")
+    bounds = np.unique(np.concatenate(([0], np.clip(cuts - 1, 0, n), [n])))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
 def _is_canonical(X):
-    """Sorted indices and no duplicates, checked without touching X's cached flags."""
+    """Sorted indices and no duplicates, checked without touching X's cached flags
+    (in blocks of rows: no temporary of the size of the matrix)."""
     indptr, indices = X.indptr, X.indices
     nnz = int(indptr[-1])
     if nnz < 2:
         return True
-    diff = np.diff(indices[:nnz].astype(np.int64, copy=False))
-    # within a row, indices must strictly increase; across a row start anything goes
-    starts = indptr[1:-1]
-    starts = starts[(starts > 0) & (starts < nnz)] - 1
-    ok = diff > 0
-    ok[starts] = True
-    return bool(ok.all())
+    for r0, r1 in _csr_row_blocks(indptr):
+        p0, p1 = int(indptr[r0]), int(indptr[r1])
+        if p1 - p0 < 2:
+            continue
+        diff = np.diff(indices[p0:p1].astype(np.int64, copy=False))
+        # within a row, indices must strictly increase; across a row start anything goes
+        starts = indptr[r0 + 1:r1].astype(np.int64) - p0
+        starts = starts[(starts > 0) & (starts < p1 - p0)] - 1
+        ok = diff > 0
+        ok[starts] = True
+        if not ok.all():
+            return False
+    return True
 
 
 def row_norms(X):
     """Euclidean norm of every row (float64, (n,)); dense, mapped or CSR, with no
     temporary larger than a block of rows."""
     if _is_sparse(X):
-        sq = np.square(X.data, dtype=np.float64)
-        counts = np.diff(X.indptr)
         out = np.zeros(X.shape[0])
-        nz = counts > 0
-        if sq.size:
-            out[nz] = np.add.reduceat(sq, X.indptr[:-1][nz].astype(np.intp))
+        indptr = X.indptr
+        for r0, r1 in _csr_row_blocks(indptr):
+            p0, p1 = int(indptr[r0]), int(indptr[r1])
+            if p1 == p0:
+                continue
+            sq = np.square(X.data[p0:p1], dtype=np.float64)
+            starts = indptr[r0:r1 + 1].astype(np.intp) - p0
+            nz = starts[1:] > starts[:-1]
+            block = out[r0:r1]
+            block[nz] = np.add.reduceat(sq, starts[:-1][nz])
         return np.sqrt(out)
     n = X.shape[0]
     out = np.empty(n)
