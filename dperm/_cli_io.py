@@ -17,9 +17,9 @@ import numpy as np
 
 from dperm.schema import PublicSchema
 
-__all__ = ["CLIError", "Table", "read_csv", "load_schema", "normalize_schema", "infer_schema",
-           "schema_to_json", "feature_names", "encode_rows", "encode_labels", "resolve_label",
-           "apply_missing", "parse_delimiter", "MISSING_MARKERS",
+__all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normalize_schema", "infer_schema",
+           "schema_to_json", "feature_names", "encode_rows", "encode_labels", "label_codes",
+           "resolve_label", "apply_missing", "missing_masks", "parse_delimiter", "MISSING_MARKERS",
            "model_to_json", "load_model", "MODEL_FORMAT", "MODEL_FORMAT_VERSION"]
 
 MODEL_FORMAT = "dperm.linear-model"
@@ -38,31 +38,36 @@ class CLIError(Exception):
 
 # ----------------------------------------------------------------------------- CSV
 class Table:
-    """A CSV file read as strings: `header`, `columns` (name -> list of str or a
-    float array), `n_rows`, `lines` (file line of each data row, for messages)."""
+    """A CSV file (or a chunk of one) read as strings: `header`, `columns` (name ->
+    list of str or a float array), `n_rows`, `lines` (file line of each data row,
+    for messages) and `rows` (its number in the file, 1 = the first data row;
+    default 1..n_rows)."""
 
-    def __init__(self, name, header, columns, n_rows, lines=None):
+    def __init__(self, name, header, columns, n_rows, lines=None, rows=None):
         self.name = name
         self.header = list(header)
         self.columns = columns
         self.n_rows = n_rows
         self.lines = lines
+        self.rows = rows
         self._parsed = {}
 
     def where(self, i):
-        """'row N' (1 = first row after the header) with its line in the file."""
+        """'row N' (1 = first row after the header of the file) with its line."""
+        row = i + 1 if self.rows is None else int(self.rows[i])
         if self.lines is None:
-            return f"row {i + 1}"
-        return f"row {i + 1}, line {self.lines[i]}"
+            return f"row {row}"
+        return f"row {row}, line {self.lines[i]}"
 
     def take(self, rows):
-        """The table restricted to `rows` (indices); rows keep their file lines."""
+        """The table restricted to `rows` (indices); rows keep their numbers and lines."""
         rows = np.asarray(rows, dtype=np.intp)
         columns = {}
         for c, col in self.columns.items():
             columns[c] = col[rows] if isinstance(col, np.ndarray) else [col[i] for i in rows]
-        lines = None if self.lines is None else [self.lines[i] for i in rows]
-        out = Table(self.name, self.header, columns, int(rows.size), lines)
+        lines = None if self.lines is None else np.asarray(self.lines)[rows]
+        numbers = (rows + 1) if self.rows is None else np.asarray(self.rows)[rows]
+        out = Table(self.name, self.header, columns, int(rows.size), lines, numbers)
         out._parsed = {k: v[rows] for k, v in self._parsed.items()}
         return out
 
@@ -93,42 +98,101 @@ def _show_delimiter(d):
 
 def read_csv(path, what="data file", delimiter=","):
     """Read a delimited file with a header row; values are stripped strings."""
-    if os.path.isdir(path):
-        raise CLIError(f"{what} {path!r} is a directory, not a CSV file")
-    try:
-        fh = open(path, encoding="utf-8-sig", newline="")
-    except FileNotFoundError:
-        raise CLIError(f"{what} {path!r} not found") from None
-    except OSError as exc:
-        raise CLIError(f"cannot open {what} {path!r}: {exc.strerror or exc}") from None
-    with fh:
-        reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
+    reader = CSVReader(path, what=what, delimiter=delimiter)
+    with reader:
+        tables = list(reader.chunks(None))
+    return tables[0]
+
+
+class CSVReader:
+    """A delimited file with a header row, read in chunks of rows.
+
+    The header is read (and checked) on construction; ``chunks(n)`` then yields
+    Tables of at most n data rows (all rows when n is None), numbered and with
+    file lines as in the whole file, so messages name the row of the file.
+    ``usecols`` keeps only those columns in the chunks (the header stays whole).
+    Every problem is a CLIError naming the file and the row or line.
+    """
+
+    def __init__(self, path, what="data file", delimiter=","):
+        self.path, self.what, self.delimiter = path, what, delimiter
+        if os.path.isdir(path):
+            raise CLIError(f"{what} {path!r} is a directory, not a CSV file")
         try:
-            header = None
-            rows, lines = [], []
+            self._fh = open(path, encoding="utf-8-sig", newline="")
+        except FileNotFoundError:
+            raise CLIError(f"{what} {path!r} not found") from None
+        except OSError as exc:
+            raise CLIError(f"cannot open {what} {path!r}: {exc.strerror or exc}") from None
+        self._reader = csv.reader(self._fh, delimiter=delimiter, skipinitialspace=True)
+        self.header = None
+        try:
+            for rec in self._records():
+                self.header = [v.strip() for v in rec]
+                _check_header(self.header, path, delimiter)
+                break
+        except BaseException:
+            self.close()
+            raise
+        if self.header is None:
+            self.close()
+            raise CLIError(f"{what} {path!r} is empty (a header row naming the columns is "
+                           "required)")
+        self.n_rows = 0          # data rows read so far
+
+    def _records(self):
+        """Non-blank records; decoding and CSV errors as CLIError."""
+        reader = self._reader
+        try:
             for rec in reader:
                 if not rec or all(not v.strip() for v in rec):
                     continue  # blank line
-                if header is None:
-                    header = [v.strip() for v in rec]
-                    _check_header(header, path, delimiter)
-                    continue
-                if len(rec) != len(header):
-                    raise CLIError(f"{path}: row {len(rows) + 1} (line {reader.line_num}) has "
-                                   f"{len(rec)} fields, the header has {len(header)}")
-                rows.append([v.strip() for v in rec])
-                lines.append(reader.line_num)
+                yield rec
         except UnicodeDecodeError as exc:
-            raise CLIError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as "
-                           "UTF-8 CSV") from None
+            raise CLIError(f"{self.path}: not UTF-8 text (byte {exc.start}); save the file "
+                           "as UTF-8 CSV") from None
         except csv.Error as exc:
-            raise CLIError(f"{path}: malformed CSV at line {reader.line_num}: {exc}") from None
-    if header is None:
-        raise CLIError(f"{what} {path!r} is empty (a header row naming the columns is required)")
-    if not rows:
-        raise CLIError(f"{what} {path!r} has a header but no data rows")
-    columns = {h: [r[j] for r in rows] for j, h in enumerate(header)}
-    return Table(path, header, columns, len(rows), lines)
+            raise CLIError(f"{self.path}: malformed CSV at line {reader.line_num}: "
+                           f"{exc}") from None
+
+    def chunks(self, n=None, usecols=None):
+        """Tables of at most n rows (None: one table of every row); at least one."""
+        header, width = self.header, len(self.header)
+        keep = [j for j, h in enumerate(header) if usecols is None or h in usecols]
+        names = [header[j] for j in keep]
+        limit = math.inf if n is None else int(n)
+        cols, lines, first = [[] for _ in keep], [], self.n_rows
+        for rec in self._records():
+            if len(rec) != width:
+                raise CLIError(f"{self.path}: row {self.n_rows + 1} (line "
+                               f"{self._reader.line_num}) has {len(rec)} fields, the header "
+                               f"has {width}")
+            for out, j in zip(cols, keep):
+                out.append(rec[j].strip())
+            lines.append(self._reader.line_num)
+            self.n_rows += 1
+            if len(lines) >= limit:
+                yield self._table(names, cols, lines, first)
+                cols, lines, first = [[] for _ in keep], [], self.n_rows
+        if lines:
+            yield self._table(names, cols, lines, first)
+        elif self.n_rows == 0:
+            raise CLIError(f"{self.what} {self.path!r} has a header but no data rows")
+
+    def _table(self, names, cols, lines, first):
+        n = len(lines)
+        rows = None if first == 0 else np.arange(first + 1, first + n + 1)
+        return Table(self.path, self.header, dict(zip(names, cols)), n,
+                     np.asarray(lines, dtype=np.int64), rows)
+
+    def close(self):
+        self._fh.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _check_header(header, path, delimiter=","):
@@ -317,17 +381,9 @@ MISSING_HINT_PREDICT = ("the model's schema has no \"fill\" value for this colum
                         "that has a public \"fill\" for it")
 
 
-def apply_missing(table, schema, label=None, classes=None, policy="error",
-                  hint=MISSING_HINT_FIT):
-    """Missing values in the used columns (the schema's, and the label when given).
-
-    A column with a public fill value in the schema has none to report. With
-    policy "error" the first row with a missing value is an error naming the
-    column and the row; with "drop" those rows are removed. Returns (table,
-    number of rows dropped).
-    """
-    if policy not in ("error", "drop"):
-        raise CLIError(f"--missing must be 'error' or 'drop', got {policy!r}")
+def missing_masks(table, schema, label=None, classes=None):
+    """column -> bool mask of the rows with a missing value in that used column (the
+    schema's columns without a public fill value, and the label when given)."""
     try:
         masks = schema.missing_mask(_cells(table, schema), by_column=True,
                                     describe_row=table.where)
@@ -337,25 +393,49 @@ def apply_missing(table, schema, label=None, classes=None, policy="error",
         lab = _label_missing(table, label, classes)
         if lab.any():
             masks[label] = lab
+    return masks
+
+
+def missing_error(table, masks, schema, label, hint=MISSING_HINT_FIT):
+    """The error for the first row with a missing value (masks non-empty)."""
+    first = {c: int(np.argmax(m)) for c, m in masks.items()}
+    i = min(first.values())
+    c = next(c for c in list(schema.columns) + [label] if first.get(c) == i)
+    what = "missing label" if c == label else "missing value"
+    return CLIError(f"{table.name}: {what} in column {c!r} ({table.where(i)}); {hint}")
+
+
+def nothing_left_error(name, columns):
+    return CLIError(f"{name}: every row has a missing value in a used column "
+                    f"({', '.join(repr(c) for c in columns)}); nothing left to fit")
+
+
+def apply_missing(table, schema, label=None, classes=None, policy="error",
+                  hint=MISSING_HINT_FIT, allow_empty=False):
+    """Missing values in the used columns (the schema's, and the label when given).
+
+    A column with a public fill value in the schema has none to report. With
+    policy "error" the first row with a missing value is an error naming the
+    column and the row; with "drop" those rows are removed (every row dropped
+    is an error unless allow_empty). Returns (table, number of rows dropped).
+    """
+    if policy not in ("error", "drop"):
+        raise CLIError(f"--missing must be 'error' or 'drop', got {policy!r}")
+    masks = missing_masks(table, schema, label, classes)
     if not masks:
         return table, 0
     if policy == "error":
-        first = {c: int(np.argmax(m)) for c, m in masks.items()}
-        i = min(first.values())
-        c = next(c for c in list(schema.columns) + [label] if first.get(c) == i)
-        what = "missing label" if c == label else "missing value"
-        raise CLIError(f"{table.name}: {what} in column {c!r} ({table.where(i)}); {hint}")
+        raise missing_error(table, masks, schema, label, hint)
     drop = np.zeros(table.n_rows, dtype=bool)
     for m in masks.values():
         drop |= m
-    if drop.all():
-        raise CLIError(f"{table.name}: every row has a missing value in a used column "
-                       f"({', '.join(repr(c) for c in masks)}); nothing left to fit")
+    if drop.all() and not allow_empty:
+        raise nothing_left_error(table.name, masks)
     return table.take(np.flatnonzero(~drop)), int(drop.sum())
 
 
 # ----------------------------------------------------------------------------- encoding
-def encode_rows(table, schema, unknown="error"):
+def encode_rows(table, schema, unknown="error", sparse=False):
     """The public encoding of every row (rows have norm <= 1); returns (X, names).
 
     See :meth:`dperm.schema.PublicSchema.encode`: numeric column c with public
@@ -365,12 +445,13 @@ def encode_rows(table, schema, unknown="error"):
     all-zero group with unknown="zero", used when predicting); each row is
     divided by sqrt(#numeric + #categorical). A missing cell takes the
     schema's fill value, else it is an error (callers run apply_missing first
-    for a message with advice). Nothing is read from the other rows.
+    for a message with advice). Nothing is read from the other rows. With
+    sparse, X is a CSR array built without a dense (n, d) intermediate.
     """
     values = _cells(table, schema)
     try:
         X = schema.encode(values, unknown="ignore" if unknown in ("zero", "ignore") else "error",
-                          describe_row=table.where)
+                          describe_row=table.where, sparse=sparse)
     except ValueError as exc:
         raise CLIError(f"{table.name}: {exc}") from None
     return X, schema.feature_names()
@@ -386,13 +467,24 @@ def resolve_label(table, label):
 def encode_labels(table, label, classes):
     """Labels as an array of str; every one must be in `classes`."""
     y = resolve_label(table, label)
-    known = set(classes)
+    label_codes(table, label, classes)
+    return np.asarray(y, dtype=object).astype(str)
+
+
+def label_codes(table, label, classes):
+    """Labels as int8: 0 for classes[0] (negative), 1 for classes[1]; every label must
+    be one of the two (an error names the first row that is not)."""
+    y = resolve_label(table, label)
+    code = {classes[0]: 0, classes[1]: 1}
+    out = np.empty(len(y), dtype=np.int8)
     for i, v in enumerate(y):
-        if v not in known:
+        k = code.get(v)
+        if k is None:
             what = "missing label" if v == "" else f"label {v!r}"
             raise CLIError(f"{table.name}: {what} in column {label!r} ({table.where(i)}) is not "
                            f"one of the classes {list(classes)}")
-    return np.asarray(y, dtype=object).astype(str)
+        out[i] = k
+    return out
 
 
 # ----------------------------------------------------------------------------- model JSON

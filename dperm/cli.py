@@ -1,7 +1,10 @@
 """The `dperm` command line (also `python -m dperm`).
 
     dperm fit [DATA.csv] --label COLUMN [--schema SCHEMA.json] [--missing error|drop]
-              [--delimiter CHAR] -o MODEL.json
+              [--delimiter CHAR] [--sparse auto|yes|no] -o MODEL.json
+    dperm fit DATA.csv --schema SCHEMA.json --memory-budget SIZE [--work-dir DIR |
+              --keep-binary DIR] -o MODEL.json          (streamed: larger than memory)
+    dperm fit --from-binary DIR -o MODEL.json
     dperm predict MODEL.json DATA.csv [--delimiter CHAR] [-o OUT.csv]
     dperm reproduce {table1,figure2,table2,figure3,tuning} [--quick] [--out DIR]
     dperm info
@@ -66,6 +69,22 @@ schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking a
 
   Without DATA.csv, `dperm fit` trains on the UCI Adult data shipped with dperm
   (label "income", classes ["<=50K", ">50K"], public bounds and categories).
+
+streaming (a CSV larger than memory): --memory-budget SIZE reads DATA.csv in chunks
+  of rows, the chunk size chosen from SIZE, the schema and the header alone (a
+  note prints it), encodes each chunk with the public schema (no statistic of
+  the data is read: --schema with the classes is required) and appends it to an
+  on-disk binary: X.npy (dense) or data/indices/indptr.npy (CSR, --sparse), y.npy
+  and a manifest design.json, in a temporary directory (--work-dir DIR: under
+  DIR) deleted after the fit, or in --keep-binary DIR, kept. The solver then
+  reads the binary through a memory map, in place. The model is the one the
+  in-memory fit writes with the same options and --seed. Errors are the
+  in-memory ones (naming the row and line of the file); a failure writes no
+  model and removes the unfinished binary. --from-binary DIR fits again from a
+  kept binary (other --epsilon, --alpha, --loss, ...). The binary holds the
+  rows the solver reads: the encoding, with the intercept the constant column
+  and the 1/sqrt(2) scaling. Besides the chunk, the fit itself needs a few
+  float64 vectors of length n.
 
 model file (-o MODEL.json): plain JSON, no pickle: "format", "format_version",
   "dperm_version", "estimator" (loss, perturbation, epsilon, alpha, h,
@@ -267,12 +286,8 @@ def _resolve_classes(args, table, label, schema, leaks):
     return list(classes)
 
 
-def cmd_fit(args):
-    import dperm
-    from dperm import PrivateLinearClassifier
-    from dperm._cli_io import (CLIError, encode_labels, encode_rows, infer_schema, load_schema,
-                               model_to_json, read_csv, schema_to_json)
-    from dperm.exceptions import PrivacyLeakWarning
+def _check_output(args):
+    from dperm._cli_io import CLIError
 
     if args.output is None:
         raise _UsageError("fit: -o/--output MODEL.json is required (where to write the model)")
@@ -280,6 +295,63 @@ def cmd_fit(args):
     if not os.path.isdir(out_dir):
         raise CLIError(f"cannot write the model to {args.output!r}: directory {out_dir!r} "
                        "does not exist")
+
+
+def _resolve_label(args, schema, header, name):
+    """The label column: --label and the schema's must agree; it must be in the file."""
+    from dperm._cli_io import CLIError
+
+    label = args.label
+    if schema is not None and schema.label is not None:
+        if label is not None and label != schema.label:
+            raise CLIError(f"--label {label!r} differs from the schema's label column "
+                           f"{schema.label!r}")
+        label = schema.label
+    if label is None:
+        raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
+    if label not in header:
+        raise CLIError(f"{name}: label column {label!r} not found (the file has: "
+                       f"{', '.join(header)})")
+    return label
+
+
+def _check_schema_columns(args, schema, label, header):
+    from dperm._cli_io import CLIError
+
+    if label in schema.columns:
+        raise CLIError(f"the label column {label!r} is also a feature in the schema")
+    ignored = [c for c in header if c != label and c not in schema.columns]
+    if ignored and args.data is not None:
+        _note(f"ignoring column(s) not in the schema: {', '.join(ignored)}")
+
+
+def _layout(args, schema):
+    """'csr' or 'dense' for --sparse auto|yes|no: auto is CSR when the schema has
+    categorical columns and a row has at most SPARSE_DENSITY non-zeros (public:
+    decided by the schema alone)."""
+    from dperm._cli_stream import SPARSE_DENSITY
+
+    choice = args.sparse or "auto"
+    if choice == "auto":
+        return "csr" if schema.categorical and schema.density < SPARSE_DENSITY else "dense"
+    return "csr" if choice == "yes" else "dense"
+
+
+def _streaming(args):
+    return any(v is not None for v in (args.memory_budget, args.work_dir, args.keep_binary))
+
+
+def cmd_fit(args):
+    from dperm._cli_io import (CLIError, encode_rows, infer_schema, label_codes, load_schema,
+                               model_to_json, read_csv, schema_to_json)
+    from dperm._cli_stream import design_rows
+    from dperm.exceptions import PrivacyLeakWarning
+
+    _check_output(args)
+    if args.from_binary is not None:
+        return _fit_from_binary(args)
+    if _streaming(args):
+        return _fit_streamed(args)
     leaks = []
     if args.data is None:
         table, schema = _adult_table()
@@ -294,27 +366,12 @@ def cmd_fit(args):
         table = read_csv(args.data, delimiter=args.delimiter)
         schema = load_schema(args.schema) if args.schema is not None else None
         source = os.path.basename(args.data)
-    # the label column
-    label = args.label
-    if schema is not None and schema.label is not None:
-        if label is not None and label != schema.label:
-            raise CLIError(f"--label {label!r} differs from the schema's label column "
-                           f"{schema.label!r}")
-        label = schema.label
-    if label is None:
-        raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
-    if label not in table.columns:
-        raise CLIError(f"{table.name}: label column {label!r} not found (the file has: "
-                       f"{', '.join(table.header)})")
+    label = _resolve_label(args, schema, table.columns, table.name)
     if schema is None:
         schema = infer_schema(table, label)
         leaks += ["numeric bounds", "categories"]
     else:
-        if label in schema.columns:
-            raise CLIError(f"the label column {label!r} is also a feature in the schema")
-        ignored = [c for c in table.header if c != label and c not in schema.columns]
-        if ignored and args.data is not None:
-            _note(f"ignoring column(s) not in the schema: {', '.join(ignored)}")
+        _check_schema_columns(args, schema, label, table.header)
     table = _missing_rows(table, schema, label, args.missing)
     classes = _resolve_classes(args, table, label, schema, leaks)
     schema = schema.replace(label=label, classes=classes)
@@ -327,25 +384,53 @@ def cmd_fit(args):
     if args.save_schema:
         _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
         _note(f"schema written to {args.save_schema}")
-    X, names = encode_rows(table, schema, unknown="error")
-    y = encode_labels(table, label, classes)
+    layout = _layout(args, schema)
+    X, names = encode_rows(table, schema, unknown="error", sparse=layout == "csr")
+    y = label_codes(table, label, classes)
     if X.shape[0] < 2:
         raise CLIError(f"{table.name}: at least 2 data rows are needed, found {X.shape[0]}")
+    shape = X.shape
+    Xa = design_rows(X, not args.no_intercept, args.dtype or "float64")
+    del X
+    return _fit_and_write(args, Xa, y, schema, names, leaks, source, table.name, shape)
+
+
+def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape):
+    """Fit on the design rows Xa (intercept column included when fitting one) and int8
+    labels y (1 = the positive class); print the record, write the model."""
+    import numpy as np
+
+    import dperm
+    from dperm import PrivateLinearClassifier
+    from dperm._cli_io import model_to_json, schema_to_json
+    from dperm.estimators import split_intercept
+    from dperm.exceptions import PrivacyLeakWarning
+
+    classes = list(schema.classes)
     if args.perturbation == "none":
         warnings.warn("--perturbation none fits WITHOUT privacy (a non-private baseline)",
                       PrivacyLeakWarning, stacklevel=2)
+    # The rows already carry the intercept's constant column (as the estimator would
+    # append it), so the estimator fits them as they are: a memory-mapped binary is read
+    # in place instead of copied to append a column.
     clf = PrivateLinearClassifier(
         loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, alpha=args.alpha,
-        h=args.h, data_norm=1.0, fit_intercept=not args.no_intercept, classes=classes,
+        h=args.h, data_norm=1.0, fit_intercept=False, classes=[0, 1],
         n_threads=args.threads, random_state=args.seed)
     t0 = time.perf_counter()
-    clf.fit(X, y)
+    clf.fit(Xa, y)
     seconds = time.perf_counter() - t0
+    if args.no_intercept:
+        coef, intercept = clf.coef_[0], 0.0
+    else:
+        coef, intercept = split_intercept(clf.coef_[0], 1.0)
+    coef = np.asarray(coef, dtype=np.float64)
+    intercept = float(intercept)
     rec = clf.privacy_
     # No accuracy on the training rows is printed: it is a statistic of the private data
     # computed outside the mechanism, so publishing it would not be covered by epsilon.
     # (--holdout reports accuracy on a separate file the user declares public.)
-    _print_privacy(rec, table.name, X.shape)
+    _print_privacy(rec, shown_name, shape)
     _print_diagnostics(clf.fit_diagnostics_, seconds)
     model = {
         "format": "dperm.linear-model",
@@ -355,11 +440,11 @@ def cmd_fit(args):
                       "perturbation": args.perturbation, "epsilon": args.epsilon,
                       "alpha": args.alpha, "h": args.h, "fit_intercept": not args.no_intercept,
                       "data_norm": 1.0},
-        "label": label,
+        "label": schema.label,
         "classes": classes,
         "feature_names": names,
-        "coef": clf.coef_[0].tolist(),
-        "intercept": float(clf.intercept_[0]),
+        "coef": coef.tolist(),
+        "intercept": intercept,
         "schema": schema_to_json(schema),
         "preprocessing": {
             "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
@@ -373,14 +458,237 @@ def cmd_fit(args):
         "privacy": rec,
         # public sizes only: no seed (it regenerates the noise), no wall time (a side
         # channel on the data), no solver diagnostics (they differ between neighbours)
-        "training": {"data": source, "n_samples": int(X.shape[0]), "n_features": int(X.shape[1])},
+        "training": {"data": source, "n_samples": int(shape[0]), "n_features": int(shape[1])},
     }
-    _write_text(args.output, model_to_json(model), "model")
+    _write_text(args.output, model_to_json(model), "model", atomic=True)
     print(f"model written to {args.output} ({len(names)} features"
           f"{' + intercept' if not args.no_intercept else ''})")
     if args.holdout:
-        _report_holdout(args.holdout, schema, clf, label, classes, args)
+        _report_holdout(args.holdout, schema, coef, intercept, args)
     return 0
+
+
+# ----------------------------------------------------------------------------- streaming
+_STREAM_ONLY = (("memory_budget", "--memory-budget"), ("work_dir", "--work-dir"),
+                ("keep_binary", "--keep-binary"))
+
+
+def _fit_streamed(args):
+    """DATA.csv read in chunks (sized by --memory-budget) into an on-disk binary of the
+    design rows, then fitted from it in place; the binary is deleted unless kept."""
+    from dperm import _cli_stream as st
+    from dperm._cli_io import (CLIError, CSVReader, Table, _check_columns, load_schema,
+                               model_to_json, nothing_left_error, schema_to_json)
+
+    opt = next(o for k, o in _STREAM_ONLY if getattr(args, k) is not None)
+    if args.data is None:
+        raise _UsageError(f"{opt} streams a CSV file: give DATA.csv (the shipped Adult data "
+                          "is fitted in memory)")
+    if args.schema is None:
+        raise CLIError(f"{opt}: streaming needs --schema SCHEMA.json with public bounds, "
+                       "categories and classes; reading them from the data would take a pass "
+                       "over the private rows outside the privacy guarantee")
+    if args.keep_binary is not None and args.work_dir is not None:
+        raise _UsageError("give --keep-binary DIR (a binary that stays) or --work-dir DIR (where "
+                          "a temporary one goes), not both")
+    budget = args.memory_budget or st.DEFAULT_BUDGET
+    schema = load_schema(args.schema)
+    reader = CSVReader(args.data, delimiter=args.delimiter)
+    with reader:
+        label = _resolve_label(args, schema, reader.header, reader.path)
+        _check_schema_columns(args, schema, label, reader.header)
+        _check_columns(Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), schema)
+        classes = schema.classes
+        if classes is None:
+            raise CLIError(f"{opt}: the schema must give the two classes (\"label\": "
+                           "{\"column\": ..., \"classes\": [negative, positive]}); a streamed "
+                           "fit never reads them from the data")
+        classes = list(classes)
+        if args.positive is not None:
+            if args.positive not in classes:
+                raise CLIError(f"--positive {args.positive!r} is not one of the classes "
+                               f"{classes}")
+            classes = [c for c in classes if c != args.positive] + [args.positive]
+        schema = schema.replace(label=label, classes=classes)
+        if args.save_schema:
+            _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
+            _note(f"schema written to {args.save_schema}")
+        layout = _layout(args, schema)
+        dtype = args.dtype or "float64"
+        intercept = not args.no_intercept
+        rows, per_row = st.chunk_rows(budget, schema, layout, dtype, intercept)
+        directory, created = _binary_dir(args)
+        _note(f"streaming {reader.path} in chunks of {rows} rows (--memory-budget "
+              f"{st.format_size(budget)}, about {per_row} bytes a row) into a "
+              f"{'CSR' if layout == 'csr' else 'dense'} {dtype} binary in {directory}")
+        finished = False
+        try:
+            with _writing_binary(directory):
+                writer = st.DesignWriter(directory, layout, dtype, schema.n_features + intercept)
+            try:
+                dropped, missing_cols = _stream_rows(reader, writer, rows, schema, layout,
+                                                     dtype, intercept, args.missing, directory)
+            except BaseException:
+                writer.abort()
+                raise
+            n = writer.n_samples
+            if n == 0 and dropped:
+                raise nothing_left_error(reader.path, missing_cols)
+            if dropped:
+                _note_dropped(dropped, n, "training rows", reader.path)
+            if n < 2:
+                raise CLIError(f"{reader.path}: at least 2 data rows are needed, found {n}")
+            with _writing_binary(directory):
+                writer.finish({"schema": schema_to_json(schema), "label": label,
+                               "classes": classes, "feature_names": schema.feature_names(),
+                               "intercept_column": intercept,
+                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS})
+            finished = True
+            Xa, y, _ = st.open_design(directory)
+            code = _fit_and_write(args, Xa, y, schema, schema.feature_names(), [],
+                                  os.path.basename(args.data), reader.path,
+                                  (n, schema.n_features))
+            if args.keep_binary is not None:
+                _note(f"binary kept in {directory} (it holds the private rows; refit with "
+                      f"--from-binary {directory})")
+            return code
+        except BaseException:
+            if args.keep_binary is not None and finished:
+                _note(f"the binary in {directory} is complete and kept; fit from it with "
+                      f"--from-binary {directory}")
+            else:
+                st.remove_binary(directory, created)
+            raise
+        finally:
+            if args.keep_binary is None:
+                st.remove_binary(directory, created)
+
+
+def _stream_rows(reader, writer, rows, schema, layout, dtype, intercept, missing, directory):
+    """One pass over the CSV in chunks of `rows`: missing values (error or drop), the
+    public encoding, the labels, appended to the binary. Returns (rows dropped, the
+    columns that had missing values)."""
+    import numpy as np
+
+    from dperm import _cli_stream as st
+    from dperm._cli_io import encode_rows, label_codes, missing_error, missing_masks
+
+    label, classes = schema.label, schema.classes
+    dropped, missing_cols = 0, {}
+    for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
+        masks = missing_masks(table, schema, label, classes)
+        if masks:
+            if missing == "error":
+                raise missing_error(table, masks, schema, label)
+            drop = np.zeros(table.n_rows, dtype=bool)
+            for m in masks.values():
+                drop |= m
+            missing_cols.update(dict.fromkeys(masks))
+            dropped += int(drop.sum())
+            table = table.take(np.flatnonzero(~drop))
+            if table.n_rows == 0:
+                continue
+        X, _ = encode_rows(table, schema, unknown="error", sparse=layout == "csr")
+        y = label_codes(table, label, classes)
+        Xa = st.design_rows(X, intercept, dtype)
+        del X
+        with _writing_binary(directory):
+            writer.append(Xa, y)
+    return dropped, missing_cols
+
+
+class _writing_binary:
+    """OSError while writing the binary (a full disk, mostly) -> a CLIError naming it."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None and issubclass(kind, OSError):
+            from dperm._cli_io import CLIError
+
+            raise CLIError(f"cannot write the binary in {self.directory!r}: "
+                           f"{exc.strerror or exc} (give --work-dir DIR or --keep-binary DIR "
+                           "on a disk with room for it)") from None
+        return False
+
+
+_BINARY_ROWS = ("each row: the schema's public encoding (norm <= 1); with the intercept, "
+                "[x, 1] / sqrt(2); held to norm <= 1: the rows the solver reads")
+
+
+def _binary_dir(args):
+    """(directory for the binary, whether this run created it)."""
+    import tempfile
+
+    from dperm._cli_io import CLIError
+
+    if args.keep_binary is not None:
+        d = args.keep_binary
+        if os.path.exists(d):
+            if not os.path.isdir(d):
+                raise CLIError(f"--keep-binary {d!r} exists and is not a directory")
+            if os.listdir(d):
+                raise CLIError(f"--keep-binary {d!r} is not empty (give a new or empty "
+                               "directory; nothing is overwritten)")
+            return d, False
+        parent = os.path.dirname(os.path.abspath(d))
+        if not os.path.isdir(parent):
+            raise CLIError(f"--keep-binary {d!r}: directory {parent!r} does not exist")
+        try:
+            os.mkdir(d)
+        except OSError as exc:
+            raise CLIError(f"--keep-binary {d!r}: cannot create it: "
+                           f"{exc.strerror or exc}") from None
+        return d, True
+    base = args.work_dir
+    if base is not None and not os.path.isdir(base):
+        raise CLIError(f"--work-dir {base!r} is not an existing directory")
+    try:
+        return tempfile.mkdtemp(prefix="dperm-binary-", dir=base), True
+    except OSError as exc:
+        raise CLIError(f"cannot create a temporary directory in "
+                       f"{base or tempfile.gettempdir()!r}: {exc.strerror or exc}") from None
+
+
+def _fit_from_binary(args):
+    from dperm import _cli_stream as st
+    from dperm._cli_io import CLIError, model_to_json, normalize_schema, schema_to_json
+
+    fixed = [o for k, o in (("data", "DATA.csv"), ("schema", "--schema"), ("label", "--label"),
+                            ("positive", "--positive"), ("sparse", "--sparse"),
+                            ("dtype", "--dtype"), ("memory_budget", "--memory-budget"),
+                            ("work_dir", "--work-dir"), ("keep_binary", "--keep-binary"))
+             if getattr(args, k) is not None]
+    if fixed:
+        raise _UsageError(f"--from-binary: {', '.join(fixed)} cannot be given (the data, schema, "
+                          "label, classes and layout were fixed when the binary was written)")
+    Xa, y, man = st.open_design(args.from_binary)
+    where = f"binary {args.from_binary}"
+    try:
+        schema = normalize_schema(man["schema"], where=f"{where}: schema")
+    except CLIError as exc:
+        raise CLIError(f"{exc}") from None
+    if schema.label is None or schema.classes is None:
+        raise CLIError(f"{where}: the schema lacks the label column or its classes")
+    if man["feature_names"] != schema.feature_names():
+        raise CLIError(f"{where}: feature_names do not match the schema")
+    has_intercept = bool(man["intercept_column"])
+    if Xa.shape[1] != schema.n_features + has_intercept:
+        raise CLIError(f"{where}: {Xa.shape[1]} columns, the schema encodes "
+                       f"{schema.n_features}{' + the intercept' if has_intercept else ''}")
+    if has_intercept == bool(args.no_intercept):
+        raise CLIError(f"{where} was written {'with' if has_intercept else 'without'} the "
+                       f"intercept column; {'drop' if has_intercept else 'add'} --no-intercept "
+                       "or write the binary again")
+    if args.save_schema:
+        _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
+        _note(f"schema written to {args.save_schema}")
+    return _fit_and_write(args, Xa, y, schema, schema.feature_names(), [], man["source"],
+                          where, (Xa.shape[0], schema.n_features))
 
 
 def _missing_rows(table, schema, label, policy, what="training rows"):
@@ -389,10 +697,14 @@ def _missing_rows(table, schema, label, policy, what="training rows"):
 
     table, dropped = apply_missing(table, schema, label, schema.classes, policy)
     if dropped:
-        _note(f"--missing drop: dropped {dropped} of {table.n_rows + dropped} {what} of "
-              f"{table.name} with a missing value in a used column ({table.n_rows} remain; "
-              "this count is about the private data: for your eyes, not for publication)")
+        _note_dropped(dropped, table.n_rows, what, table.name)
     return table
+
+
+def _note_dropped(dropped, remain, what, name):
+    _note(f"--missing drop: dropped {dropped} of {remain + dropped} {what} of "
+          f"{name} with a missing value in a used column ({remain} remain; "
+          "this count is about the private data: for your eyes, not for publication)")
 
 
 def _print_privacy(rec, source, shape):
@@ -427,26 +739,71 @@ def _print_diagnostics(diag, seconds):
               "assumes the exact minimizer (try a larger --alpha)")
 
 
-def _report_holdout(path, schema, clf, label, classes, args):
-    from dperm._cli_io import encode_labels, encode_rows, read_csv
+def _report_holdout(path, schema, coef, intercept, args):
+    """Accuracy on a labelled file the user declares public; read in chunks when
+    streaming (the same --memory-budget), else at once."""
+    import numpy as np
 
-    table = read_csv(path, what="holdout file", delimiter=args.delimiter)
-    table = _missing_rows(table, schema, label, args.missing, what="holdout rows")
-    X, _ = encode_rows(table, schema, unknown="zero")
-    y = encode_labels(table, label, classes)
-    acc = float((clf.predict(X) == y).mean())
-    print(f"holdout accuracy: {acc:.4f} on {table.n_rows} rows of {path} "
+    from dperm import _cli_stream as st
+    from dperm._cli_io import CLIError, CSVReader, encode_rows, label_codes
+    from dperm._validation import apply_norm_bound
+
+    label, classes = schema.label, list(schema.classes)
+    layout = _layout(args, schema)
+    rows = None
+    if _streaming(args) or args.from_binary is not None:
+        rows, _ = st.chunk_rows(args.memory_budget or st.DEFAULT_BUDGET, schema, layout,
+                                "float64", False)
+    right = total = dropped = 0
+    with CSVReader(path, what="holdout file", delimiter=args.delimiter) as reader:
+        for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
+            n0 = table.n_rows
+            table = _apply_missing_quiet(table, schema, label, args.missing)
+            dropped += n0 - table.n_rows
+            if table.n_rows == 0:
+                continue
+            X, _ = encode_rows(table, schema, unknown="zero", sparse=layout == "csr")
+            y = label_codes(table, label, classes)
+            score = np.asarray(apply_norm_bound(X, 1.0, "clip") @ coef) + intercept
+            right += int(((score > 0) == (y == 1)).sum())
+            total += table.n_rows
+    if dropped:
+        _note_dropped(dropped, total, "holdout rows", path)
+    if total == 0:
+        raise CLIError(f"{path}: every holdout row has a missing value in a used column; "
+                       "no rows left to score")
+    print(f"holdout accuracy: {right / total:.4f} on {total} rows of {path} "
           "(a file you declared public; not covered by epsilon otherwise)")
 
 
-def _write_text(path, text, what):
+def _apply_missing_quiet(table, schema, label, policy):
+    from dperm._cli_io import apply_missing
+
+    table, _ = apply_missing(table, schema, label, schema.classes, policy, allow_empty=True)
+    return table
+
+
+def _write_text(path, text, what, atomic=False):
+    """Write `text` to `path`; atomic: through a temporary file in the same directory,
+    renamed over `path` at the end, so a failure never leaves a half-written file."""
     from dperm._cli_io import CLIError
 
+    target = path
+    if atomic:
+        path = os.path.join(os.path.dirname(os.path.abspath(target)),
+                            f".{os.path.basename(target)}.{os.getpid()}.tmp")
     try:
         with open(path, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+        if atomic:
+            os.replace(path, target)
     except OSError as exc:
-        raise CLIError(f"cannot write the {what} to {path!r}: {exc.strerror or exc}") from None
+        if atomic:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        raise CLIError(f"cannot write the {what} to {target!r}: {exc.strerror or exc}") from None
 
 
 # ----------------------------------------------------------------------------- predict
@@ -509,6 +866,15 @@ def _positive_int(s):
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {s!r}")
     return v
+
+
+def _size(s):
+    from dperm._cli_stream import parse_size
+
+    try:
+        return parse_size(s)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _delimiter(s):
@@ -575,6 +941,31 @@ def build_parser():
     f.add_argument("--delimiter", type=_delimiter, default=",", metavar="CHAR",
                    help="field separator of DATA.csv and --holdout (default ','; e.g. ';', '|', "
                         "or 'tab')")
+    g = f.add_argument_group(
+        "large files (see 'streaming' below)",
+        "--memory-budget, --work-dir or --keep-binary read DATA.csv in chunks into an on-disk "
+        "binary and fit from it in place; --from-binary fits from a kept binary")
+    f.add_argument("--sparse", choices=("auto", "yes", "no"), default=None,
+                   help="build the encoded rows as a CSR sparse matrix (one-hot columns are "
+                        "never densified): auto (default) when the schema has categorical "
+                        "columns and a row has at most 30%% non-zeros, yes, or no (dense)")
+    f.add_argument("--dtype", choices=("float64", "float32"), default=None,
+                   help="floating type of the encoded rows the solver reads (default float64; "
+                        "float32 halves the memory or the binary, the model differs in the "
+                        "last digits)")
+    g.add_argument("--memory-budget", type=_size, default=None, metavar="SIZE",
+                   help="stream DATA.csv: chunks sized so reading and encoding one stays "
+                        "within SIZE (e.g. 256M, 2G; K/M/G are powers of 1024; default "
+                        "256M when only --work-dir or --keep-binary is given)")
+    g.add_argument("--work-dir", metavar="DIR", default=None,
+                   help="stream, writing the temporary binary in DIR (default: the system's "
+                        "temporary directory); it is deleted after the fit")
+    g.add_argument("--keep-binary", metavar="DIR", default=None,
+                   help="stream, writing the binary to DIR (new or empty) and keeping it; it "
+                        "holds the private rows")
+    g.add_argument("--from-binary", metavar="DIR", default=None,
+                   help="fit from a binary written earlier with --keep-binary (its schema, "
+                        "label, classes and layout are used; no DATA.csv)")
     f.set_defaults(func=cmd_fit)
 
     # predict

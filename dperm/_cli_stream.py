@@ -1,0 +1,304 @@
+"""Streaming for `dperm fit`: a CSV file larger than memory, read in chunks into an
+on-disk binary of the design matrix, which the solver then reads in place.
+
+The binary is a directory holding the rows exactly as the solver sees them:
+
+    design.json                     the manifest (written last: a directory without it
+                                    is an unfinished binary and is refused)
+    X.npy                           dense layout: (n, d') float64 or float32, C order
+    data.npy, indices.npy, indptr.npy
+                                    CSR layout: values, int64 column indices, int64
+                                    row pointers (n + 1)
+    y.npy                           int8 labels: 0 = classes[0], 1 = classes[1]
+
+Each row is the public schema's encoding (norm <= 1), then, with the intercept, the
+constant feature appended and the row scaled by 1/sqrt(2) (the estimator's own
+augmentation, dperm.estimators.augment_intercept), then held to norm <= 1 (the same
+public clip as the estimator's). Every step maps a row on its own, so a chunk of rows
+gives exactly the rows the whole table gives: a streamed fit equals the in-memory one.
+
+The .npy files are written by appending rows behind a header of fixed size, which is
+rewritten with the final shape at the end: one pass over the CSV, no row count first,
+and no array larger than a chunk in memory. Nothing here reads a statistic of the data:
+the chunk size comes from the memory budget, the schema and the header only.
+"""
+import json
+import math
+import os
+import re
+import shutil
+
+import numpy as np
+
+from dperm._cli_io import CLIError
+
+__all__ = ["parse_size", "format_size", "design_rows", "DesignWriter", "open_design",
+           "chunk_rows", "BINARY_FORMAT", "BINARY_FORMAT_VERSION", "MANIFEST",
+           "DEFAULT_BUDGET", "SPARSE_DENSITY"]
+
+BINARY_FORMAT = "dperm.design-binary"
+BINARY_FORMAT_VERSION = 1
+MANIFEST = "design.json"
+DEFAULT_BUDGET = 256 << 20
+MIN_CHUNK_ROWS = 16
+# --sparse auto: CSR when a row has at most this fraction of non-zero entries
+SPARSE_DENSITY = 0.3
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
+          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+          "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+
+
+# ----------------------------------------------------------------------------- sizes
+def parse_size(s):
+    """'256M', '256MB', '1.5G', '65536' -> bytes (K, M, G, T: powers of 1024)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(s))
+    unit = m and _UNITS.get(m.group(2).lower())
+    if not m or unit is None:
+        raise ValueError(f"{s!r} is not a size; write e.g. 256M, 256MB, 2G or 500000000 "
+                         "(bytes; K, M, G, T are powers of 1024)")
+    v = float(m.group(1)) * unit
+    if not (math.isfinite(v) and v >= 1):
+        raise ValueError(f"{s!r} is not a positive size")
+    return int(v)
+
+
+def format_size(n):
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f:
+            return f"{n / f:.3g} {unit}"
+    return f"{n} B"
+
+
+def chunk_rows(budget, schema, layout, dtype, fit_intercept, label=True):
+    """(rows per chunk, estimated bytes per row) so that reading and encoding one chunk
+    stays within `budget` bytes. Public inputs only: the schema (its columns, the
+    lengths of its category and class names), the layout and the dtype.
+
+    Per row: each used CSV cell kept as a Python string with its list slot (about 60
+    bytes plus its length; a numeric cell is taken as 24 characters) and its parsed
+    forms (about 64 bytes for a number, 40 for a category code); the encoded row with
+    its copies (dense: the (d) encoding, its (d + 1) augmentation and a cast; CSR:
+    about 64 bytes per stored entry over the value, index and mask blocks). Measured
+    peaks stay below this estimate (see tests/test_cli_stream.py).
+    """
+    d1 = schema.n_features + bool(fit_intercept)
+    itemsize = np.dtype(dtype).itemsize
+    per_row = 96 + len(schema.numeric) * (60 + 24 + 64)
+    per_row += sum(100 + max(len(str(v)) for v in cats) for cats in schema.categorical.values())
+    if label:
+        per_row += 100 + max((len(str(v)) for v in schema.classes or ()), default=24)
+    if layout == "csr":
+        per_row += (schema.stored_per_row + 1) * 64
+    else:
+        per_row += d1 * (3 * 8 + itemsize)
+    rows = int(budget // per_row)
+    if rows < MIN_CHUNK_ROWS:
+        need = MIN_CHUNK_ROWS * per_row
+        raise CLIError(f"--memory-budget {format_size(budget)} is too small: a row of this "
+                       f"schema takes about {per_row} bytes to read and encode; give at least "
+                       f"{format_size(need)}"
+                       + ("" if layout == "csr" else " (or --sparse yes for one-hot columns)"))
+    return rows, per_row
+
+
+# ----------------------------------------------------------------------------- rows
+def design_rows(X, fit_intercept, dtype):
+    """The rows the solver reads: with the intercept [x, 1]/sqrt(2) (the estimator's
+    augment_intercept), cast to dtype, held to norm <= 1 (apply_norm_bound "clip").
+    Each row on its own; dense stays dense, CSR stays CSR."""
+    from dperm._validation import apply_norm_bound
+    from dperm.estimators import augment_intercept
+
+    Xa = augment_intercept(X, 1.0) if fit_intercept else X
+    Xa = Xa.astype(dtype, copy=False)
+    return apply_norm_bound(Xa, 1.0, "clip")
+
+
+# ----------------------------------------------------------------------------- .npy
+_HEADER_BYTES = 128   # magic, version, length, the dict padded with spaces, "\n"
+
+
+def _npy_header(dtype, shape):
+    """A version 1.0 .npy header of exactly _HEADER_BYTES bytes (NEP 1 format)."""
+    d = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+         "shape": tuple(int(v) for v in shape)}
+    text = repr(d).encode("latin1")
+    prefix = np.lib.format.MAGIC_PREFIX + bytes([1, 0])
+    room = _HEADER_BYTES - len(prefix) - 2 - 1
+    if len(text) > room:  # pragma: no cover - 20-digit dimensions still fit
+        raise ValueError(f"shape {shape} too large for the header")
+    body = text + b" " * (room - len(text)) + b"\n"
+    return prefix + len(body).to_bytes(2, "little") + body
+
+
+class _NpyAppender:
+    """A .npy file grown by appending rows; the header gets the final shape at close."""
+
+    def __init__(self, path, dtype, width=None):
+        self.path, self.dtype, self.width = path, np.dtype(dtype), width
+        self.rows = 0
+        self._fh = open(path, "wb")
+        self._fh.write(_npy_header(self.dtype, self._shape()))
+
+    def _shape(self):
+        return (self.rows,) if self.width is None else (self.rows, self.width)
+
+    def append(self, arr):
+        arr = np.ascontiguousarray(arr, dtype=self.dtype)
+        self._fh.write(memoryview(arr.reshape(-1)).cast("B"))
+        self.rows += arr.shape[0]
+
+    def close(self):
+        if self._fh.closed:
+            return
+        self._fh.seek(0)
+        self._fh.write(_npy_header(self.dtype, self._shape()))
+        self._fh.close()
+
+    def abort(self):
+        self._fh.close()
+
+
+class DesignWriter:
+    """Appends chunks of design rows (dense or CSR) and labels to a binary directory."""
+
+    def __init__(self, directory, layout, dtype, n_columns):
+        self.dir, self.layout, self.n_columns = directory, layout, n_columns
+        self.dtype = np.dtype(dtype)
+        self.n_samples = 0
+        self.nnz = 0
+        self._files = []
+        if layout == "dense":
+            self.X = self._open("X.npy", self.dtype, n_columns)
+        else:
+            self.data = self._open("data.npy", self.dtype)
+            self.indices = self._open("indices.npy", np.int64)
+            self.indptr = self._open("indptr.npy", np.int64)
+            self.indptr.append(np.zeros(1, dtype=np.int64))
+        self.y = self._open("y.npy", np.int8)
+
+    def _open(self, name, dtype, width=None):
+        f = _NpyAppender(os.path.join(self.dir, name), dtype, width)
+        self._files.append(f)
+        return f
+
+    def append(self, Xa, y):
+        n = Xa.shape[0]
+        if n == 0:
+            return
+        if self.layout == "dense":
+            self.X.append(Xa)
+        else:
+            nnz = int(Xa.indptr[-1])
+            self.data.append(Xa.data[:nnz])
+            self.indices.append(Xa.indices[:nnz])
+            self.indptr.append(Xa.indptr[1:].astype(np.int64) + self.nnz)
+            self.nnz += nnz
+        self.y.append(y)
+        self.n_samples += n
+
+    def finish(self, manifest):
+        """Close the arrays (final headers) and write the manifest last."""
+        for f in self._files:
+            f.close()
+        files = ({"X": "X.npy"} if self.layout == "dense" else
+                 {"data": "data.npy", "indices": "indices.npy", "indptr": "indptr.npy"})
+        manifest = dict(manifest, format=BINARY_FORMAT, format_version=BINARY_FORMAT_VERSION,
+                        layout=self.layout, dtype=self.dtype.name, n_samples=self.n_samples,
+                        n_columns=self.n_columns, files=dict(files, y="y.npy"))
+        if self.layout == "csr":
+            manifest.update(index_dtype="int64", nnz=self.nnz)
+        tmp = os.path.join(self.dir, MANIFEST + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(manifest, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, os.path.join(self.dir, MANIFEST))
+        return manifest
+
+    def abort(self):
+        for f in self._files:
+            f.abort()
+
+
+def remove_binary(directory, created_dir):
+    """Delete a binary this run wrote: its files, and the directory if it made it."""
+    if created_dir:
+        shutil.rmtree(directory, ignore_errors=True)
+        return
+    for name in ("X.npy", "data.npy", "indices.npy", "indptr.npy", "y.npy", MANIFEST,
+                 MANIFEST + ".tmp"):
+        try:
+            os.remove(os.path.join(directory, name))
+        except OSError:
+            pass
+
+
+def open_design(directory):
+    """(X, y, manifest) of a finished binary: X a read-only memory map (dense) or a
+    csr_array over memory maps, y an int8 memory map; nothing is read into memory."""
+    where = f"binary {directory}"
+    if not os.path.isdir(directory):
+        raise CLIError(f"{where}: not found (give the directory written by --keep-binary)")
+    path = os.path.join(directory, MANIFEST)
+    if not os.path.exists(path):
+        raise CLIError(f"{where}: no {MANIFEST} in it: not a dperm binary, or one whose "
+                       "writing did not finish")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            man = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"{where}: cannot read {MANIFEST} ({exc})") from None
+
+    def bad(msg):
+        return CLIError(f"{where}: not a valid dperm binary: {msg}")
+
+    if not isinstance(man, dict) or man.get("format") != BINARY_FORMAT:
+        raise bad(f"{MANIFEST} 'format' must be {BINARY_FORMAT!r}")
+    if man.get("format_version") != BINARY_FORMAT_VERSION:
+        raise bad(f"unsupported format_version {man.get('format_version')!r} (this dperm "
+                  f"reads version {BINARY_FORMAT_VERSION})")
+    for key in ("layout", "dtype", "n_samples", "n_columns", "files", "schema",
+                "intercept_column", "feature_names", "source"):
+        if key not in man:
+            raise bad(f"{MANIFEST} lacks {key!r}")
+    layout, n, d = man["layout"], man["n_samples"], man["n_columns"]
+    if man["dtype"] not in ("float32", "float64") or layout not in ("dense", "csr"):
+        raise bad(f"layout {layout!r} / dtype {man['dtype']!r} not understood")
+    dtype = np.dtype(man["dtype"])
+
+    def load(key, want_dtype, want_shape):
+        name = man["files"].get(key)
+        if not isinstance(name, str) or os.path.basename(name) != name:
+            raise bad(f"{MANIFEST} names no file for {key!r}")
+        p = os.path.join(directory, name)
+        if not os.path.isfile(p):
+            raise bad(f"{name} is missing")
+        try:
+            if int(np.prod(want_shape)) == 0:
+                arr = np.load(p)
+            else:
+                arr = np.load(p, mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            raise bad(f"{name}: {exc}") from None
+        if arr.dtype != want_dtype or arr.shape != tuple(want_shape):
+            raise bad(f"{name} holds {arr.dtype} {arr.shape}, the manifest says "
+                      f"{np.dtype(want_dtype)} {tuple(want_shape)}")
+        return arr
+
+    y = load("y", np.int8, (n,))
+    if layout == "dense":
+        X = load("X", dtype, (n, d))
+    else:
+        nnz = man.get("nnz")
+        if not isinstance(nnz, int):
+            raise bad(f"{MANIFEST} lacks 'nnz'")
+        data = load("data", dtype, (nnz,))
+        indices = load("indices", np.int64, (nnz,))
+        indptr = load("indptr", np.int64, (n + 1,))
+        if int(indptr[0]) != 0 or int(indptr[-1]) != nnz:
+            raise bad("indptr does not run from 0 to nnz")
+        from dperm._validation import _csr_from_parts
+
+        X = _csr_from_parts(data, indices, indptr, (n, d))
+    return X, y, man
