@@ -29,7 +29,9 @@
 #include <string.h>
 #include "_rows.h"
 
-#define DPERM_CSR_BLOCK 256   /* rows per block: a speed knob only */
+/* Rows per block (0: the default rule in dperm_csr_pass): a speed knob only --
+ * any value gives the same numbers.  Settable for tuning experiments. */
+static int dperm_csr_block_rows = 0;
 
 /* The pass's workspace, kept per calling thread between passes: a fresh
  * calloc of a few hundred KiB is a fresh mmap, and its page faults and zeroing
@@ -68,6 +70,15 @@ DPERM_CSR_SPLIT(int64_t)
  * (s0 + s1) + (s2 + s3), whatever the path: this breaks the add-latency chain
  * and keeps a problem's numbers independent of the batch it is in. */
 #define DPERM_CSR_TILE 8
+#define DPERM_CSR_NV (DPERM_CSR_TILE / DPERM_VW)   /* vectors per tile */
+
+/* a*b + c exactly as one lane of dv_fma computes it, so the m = 1 path and the
+ * tiles agree to the bit */
+#if DPERM_VW > 1
+#define DPERM_FMA1(a, b, c) fma((a), (b), (c))
+#else
+#define DPERM_FMA1(a, b, c) ((a) * (b) + (c))
+#endif
 
 #define DPERM_CSR_DEFINE(SUF, VT, IT)                                                \
 static inline double dperm_csr_dot1_##SUF(const VT *restrict data,                   \
@@ -75,60 +86,56 @@ static inline double dperm_csr_dot1_##SUF(const VT *restrict data,              
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                   \
     ptrdiff_t p = p0;                                                                \
     for (; p + 4 <= p1; p += 4) {                                                    \
-        s0 += (double)data[p] * w[ind[p]];                                           \
-        s1 += (double)data[p + 1] * w[ind[p + 1]];                                   \
-        s2 += (double)data[p + 2] * w[ind[p + 2]];                                   \
-        s3 += (double)data[p + 3] * w[ind[p + 3]];                                   \
+        s0 = DPERM_FMA1((double)data[p], w[ind[p]], s0);                             \
+        s1 = DPERM_FMA1((double)data[p + 1], w[ind[p + 1]], s1);                     \
+        s2 = DPERM_FMA1((double)data[p + 2], w[ind[p + 2]], s2);                     \
+        s3 = DPERM_FMA1((double)data[p + 3], w[ind[p + 3]], s3);                     \
     }                                                                                \
-    if (p < p1) s0 += (double)data[p] * w[ind[p]];                                   \
-    if (p + 1 < p1) s1 += (double)data[p + 1] * w[ind[p + 1]];                       \
-    if (p + 2 < p1) s2 += (double)data[p + 2] * w[ind[p + 2]];                       \
+    if (p < p1) s0 = DPERM_FMA1((double)data[p], w[ind[p]], s0);                     \
+    if (p + 1 < p1) s1 = DPERM_FMA1((double)data[p + 1], w[ind[p + 1]], s1);         \
+    if (p + 2 < p1) s2 = DPERM_FMA1((double)data[p + 2], w[ind[p + 2]], s2);         \
     return (s0 + s1) + (s2 + s3);                                                    \
 }                                                                                    \
                                                                                      \
-/* one tile: z[0..8) = sum_p x_p * wt[ind_p][0..8), four partials as above */        \
+/* one tile: z[0..8) = s_r sum_p x_p * wt[ind_p][0..8), four partials as above */  \
 static inline void dperm_csr_dot8_##SUF(const VT *restrict data,                     \
         const IT *restrict ind, ptrdiff_t p0, ptrdiff_t p1, const double *restrict wt, \
         double sr, double *restrict z) {                                             \
-    double a0[DPERM_CSR_TILE] = {0}, a1[DPERM_CSR_TILE] = {0};                       \
-    double a2[DPERM_CSR_TILE] = {0}, a3[DPERM_CSR_TILE] = {0};                       \
+    dperm_v a0[DPERM_CSR_NV], a1[DPERM_CSR_NV], a2[DPERM_CSR_NV], a3[DPERM_CSR_NV];  \
+    for (int u = 0; u < DPERM_CSR_NV; ++u) a0[u] = a1[u] = a2[u] = a3[u] = dv_zero(); \
     ptrdiff_t p = p0;                                                                \
     for (; p + 4 <= p1; p += 4) {                                                    \
-        const double v0 = (double)data[p], v1 = (double)data[p + 1];                 \
-        const double v2 = (double)data[p + 2], v3 = (double)data[p + 3];             \
+        const dperm_v v0 = dv_set1((double)data[p]), v1 = dv_set1((double)data[p + 1]); \
+        const dperm_v v2 = dv_set1((double)data[p + 2]), v3 = dv_set1((double)data[p + 3]); \
         const double *w0 = wt + (ptrdiff_t)ind[p] * DPERM_CSR_TILE;                  \
         const double *w1 = wt + (ptrdiff_t)ind[p + 1] * DPERM_CSR_TILE;              \
         const double *w2 = wt + (ptrdiff_t)ind[p + 2] * DPERM_CSR_TILE;              \
         const double *w3 = wt + (ptrdiff_t)ind[p + 3] * DPERM_CSR_TILE;              \
-        _Pragma("omp simd")                                                          \
-        for (int l = 0; l < DPERM_CSR_TILE; ++l) {                                   \
-            a0[l] += v0 * w0[l];                                                     \
-            a1[l] += v1 * w1[l];                                                     \
-            a2[l] += v2 * w2[l];                                                     \
-            a3[l] += v3 * w3[l];                                                     \
+        for (int u = 0; u < DPERM_CSR_NV; ++u) {                                     \
+            a0[u] = dv_fma(v0, dv_ld(w0 + u * DPERM_VW), a0[u]);                     \
+            a1[u] = dv_fma(v1, dv_ld(w1 + u * DPERM_VW), a1[u]);                     \
+            a2[u] = dv_fma(v2, dv_ld(w2 + u * DPERM_VW), a2[u]);                     \
+            a3[u] = dv_fma(v3, dv_ld(w3 + u * DPERM_VW), a3[u]);                     \
         }                                                                            \
     }                                                                                \
-    /* the tail, without taking the partials' addresses (they stay in registers) */ \
     if (p < p1) {                                                                    \
-        const double v = (double)data[p];                                            \
+        const dperm_v v = dv_set1((double)data[p]);                                  \
         const double *w = wt + (ptrdiff_t)ind[p] * DPERM_CSR_TILE;                   \
-        _Pragma("omp simd")                                                          \
-        for (int l = 0; l < DPERM_CSR_TILE; ++l) a0[l] += v * w[l];                  \
+        for (int u = 0; u < DPERM_CSR_NV; ++u) a0[u] = dv_fma(v, dv_ld(w + u * DPERM_VW), a0[u]); \
     }                                                                                \
     if (p + 1 < p1) {                                                                \
-        const double v = (double)data[p + 1];                                        \
+        const dperm_v v = dv_set1((double)data[p + 1]);                              \
         const double *w = wt + (ptrdiff_t)ind[p + 1] * DPERM_CSR_TILE;               \
-        _Pragma("omp simd")                                                          \
-        for (int l = 0; l < DPERM_CSR_TILE; ++l) a1[l] += v * w[l];                  \
+        for (int u = 0; u < DPERM_CSR_NV; ++u) a1[u] = dv_fma(v, dv_ld(w + u * DPERM_VW), a1[u]); \
     }                                                                                \
     if (p + 2 < p1) {                                                                \
-        const double v = (double)data[p + 2];                                        \
+        const dperm_v v = dv_set1((double)data[p + 2]);                              \
         const double *w = wt + (ptrdiff_t)ind[p + 2] * DPERM_CSR_TILE;               \
-        _Pragma("omp simd")                                                          \
-        for (int l = 0; l < DPERM_CSR_TILE; ++l) a2[l] += v * w[l];                  \
+        for (int u = 0; u < DPERM_CSR_NV; ++u) a2[u] = dv_fma(v, dv_ld(w + u * DPERM_VW), a2[u]); \
     }                                                                                \
-    _Pragma("omp simd")                                                              \
-    for (int l = 0; l < DPERM_CSR_TILE; ++l) z[l] = sr * ((a0[l] + a1[l]) + (a2[l] + a3[l])); \
+    const dperm_v sv = dv_set1(sr);                                                  \
+    for (int u = 0; u < DPERM_CSR_NV; ++u)                                           \
+        dv_st(z + u * DPERM_VW, dv_mul(sv, dv_add(dv_add(a0[u], a1[u]), dv_add(a2[u], a3[u])))); \
 }                                                                                    \
                                                                                      \
 /* rows [r0, r1): margins s_r x_r.w_j into zb[(r - r0) * mp + j] */                  \
@@ -165,13 +172,13 @@ static inline void dperm_csr_scatter_##SUF(const VT *restrict data,             
             for (; p + 4 <= p1; p += 4) {                                            \
                 const ptrdiff_t k0 = ind[p], k1 = ind[p + 1];                        \
                 const ptrdiff_t k2 = ind[p + 2], k3 = ind[p + 3];                    \
-                const double g0 = gacc[k0] + (double)data[p] * c0;                   \
-                const double g1 = gacc[k1] + (double)data[p + 1] * c0;               \
-                const double g2 = gacc[k2] + (double)data[p + 2] * c0;               \
-                const double g3 = gacc[k3] + (double)data[p + 3] * c0;               \
+                const double g0 = DPERM_FMA1((double)data[p], c0, gacc[k0]);         \
+                const double g1 = DPERM_FMA1((double)data[p + 1], c0, gacc[k1]);     \
+                const double g2 = DPERM_FMA1((double)data[p + 2], c0, gacc[k2]);     \
+                const double g3 = DPERM_FMA1((double)data[p + 3], c0, gacc[k3]);     \
                 gacc[k0] = g0; gacc[k1] = g1; gacc[k2] = g2; gacc[k3] = g3;          \
             }                                                                        \
-            for (; p < p1; ++p) gacc[ind[p]] += (double)data[p] * c0;                \
+            for (; p < p1; ++p) gacc[ind[p]] = DPERM_FMA1((double)data[p], c0, gacc[ind[p]]); \
         }                                                                            \
         return;                                                                      \
     }                                                                                \
@@ -179,12 +186,14 @@ static inline void dperm_csr_scatter_##SUF(const VT *restrict data,             
         double *restrict gt = gacc + t * d;                                          \
         for (ptrdiff_t r = r0; r < r1; ++r) {                                        \
             const double *restrict c = cb + (r - r0) * mp + t;                       \
+            dperm_v cv[DPERM_CSR_NV];                                                \
+            for (int u = 0; u < DPERM_CSR_NV; ++u) cv[u] = dv_ld(c + u * DPERM_VW);  \
             const ptrdiff_t p1 = (ptrdiff_t)indptr[r + 1];                           \
             for (ptrdiff_t p = (ptrdiff_t)indptr[r]; p < p1; ++p) {                  \
-                const double v = (double)data[p];                                    \
+                const dperm_v v = dv_set1((double)data[p]);                          \
                 double *restrict g = gt + (ptrdiff_t)ind[p] * DPERM_CSR_TILE;        \
-                _Pragma("omp simd")                                                  \
-                for (int l = 0; l < DPERM_CSR_TILE; ++l) g[l] += v * c[l];           \
+                for (int u = 0; u < DPERM_CSR_NV; ++u)                               \
+                    dv_st(g + u * DPERM_VW, dv_fma(v, cv[u], dv_ld(g + u * DPERM_VW))); \
             }                                                                        \
         }                                                                            \
     }                                                                                \
@@ -230,7 +239,7 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         int nt) {                                                                    \
     /* problems padded to whole tiles (zero weights in the padding lanes) */         \
     const ptrdiff_t mp = m == 1 ? 1 : (m + DPERM_CSR_TILE - 1) / DPERM_CSR_TILE * DPERM_CSR_TILE; \
-    const ptrdiff_t rb = DPERM_CSR_BLOCK;                                            \
+    ptrdiff_t rb = dperm_csr_block_rows > 0 ? dperm_csr_block_rows : 256;           \
     /* per thread: d*mp gradients, mp losses, 4 blocks of rb*mp; whole cache lines */ \
     const ptrdiff_t per = (d * mp + mp + 4 * rb * mp + 7) / 8 * 8;                   \
     double *buf = dperm_csr_workspace((size_t)(nt * per + 2 * d * mp + 8));           \

@@ -23,6 +23,7 @@ from dperm._core._losses cimport loss_second
 from libc.stdint cimport int32_t, int64_t
 
 cdef extern from "_csr.h" nogil:
+    int dperm_csr_block_rows
     int dperm_csr_pass_d32(int mode, const double* data, const int32_t* ind, const int32_t* indptr,
                            const double* s, Py_ssize_t n, Py_ssize_t d, int loss, double h,
                            const double* W, const double* V, const double* l2, const double* B,
@@ -53,6 +54,15 @@ def openmp_enabled():
 def max_threads():
     """Threads OpenMP would use by default (1 without OpenMP)."""
     return dperm_max_threads()
+
+
+def _set_csr_block_rows(int rows):
+    """Tuning knob for benchmarks: rows per block of the CSR pass (0: default).
+    Any value gives bit-identical results; returns the previous value."""
+    global dperm_csr_block_rows
+    old = dperm_csr_block_rows
+    dperm_csr_block_rows = rows if rows > 0 else 0
+    return old
 
 
 def vector_width():
