@@ -594,6 +594,8 @@ def _stream_rows(reader, writer, rows, schema, layout, dtype, intercept, missing
         del X
         with _writing_binary(directory):
             writer.append(Xa, y)
+        # nothing of this chunk may stay alive while the next one is read
+        del table, masks, Xa, y
     return dropped, missing_cols
 
 
