@@ -12,7 +12,7 @@ import numpy as np
 __all__ = [
     "check_X", "check_pm1_labels", "check_positive", "check_alpha", "check_epsilon",
     "check_random_state", "check_n_threads", "apply_norm_bound", "check_choice",
-    "fresh_generator", "is_fixed_seed", "spawn_generator", "row_norms",
+    "fresh_generator", "is_fixed_seed", "spawn_generator", "row_norms", "bound_rows",
 ]
 
 
@@ -39,7 +39,14 @@ def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
     canonical form (sorted indices, no duplicates); otherwise a converted copy
     is made (CSC, COO and the other formats: one conversion, O(nnz) memory).
     The user's matrix is never modified.
+
+    A `dperm._design.DesignRows` comes back as one over the checked X.
     """
+    from dperm._design import DesignRows
+
+    if isinstance(X, DesignRows):
+        return X.with_X(check_X(X.X, name=name, min_samples=min_samples,
+                                accept_sparse=accept_sparse))
     if _is_sparse(X):
         if not accept_sparse:
             raise TypeError(f"{name}: sparse input is not supported here; pass a dense array "
@@ -229,6 +236,11 @@ def _is_canonical(X):
 def row_norms(X):
     """Euclidean norm of every row (float64, (n,)); dense, mapped or CSR, with no
     temporary larger than a block of rows."""
+    from dperm._design import DesignRows
+
+    if isinstance(X, DesignRows):
+        nx = row_norms(X.X) if X.factor is None else row_norms(X.X) * X.factor
+        return X.scale * np.sqrt(nx**2 + (X.constant or 0.0) ** 2)
     if _is_sparse(X):
         out = np.zeros(X.shape[0])
         indptr = X.indptr
@@ -369,6 +381,38 @@ def check_choice(value, name, choices):
     return value
 
 
+def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False):
+    """apply_norm_bound without a copy: rows over the bound get a clipping factor.
+
+    Returns X itself when every row is within data_norm, else a
+    dperm._design.DesignRows whose factor t_i = data_norm / ||x_i|| (shrunk by
+    2^-40, so rounding cannot lift a norm above the bound) scales the rows over
+    it -- the same public, row-by-row map as "clip", applied by the kernels as
+    they read each row.  "error" refuses rows over the bound, as before.
+    """
+    from dperm._design import DesignRows
+
+    check_choice(norm_policy, "norm_policy", {"clip", "error"})
+    D = X if isinstance(X, DesignRows) else DesignRows(X)
+    base = row_norms(D.X)
+    nx = base if D.factor is None else base * D.factor
+    rx = D.x_radius(data_norm)
+    over = nx > rx
+    bad = nx > rx * (1.0 + 1e-9)
+    if norm_policy == "error" and bad.any():
+        big = D.scale * np.sqrt(nx.max() ** 2 + (D.constant or 0.0) ** 2)
+        raise ValueError(
+            f"{name}: {int(bad.sum())} row(s) have norm above data_norm={data_norm} "
+            f"(largest {big:.6g}); scale the data by a public bound, raise "
+            f"data_norm, or use norm_policy='clip'")
+    if not over.any():
+        return (X, 0) if return_clipped else X
+    factor = np.ones(base.shape[0]) if D.factor is None else D.factor.copy()
+    factor[over] = rx / base[over] * (1.0 - 2.0**-40)
+    out = D.with_factor(factor)
+    return (out, int(bad.sum())) if return_clipped else out
+
+
 def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=False):
     """Enforce the public row-norm bound ||x_i|| <= data_norm.
 
@@ -379,6 +423,10 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
     for the analyst only).
     """
     check_choice(norm_policy, "norm_policy", {"clip", "error"})
+    from dperm._design import DesignRows
+
+    if isinstance(X, DesignRows):
+        return bound_rows(X, data_norm, norm_policy, name=name, return_clipped=return_clipped)
     norms = row_norms(X)
     over = norms > data_norm
     if not over.any():

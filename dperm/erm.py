@@ -72,22 +72,32 @@ def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
 
 
 def _data(X, y):
-    """The kernels' view of validated X and y (no copy)."""
+    """The kernels' view of validated X and y (no copy): the signed row weights are
+    the labels, times the row scale of a virtual intercept column if X has one."""
     from dperm._core._objective import Data
+    from dperm._design import DesignRows
 
+    if isinstance(X, DesignRows):
+        return Data(X.X, X.signed_weights(y), X.constant_column())
     return Data(X, y)
 
 
+SOLVERS = ("auto", "lbfgs", "newton")
+
+
 def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
-             tol=None, max_iter=None, n_threads=None, memory=None, coef_init=None, warn=True):
+             tol=None, max_iter=None, n_threads=None, memory=None, coef_init=None, warn=True,
+             solver="auto"):
     """Minimize regularized empirical risk for one or many problems at once.
 
     Parameters
     ----------
-    X : array (n, d)
+    X : array (n, d), scipy.sparse matrix, or memory map
         Features. float32 and float64 are read as they are (float32 halves memory
         traffic; sums are accumulated in float64); other dtypes and non-C layouts are
-        converted to C-contiguous float64. Must be finite.
+        converted to C-contiguous float64. CSR is read in place (other sparse formats
+        are converted once); a C-ordered float32/float64 memory map is read block by
+        block, never copied. Must be finite.
     y : array (n,)
         Labels in {-1, +1}.
     loss : {"logistic", "huber", "smooth_hinge"}
@@ -115,6 +125,12 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
         Starting point (default zero).
     warn : bool
         Issue a ConvergenceWarning for problems that did not reach tol.
+    solver : {"auto", "lbfgs", "newton"}
+        "lbfgs": batched L-BFGS, one pass over X per iteration (value and gradient).
+        "newton": batched trust-region Newton-CG (liblinear's method), one pass per
+        Hessian-vector product and per trial point; fewer passes when the problem is
+        ill-conditioned (tiny alpha). "auto" picks by the rule in `choose_solver`.
+        Every solver stops at the same gradient-norm tolerance.
 
     Returns
     -------
@@ -142,10 +158,19 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
             raise ValueError(f"coef_init: expected shape ({d},) or ({k}, {d}), got {c0.shape}") from None
         if not np.all(np.isfinite(W0)):
             raise ValueError("coef_init: contains NaN or infinity")
-    from dperm._core._lbfgs import lbfgs
+    if solver not in SOLVERS:
+        raise ValueError(f"solver={solver!r} is not valid; choose one of {list(SOLVERS)}")
+    if solver == "auto":
+        solver = choose_solver(X, l2)
+    data = _data(X, y)
+    if solver == "newton":
+        coef, fun, n_iter, gnorm, status = _newton(data, lo.kernel_id, h, W0, l2, B, tol,
+                                                   int(max_iter), nt)
+    else:
+        from dperm._core._lbfgs import lbfgs
 
-    coef, fun, n_iter, gnorm, status = lbfgs(_data(X, y), lo.kernel_id, h, W0, l2, B, tol,
-                                             int(max_iter), int(memory), nt)
+        coef, fun, n_iter, gnorm, status = lbfgs(data, lo.kernel_id, h, W0, l2, B, tol,
+                                                 int(max_iter), int(memory), nt)
     converged = status == 1
     if warn and not converged.all():
         # no data-dependent numbers in the text: warnings end up in logs beside released models
@@ -154,12 +179,69 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
             "privacy guarantee assumes the exact minimizer: raise max_iter, raise alpha, or check "
             "the data (the per-problem grad_norm and status are in the result, for the analyst "
             "only).", ConvergenceWarning, stacklevel=2)
+    msgs = _NEWTON_STATUS if solver == "newton" else _STATUS
     res = MinimizeResult(coef=coef, fun=fun, n_iter=n_iter, grad_norm=gnorm,
-                         converged=converged, status=[_STATUS[int(s)] for s in status])
+                         converged=converged, status=[msgs[int(s)] for s in status])
     if scalar:
         res = MinimizeResult(coef=coef[0], fun=fun[0], n_iter=int(n_iter[0]), grad_norm=gnorm[0],
                              converged=bool(converged[0]), status=res.status[0])
     return res
+
+
+_NEWTON_STATUS = {1: "converged", 2: "max_iter reached",
+                  3: "trust region collapsed (rounding error dominates)"}
+
+
+def choose_solver(X, l2):
+    """The solver "auto" picks: Newton-CG for ill-conditioned problems, L-BFGS otherwise.
+
+    L-BFGS needs more iterations as alpha shrinks (its count grows roughly like
+    1/sqrt(alpha)), while Newton-CG pays a few Hessian-vector passes per iteration
+    but few iterations; see BENCHMARKS.md for the measurements behind the threshold.
+    """
+    return "newton" if float(np.min(l2)) < NEWTON_BELOW_ALPHA else "lbfgs"
+
+
+#: alpha below which solver="auto" uses Newton-CG (measured, BENCHMARKS.md)
+NEWTON_BELOW_ALPHA = 0.0
+
+
+#: memory the Newton solver may spend on cached curvatures (2 vectors of n per problem)
+CURVATURE_CACHE_BYTES = 512 * 2**20
+
+
+def _newton(data, loss, h, W0, l2, B, tol, max_iter, nt):
+    """Trust-region Newton-CG on the compiled passes (the oracle seam: the solver
+    sees value_grad / hess_vec of row blocks of W, never X)."""
+    from dperm._core._objective import hess_vec, value_grad
+    from dperm._newton import trust_region_newton
+
+    n, k = data.shape[0], W0.shape[0]
+    # phi'' at the last two points each problem evaluated: a Hessian-vector pass at a
+    # point whose curvature is cached skips the margins and the loss (~40% of a pass)
+    cache = [[] for _ in range(k)] if 2 * k * n * 8 <= CURVATURE_CACHE_BYTES else None
+
+    def vg(W, idx):
+        curv = None if cache is None else np.empty((len(idx), n))
+        out = value_grad(data, W, np.ascontiguousarray(l2[idx]),
+                         None if B is None else np.ascontiguousarray(B[idx]), loss, h, nt, curv)
+        if cache is not None:
+            for j, kk in enumerate(idx):
+                cache[kk] = [(W[j].copy(), curv[j])] + cache[kk][:1]
+        return out
+
+    def hv(W, V, idx):
+        curv = None
+        if cache is not None:
+            rows = [next((c for w, c in cache[kk] if np.array_equal(w, W[j])), None)
+                    for j, kk in enumerate(idx)]
+            if all(r is not None for r in rows):
+                curv = np.stack(rows)
+        return hess_vec(data, W, V, np.ascontiguousarray(l2[idx]), loss, h, nt, curv)
+
+    W, F, n_iter, gnorm, status = trust_region_newton(vg, hv, W0, tol, max_iter)
+    return (np.ascontiguousarray(W), np.asarray(F), np.asarray(n_iter), np.asarray(gnorm),
+            np.asarray(status))
 
 
 def _as_block(W, d, name):
@@ -208,6 +290,10 @@ def hessian(X, y, W, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=
     X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
+    from dperm._design import DesignRows
+
+    if isinstance(X, DesignRows):
+        X = X.toarray()   # the full Hessian is for small d: materializing is fine
     if not isinstance(X, np.ndarray):
         # CSR: X^T diag(phi''/n) X by scipy (the full Hessian is for small d anyway)
         import scipy.sparse as sp

@@ -10,7 +10,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 
 from dperm import erm
-from dperm._validation import (apply_norm_bound, check_choice, check_epsilon, check_n_threads,
+from dperm._design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn, matmul_rows
+from dperm._validation import (bound_rows, check_choice, check_epsilon, check_n_threads,
                                check_positive, check_random_state, check_X, spawn_generator)
 from dperm.accountant import BudgetAccountant
 from dperm.exceptions import (BudgetExceededError, ClippingWarning, NoiseDominatedWarning,
@@ -26,27 +27,29 @@ PERTURBATIONS = {"objective", "output", "none"}
 
 
 def augment_intercept(X, data_norm):
-    """Append the public constant feature R and scale by 1/sqrt(2): ||[x, R]||/sqrt(2) <= R.
+    """Rows [x, R] * INTERCEPT_SCALE (about 1/sqrt(2)): ||.|| <= R when ||x|| <= R.
 
-    CSR stays CSR (the constant column adds one stored entry per row)."""
+    A materialized copy (float64 for float64 X): the estimator itself uses the
+    virtual dperm._design.WithInterceptColumn, which never copies X; this is for
+    code that needs the matrix (experiments, benchmarks). CSR stays CSR."""
     n = X.shape[0]
     if not isinstance(X, np.ndarray):
         import scipy.sparse as sp
 
         const = sp.csr_array(np.full((n, 1), data_norm, dtype=X.dtype))
         out = sp.hstack([X, const], format="csr", dtype=X.dtype)
-        out.data *= X.dtype.type(1.0 / np.sqrt(2.0))
+        out.data *= X.dtype.type(INTERCEPT_SCALE)
         return out
     out = np.empty((n, X.shape[1] + 1), dtype=X.dtype)
     out[:, :-1] = X
     out[:, -1] = data_norm
-    out *= X.dtype.type(1.0 / np.sqrt(2.0))
+    out *= X.dtype.type(INTERCEPT_SCALE)
     return out
 
 
 def split_intercept(w, data_norm):
     """Map weights on augmented rows back to (coef, intercept) on the original rows."""
-    s = 1.0 / np.sqrt(2.0)
+    s = INTERCEPT_SCALE
     return w[..., :-1] * s, w[..., -1] * data_norm * s
 
 
@@ -287,9 +290,12 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.accountant is not None:
             self.accountant.check(self.epsilon)
         R = float(self.data_norm)
-        X, clipped = apply_norm_bound(X, R, self.norm_policy, return_clipped=True)
+        # rows over R get a clipping factor the kernels apply as they read them: no copy
+        X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True)
         _warn_clipped(clipped, n, R)
-        Xa = augment_intercept(X, R) if self.fit_intercept else X
+        # the intercept's constant column is added by the kernels as they read each
+        # row: X (a memory map, say) is never copied to make room for it
+        Xa = WithInterceptColumn(X, R) if self.fit_intercept else X
         alpha = self._resolve_alpha(n, Xa.shape[1], lo)
         common = dict(loss=lo.name, alpha=alpha, h=float(self.h), tol=self.tol,
                       max_iter=self.max_iter, n_threads=self.n_threads)
@@ -359,8 +365,9 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input")
-        # the same public, data-independent map as in training (clip onto the R-ball)
-        return apply_norm_bound(X, float(self.data_norm), "clip")
+        # the same public, data-independent map as in training (clip onto the R-ball),
+        # as a factor per row: X is never copied
+        return bound_rows(X, float(self.data_norm), "clip")
 
     def _check_feature_names_at_predict(self, X):
         names = _feature_names(X)
@@ -391,7 +398,13 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         x only inside that ball.
         """
         X = self._check_fitted_X(X)
-        return np.asarray(X.astype(np.float64, copy=False) @ self.coef_[0]) + self.intercept_[0]
+        factor = None
+        if isinstance(X, DesignRows):
+            X, factor = X.X, X.factor
+        score = matmul_rows(X, self.coef_[0])   # in row blocks: no float64 copy of X
+        if factor is not None:
+            score = score * factor
+        return score + self.intercept_[0]
 
     def predict(self, X):
         """Predicted labels, shape (n,), taken from classes_."""

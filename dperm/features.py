@@ -132,8 +132,10 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but RandomFourierFeatures is expecting "
                              f"{self.n_features_in_} features as input (the number seen in fit)")
-        # CSR times dense: scipy's product, O(nnz D), never densifying X
-        V = np.asarray(X.astype(np.float64, copy=False) @ self.omega_)
+        # in row blocks (CSR: scipy's product, O(nnz D)): X is never densified or copied
+        from dperm._design import matmul_rows
+
+        V = matmul_rows(X, self.omega_)
         V += self.psi_
         np.cos(V, out=V)
         V *= 1.0 / np.sqrt(self.omega_.shape[1])

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dperm import erm
-from dperm._validation import (apply_norm_bound, check_alpha, check_epsilon, check_pm1_labels,
+from dperm._validation import (bound_rows, check_alpha, check_epsilon, check_pm1_labels,
                                check_positive, check_random_state, check_X)
 from dperm.losses import get_loss
 from dperm.noise import sample_l2_laplace, warn_if_seeded
@@ -129,7 +129,7 @@ def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws):
     data_norm = check_positive(data_norm, "data_norm")
     if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
         raise ValueError(f"n_draws: must be an integer >= 1, got {n_draws!r}")
-    X = apply_norm_bound(X, data_norm, norm_policy)
+    X = bound_rows(X, data_norm, norm_policy)   # clipping factors, not a copy
     return X, y, lo, alphas, scalar, epsilon, h, data_norm, int(n_draws)
 
 

@@ -344,8 +344,9 @@ def test_dense_binary_is_a_plain_npy(toy, capsys):
     assert code == 0, err
     X = np.load(toy / "bin" / "X.npy", mmap_mode="r")
     assert X.shape == (1500, 43) and X.dtype == np.float64 and X.flags.c_contiguous
-    # the rows the solver reads: with the intercept, [x, 1] / sqrt(2), norms <= 1
-    np.testing.assert_allclose(X[:, -1], 1 / np.sqrt(2), rtol=1e-15)
+    # the rows the solver reads: with the intercept, [x, 1] * INTERCEPT_SCALE (~1/sqrt(2))
+    from dperm._design import INTERCEPT_SCALE
+    np.testing.assert_allclose(X[:, -1], INTERCEPT_SCALE, rtol=1e-15)
     assert np.linalg.norm(X, axis=1).max() <= 1.0
     with open(toy / "bin" / "X.npy", "rb") as fh:
         assert np.lib.format.read_magic(fh) == (1, 0)

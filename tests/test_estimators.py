@@ -232,6 +232,7 @@ def test_random_state_reproducible_and_fresh_by_default():
 
 def test_estimator_matches_mechanism():
     """The estimator releases exactly the mechanism's output on the augmented rows."""
+    from dperm._design import WithInterceptColumn
     from dperm.estimators import augment_intercept, split_intercept
 
     X, y = make_data()
@@ -240,11 +241,15 @@ def test_estimator_matches_mechanism():
                        ("output", dperm.output_perturbation)):
         est = PLC(perturbation=pert, epsilon=0.5, alpha=1e-2, classes=[0, 1],
                   random_state=11).fit(X, y)
-        fit = mech(augment_intercept(X, 1.0), ypm, alpha=1e-2, epsilon=0.5, random_state=11,
+        fit = mech(WithInterceptColumn(X, 1.0), ypm, alpha=1e-2, epsilon=0.5, random_state=11,
                    n_threads=1)
         coef, b = split_intercept(fit.coef[0], 1.0)
         np.testing.assert_allclose(est.coef_[0], coef, rtol=1e-12)
         assert est.intercept_[0] == pytest.approx(b, rel=1e-12)
+        # the virtual column and the materialized matrix are the same rows
+        dense = mech(augment_intercept(X, 1.0), ypm, alpha=1e-2, epsilon=0.5, random_state=11,
+                     n_threads=1)
+        np.testing.assert_allclose(dense.coef, fit.coef, rtol=1e-9)
         assert est.privacy_["beta"] == pytest.approx(float(fit.beta))
         assert est.privacy_["delta"] == pytest.approx(float(fit.delta))
 

@@ -100,7 +100,7 @@ static inline double dperm_csr_dot1_##SUF(const VT *restrict data,              
 /* one tile: z[0..8) = s_r sum_p x_p * wt[ind_p][0..8), four partials as above */  \
 static inline void dperm_csr_dot8_##SUF(const VT *restrict data,                     \
         const IT *restrict ind, ptrdiff_t p0, ptrdiff_t p1, const double *restrict wt, \
-        double sr, double *restrict z) {                                             \
+        double sr, double *restrict z, const double *wc, double icpt) {              \
     dperm_v a0[DPERM_CSR_NV], a1[DPERM_CSR_NV], a2[DPERM_CSR_NV], a3[DPERM_CSR_NV];  \
     for (int u = 0; u < DPERM_CSR_NV; ++u) a0[u] = a1[u] = a2[u] = a3[u] = dv_zero(); \
     ptrdiff_t p = p0;                                                                \
@@ -134,37 +134,47 @@ static inline void dperm_csr_dot8_##SUF(const VT *restrict data,                
         for (int u = 0; u < DPERM_CSR_NV; ++u) a2[u] = dv_fma(v, dv_ld(w + u * DPERM_VW), a2[u]); \
     }                                                                                \
     const dperm_v sv = dv_set1(sr);                                                  \
-    for (int u = 0; u < DPERM_CSR_NV; ++u)                                           \
-        dv_st(z + u * DPERM_VW, dv_mul(sv, dv_add(dv_add(a0[u], a1[u]), dv_add(a2[u], a3[u])))); \
+    for (int u = 0; u < DPERM_CSR_NV; ++u) {                                         \
+        dperm_v t = dv_add(dv_add(a0[u], a1[u]), dv_add(a2[u], a3[u]));             \
+        if (wc != NULL) t = dv_fma(dv_set1(icpt), dv_ld(wc + u * DPERM_VW), t);      \
+        dv_st(z + u * DPERM_VW, dv_mul(sv, t));                                      \
+    }                                                                                \
 }                                                                                    \
                                                                                      \
 /* rows [r0, r1): margins s_r x_r.w_j into zb[(r - r0) * mp + j] */                  \
 static inline void dperm_csr_margins_##SUF(const VT *restrict data,                  \
         const IT *restrict ind, const IT *restrict indptr, const double *restrict s, \
         ptrdiff_t r0, ptrdiff_t r1, const double *restrict WT, ptrdiff_t d,         \
-        ptrdiff_t mp, double *restrict zb) {                                         \
+        ptrdiff_t mp, double *restrict zb, ptrdiff_t dx, const double *icpt) {       \
     if (mp == 1) {                                                                   \
-        for (ptrdiff_t r = r0; r < r1; ++r)                                          \
-            zb[r - r0] = s[r] * dperm_csr_dot1_##SUF(data, ind, (ptrdiff_t)indptr[r], \
-                                                     (ptrdiff_t)indptr[r + 1], WT);  \
+        for (ptrdiff_t r = r0; r < r1; ++r) {                                        \
+            double z = dperm_csr_dot1_##SUF(data, ind, (ptrdiff_t)indptr[r],         \
+                                            (ptrdiff_t)indptr[r + 1], WT);           \
+            if (d > dx) z = DPERM_FMA1(icpt[r], WT[dx], z); /* the intercept column */ \
+            zb[r - r0] = s[r] * z;                                                   \
+        }                                                                            \
         return;                                                                      \
     }                                                                                \
     for (ptrdiff_t t = 0; t < mp; t += DPERM_CSR_TILE) {                             \
         const double *wt = WT + t * d;                                               \
+        const double *wc = d > dx ? wt + dx * DPERM_CSR_TILE : NULL;                 \
         for (ptrdiff_t r = r0; r < r1; ++r)                                          \
             dperm_csr_dot8_##SUF(data, ind, (ptrdiff_t)indptr[r], (ptrdiff_t)indptr[r + 1], \
-                                 wt, s[r], zb + (r - r0) * mp + t);                  \
+                                 wt, s[r], zb + (r - r0) * mp + t, wc,               \
+                                 wc != NULL ? icpt[r] : 0.0);                        \
     }                                                                                \
 }                                                                                    \
                                                                                      \
 /* rows [r0, r1): gacc[c, j] += x_rc * cb[r, j] (tile-major gacc) */                 \
 static inline void dperm_csr_scatter_##SUF(const VT *restrict data,                  \
         const IT *restrict ind, const IT *restrict indptr, ptrdiff_t r0, ptrdiff_t r1, \
-        const double *restrict cb, ptrdiff_t d, ptrdiff_t mp, double *restrict gacc) { \
+        const double *restrict cb, ptrdiff_t d, ptrdiff_t mp, double *restrict gacc, \
+        ptrdiff_t dx, const double *icpt) {                                          \
     if (mp == 1) {                                                                   \
         for (ptrdiff_t r = r0; r < r1; ++r) {                                        \
             const double c0 = cb[r - r0];                                            \
             if (c0 == 0.0) continue;                                                 \
+            if (d > dx) gacc[dx] = DPERM_FMA1(icpt[r], c0, gacc[dx]);                \
             const ptrdiff_t p1 = (ptrdiff_t)indptr[r + 1];                           \
             ptrdiff_t p = (ptrdiff_t)indptr[r];                                      \
             /* a row's indices are distinct (check_X canonicalizes), so four      */ \
@@ -188,6 +198,11 @@ static inline void dperm_csr_scatter_##SUF(const VT *restrict data,             
             const double *restrict c = cb + (r - r0) * mp + t;                       \
             dperm_v cv[DPERM_CSR_NV];                                                \
             for (int u = 0; u < DPERM_CSR_NV; ++u) cv[u] = dv_ld(c + u * DPERM_VW);  \
+            if (d > dx) {                                                            \
+                double *g = gt + dx * DPERM_CSR_TILE;                                \
+                for (int u = 0; u < DPERM_CSR_NV; ++u)                               \
+                    dv_st(g + u * DPERM_VW, dv_fma(dv_set1(icpt[r]), cv[u], dv_ld(g + u * DPERM_VW))); \
+            }                                                                        \
             const ptrdiff_t p1 = (ptrdiff_t)indptr[r + 1];                           \
             for (ptrdiff_t p = (ptrdiff_t)indptr[r]; p < p1; ++p) {                  \
                 const dperm_v v = dv_set1((double)data[p]);                          \
@@ -204,12 +219,13 @@ static void dperm_csr_rows_##SUF(int mode, const VT *data, const IT *ind,       
         const IT *indptr, const double *s, ptrdiff_t i0, ptrdiff_t i1, int loss,     \
         double h, const double *WT, const double *VTp, ptrdiff_t d, ptrdiff_t mp,    \
         ptrdiff_t rb, double *gacc, double *lacc, double *zb, double *z2, double *vb, \
-        double *cb) {                                                                \
+        double *cb, ptrdiff_t n, ptrdiff_t m, double *curv, ptrdiff_t dx,            \
+        const double *icpt) {                                                        \
     for (ptrdiff_t i = i0; i < i1; i += rb) {                                        \
         const ptrdiff_t e = i + rb < i1 ? i + rb : i1;                               \
         const ptrdiff_t cnt = (e - i) * mp;                                          \
-        dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, WT, d, mp, zb);          \
         if (mode == 0) {                                                             \
+            dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, WT, d, mp, zb, dx, icpt);      \
             dperm_loss_vd(loss, h, cnt, zb, vb, cb);                                 \
             for (ptrdiff_t r = 0; r < e - i; ++r) {                                  \
                 const double sr = s[i + r];                                          \
@@ -218,25 +234,40 @@ static void dperm_csr_rows_##SUF(int mode, const VT *data, const IT *ind,       
                     cb[r * mp + j] *= sr;        /* phi'(z) s x: unsigned row */     \
                 }                                                                    \
             }                                                                        \
+            if (curv != NULL) {                  /* phi''(z), kept for Hv passes */  \
+                dperm_loss_d2(loss, h, cnt, zb, z2);                                 \
+                for (ptrdiff_t r = 0; r < e - i; ++r)                                \
+                    for (ptrdiff_t j = 0; j < m; ++j) curv[j * n + i + r] = z2[r * mp + j]; \
+            }                                                                        \
+        } else if (curv != NULL) {                                                   \
+            /* cached phi'': only the margins of V, s (x.v) */                       \
+            dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, VTp, d, mp, z2, dx, icpt);     \
+            for (ptrdiff_t r = 0; r < e - i; ++r) {                                  \
+                const double sr = s[i + r];                                          \
+                for (ptrdiff_t j = 0; j < m; ++j)                                    \
+                    cb[r * mp + j] = curv[j * n + i + r] * z2[r * mp + j] * sr;      \
+                for (ptrdiff_t j = m; j < mp; ++j) cb[r * mp + j] = 0.0;             \
+            }                                                                        \
         } else {                                                                     \
             /* phi''(z) s^2 (x.v) x, with z2 = s (x.v) */                            \
-            dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, VTp, d, mp, z2);     \
+            dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, WT, d, mp, zb, dx, icpt);      \
+            dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, VTp, d, mp, z2, dx, icpt);     \
             dperm_loss_d2(loss, h, cnt, zb, cb);                                     \
             for (ptrdiff_t r = 0; r < e - i; ++r) {                                  \
                 const double sr = s[i + r];                                          \
                 for (ptrdiff_t j = 0; j < mp; ++j) cb[r * mp + j] *= z2[r * mp + j] * sr; \
             }                                                                        \
         }                                                                            \
-        dperm_csr_scatter_##SUF(data, ind, indptr, i, e, cb, d, mp, gacc);           \
+        dperm_csr_scatter_##SUF(data, ind, indptr, i, e, cb, d, mp, gacc, dx, icpt);           \
     }                                                                                \
 }                                                                                    \
                                                                                      \
 /* The whole pass; returns -1 when memory runs out.  nt: threads (>= 1). */          \
 static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,             \
-        const IT *indptr, const double *s, ptrdiff_t n, ptrdiff_t d, int loss,       \
-        double h, const double *W, const double *V, const double *l2,                \
+        const IT *indptr, const double *s, ptrdiff_t n, ptrdiff_t dx, ptrdiff_t d,   \
+        const double *icpt, int loss, double h, const double *W, const double *V, const double *l2,                \
         const double *B, const ptrdiff_t *idx, ptrdiff_t m, double *F, double *G,    \
-        int nt) {                                                                    \
+        int nt, double *curv) {                                                      \
     /* problems padded to whole tiles (zero weights in the padding lanes) */         \
     const ptrdiff_t mp = m == 1 ? 1 : (m + DPERM_CSR_TILE - 1) / DPERM_CSR_TILE * DPERM_CSR_TILE; \
     ptrdiff_t rb = dperm_csr_block_rows > 0 ? dperm_csr_block_rows : 256;           \
@@ -269,7 +300,7 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         double *zb = lacc + mp;                                                      \
         dperm_csr_rows_##SUF(mode, data, ind, indptr, s, i0, i1, loss, h, WT, VTp,   \
                              d, mp, rb, gacc, lacc, zb, zb + rb * mp, zb + 2 * rb * mp, \
-                             zb + 3 * rb * mp);                                      \
+                             zb + 3 * rb * mp, n, m, curv, dx, icpt);                \
     }                                                                                \
     /* fixed-order reduction over threads, then the regularizer and linear terms */ \
     const double inv_n = 1.0 / (double)n;                                            \

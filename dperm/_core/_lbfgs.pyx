@@ -137,7 +137,7 @@ def lbfgs(Data X, int loss, double h,
         # the first pass evaluates every start
         m = k
         rc = data_pass(PASS_VALUE_GRAD, &X.view, loss, h, &W[0, 0],
-                            NULL, &l2[0], Bp, &active[0], m, &F[0], &G[0, 0], n_threads)
+                            NULL, &l2[0], Bp, &active[0], m, &F[0], &G[0, 0], n_threads, NULL)
         for kk in range(k):
             gn = sqrt(_dot(&G[kk, 0], &G[kk, 0], d))
             gnorm[kk] = gn
@@ -157,7 +157,7 @@ def lbfgs(Data X, int loss, double h,
             if m == 0:
                 break
             rc = data_pass(PASS_VALUE_GRAD, &X.view, loss, h, &Wt[0, 0],
-                                NULL, &l2[0], Bp, &active[0], m, &Ft[0], &Gt[0, 0], n_threads)
+                                NULL, &l2[0], Bp, &active[0], m, &Ft[0], &Gt[0, 0], n_threads, NULL)
             for j in range(m):
                 kk = active[j]
                 t = step[kk]

@@ -19,20 +19,22 @@ ctypedef struct DataView:
     const void* indptr      # CSR only
     const double* s         # signed row weights (labels, +-1), (n,)
     Py_ssize_t n
-    Py_ssize_t d
-    Py_ssize_t nnz          # n*d for dense
+    Py_ssize_t d            # the model's dimension: dx, or dx + 1 with an intercept column
+    Py_ssize_t dx           # columns of X
+    const double* icpt      # (n,) values of the virtual last column (d == dx + 1), else NULL
+    Py_ssize_t nnz          # n*dx for dense
 
 cdef class Data:
     cdef DataView view
-    cdef readonly object values, indices, indptr, s
+    cdef readonly object values, indices, indptr, s, intercept
 
 cdef int objective_pass(
-    int mode, const floating* X, const double* y, Py_ssize_t n, Py_ssize_t d,
-    int loss, double h, const double* W, const double* V, const double* l2,
+    int mode, const floating* X, const double* y, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
+    const double* icpt, int loss, double h, const double* W, const double* V, const double* l2,
     const double* B, const Py_ssize_t* idx, Py_ssize_t m,
-    double* F, double* G, int n_threads) noexcept nogil
+    double* F, double* G, int n_threads, double* curv) noexcept nogil
 
 cdef int data_pass(
     int mode, const DataView* X, int loss, double h, const double* W, const double* V,
     const double* l2, const double* B, const Py_ssize_t* idx, Py_ssize_t m,
-    double* F, double* G, int n_threads) noexcept nogil
+    double* F, double* G, int n_threads, double* curv) noexcept nogil

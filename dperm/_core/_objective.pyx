@@ -25,21 +25,29 @@ from libc.stdint cimport int32_t, int64_t
 cdef extern from "_csr.h" nogil:
     int dperm_csr_block_rows
     int dperm_csr_pass_d32(int mode, const double* data, const int32_t* ind, const int32_t* indptr,
-                           const double* s, Py_ssize_t n, Py_ssize_t d, int loss, double h,
+                           const double* s, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
+                           const double* icpt, int loss, double h,
                            const double* W, const double* V, const double* l2, const double* B,
-                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt)
+                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
+                           double* curv)
     int dperm_csr_pass_f32(int mode, const float* data, const int32_t* ind, const int32_t* indptr,
-                           const double* s, Py_ssize_t n, Py_ssize_t d, int loss, double h,
+                           const double* s, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
+                           const double* icpt, int loss, double h,
                            const double* W, const double* V, const double* l2, const double* B,
-                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt)
+                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
+                           double* curv)
     int dperm_csr_pass_d64(int mode, const double* data, const int64_t* ind, const int64_t* indptr,
-                           const double* s, Py_ssize_t n, Py_ssize_t d, int loss, double h,
+                           const double* s, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
+                           const double* icpt, int loss, double h,
                            const double* W, const double* V, const double* l2, const double* B,
-                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt)
+                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
+                           double* curv)
     int dperm_csr_pass_f64(int mode, const float* data, const int64_t* ind, const int64_t* indptr,
-                           const double* s, Py_ssize_t n, Py_ssize_t d, int loss, double h,
+                           const double* s, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
+                           const double* icpt, int loss, double h,
                            const double* W, const double* V, const double* l2, const double* B,
-                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt)
+                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
+                           double* curv)
 
 # The block kernels of the row-access seam (declared here; _rows.pxd holds the
 # single-row helpers used by the full Hessian).
@@ -89,15 +97,21 @@ cdef inline Py_ssize_t _threads_for(Py_ssize_t n, Py_ssize_t d, int n_threads) n
 
 
 cdef int objective_pass(
-    int mode, const floating* X, const double* y, Py_ssize_t n, Py_ssize_t d,
-    int loss, double h, const double* W, const double* V, const double* l2,
+    int mode, const floating* X, const double* y, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
+    const double* icpt, int loss, double h, const double* W, const double* V, const double* l2,
     const double* B, const Py_ssize_t* idx, Py_ssize_t m,
-    double* F, double* G, int n_threads) noexcept nogil:
+    double* F, double* G, int n_threads, double* curv) noexcept nogil:
     """One pass over X for the m problems idx[0..m).
 
-    mode PASS_VALUE_GRAD: F[idx[j]] = J(W[idx[j]]), G[idx[j]] = grad J.
-    mode PASS_HESS_VEC:   G[idx[j]] = H(W[idx[j]]) V[idx[j]] (F untouched).
+    mode PASS_VALUE_GRAD: F[idx[j]] = J(W[idx[j]]), G[idx[j]] = grad J; with curv
+        non-NULL also curv[j*n + i] = phi''(margin of row i under problem j), the
+        curvature a later Hessian-vector pass at the same point can reuse.
+    mode PASS_HESS_VEC:   G[idx[j]] = H(W[idx[j]]) V[idx[j]] (F untouched); with curv
+        non-NULL the curvatures are read from it (W is then not read at all), which
+        saves the margins and the loss derivatives: what a Newton-CG inner loop needs.
     B may be NULL (no linear term).  Returns -1 if memory runs out.
+    X has dx columns; the model has d = dx (or dx + 1: row i then ends with the
+    value icpt[i], the intercept's column, which exists only in the row buffer).
 
     Per block of rb rows: margins Z = X_blk W^T for all problems (register
     tiles, see _rows.h), the losses and their derivatives vectorized over the
@@ -152,21 +166,36 @@ cdef int objective_pass(
                 nr = rb
             cnt = nr * m
             # rows times their labels: margins y w.x come out of the dots directly
-            read_rows(X + i * d, y + i, nr, d, xb, ldx)
+            read_rows(X + i * dx, y + i, nr, dx, xb, ldx)
+            if d > dx:
+                for r in range(nr):
+                    xb[r * ldx + dx] = y[i + r] * icpt[i + r]
             # the next block of this thread's rows is prefetched, half during the
             # margins and half during the gradient update
             nxt = i1 - i - nr
             if nxt > rb:
                 nxt = rb
-            pfb = nxt * d * <Py_ssize_t> sizeof(floating)
+            pfb = nxt * dx * <Py_ssize_t> sizeof(floating)
             pfh = pfb // 128 * 64
-            pfp = <const char*> (X + (i + nr) * d)
-            dperm_block_dots(xb, nr, d, ldx, Wp, m, zb, pfp, pfh)
+            pfp = <const char*> (X + (i + nr) * dx)
             if mode == PASS_VALUE_GRAD:
+                dperm_block_dots(xb, nr, d, ldx, Wp, m, zb, pfp, pfh)
                 # grad of phi(y w.x) is phi' y x: the coefficient of the signed row
                 dperm_loss_vd(loss, h, cnt, zb, vb, cb)
                 dperm_add_rows(vb, nr, m, lacc)
+                if curv != NULL:
+                    dperm_loss_d2(loss, h, cnt, zb, z2)
+                    for r in range(nr):
+                        for j in range(m):
+                            curv[j * n + i + r] = z2[r * m + j]
+            elif curv != NULL:
+                # cached curvature: phi'' (yx.v) (yx), no margins of W needed
+                dperm_block_dots(xb, nr, d, ldx, Vp, m, z2, pfp, pfh)
+                for r in range(nr):
+                    for j in range(m):
+                        cb[r * m + j] = curv[j * n + i + r] * z2[r * m + j]
             else:
+                dperm_block_dots(xb, nr, d, ldx, Wp, m, zb, pfp, pfh)
                 # phi'' (x.v) x = phi'' (yx.v) (yx)
                 dperm_block_dots(xb, nr, d, ldx, Vp, m, z2, NULL, 0)
                 dperm_loss_d2(loss, h, cnt, zb, cb)
@@ -237,14 +266,17 @@ cdef int hessian_pass(const floating* X, const double* y, Py_ssize_t n, Py_ssize
 cdef class Data:
     """X (dense or CSR) and the signed row weights s (labels, +-1), as the kernels read them.
 
-    Data(X, s): X a C-contiguous float32/float64 ndarray (numpy.memmap included:
+    Data(X, s, intercept=0): X a C-contiguous float32/float64 ndarray (numpy.memmap included:
     read in place), or a scipy.sparse CSR matrix/array with float32/float64 data
     and int32/int64 indices (indices and indptr of one dtype); s float64 (n,).
     Inputs must already be validated (dperm._validation.check_X): this class only
     holds references (so the buffers outlive every pass) and the raw pointers.
+    intercept: None, or a float64 (n,) array: row i gains a last column of value
+    intercept[i], virtually (the kernels add it as they read a row); the model then
+    has d + 1 weights, and X -- a memory map, say -- is never copied for it.
     """
 
-    def __cinit__(self, X, s):
+    def __cinit__(self, X, s, intercept=None):
         cdef const double[::1] sv = s
         cdef const double[:, ::1] xd
         cdef const float[:, ::1] xf
@@ -302,9 +334,20 @@ cdef class Data:
                 self.view.indptr = &p32[0]
         if sv.shape[0] != self.view.n:
             raise ValueError("Data: s must have one entry per row of X")
+        cdef const double[::1] iv
+        self.view.dx = self.view.d
+        self.view.icpt = NULL
+        self.intercept = intercept
+        if intercept is not None:
+            iv = intercept
+            if iv.shape[0] != self.view.n:
+                raise ValueError("Data: intercept must have one entry per row of X")
+            self.view.icpt = &iv[0]
+            self.view.d = self.view.d + 1
 
     @property
     def shape(self):
+        """(n, d): d counts the virtual intercept column."""
         return (self.view.n, self.view.d)
 
     @property
@@ -320,15 +363,17 @@ cdef class Data:
 cdef int data_pass(
         int mode, const DataView* X, int loss, double h, const double* W, const double* V,
         const double* l2, const double* B, const Py_ssize_t* idx, Py_ssize_t m,
-        double* F, double* G, int n_threads) noexcept nogil:
+        double* F, double* G, int n_threads, double* curv) noexcept nogil:
     """objective_pass on whatever X is: the one place that dispatches on storage."""
     cdef Py_ssize_t nt
     if X.kind == DATA_DENSE:
         if X.values_f32:
-            return objective_pass(mode, <const float*> X.values, X.s, X.n, X.d, loss, h, W, V,
-                                  l2, B, idx, m, F, G, n_threads)
-        return objective_pass(mode, <const double*> X.values, X.s, X.n, X.d, loss, h, W, V,
-                              l2, B, idx, m, F, G, n_threads)
+            return objective_pass(mode, <const float*> X.values, X.s, X.n, X.dx, X.d, X.icpt,
+                                  loss, h, W, V,
+                                  l2, B, idx, m, F, G, n_threads, curv)
+        return objective_pass(mode, <const double*> X.values, X.s, X.n, X.dx, X.d, X.icpt,
+                              loss, h, W, V,
+                              l2, B, idx, m, F, G, n_threads, curv)
     # CSR: threads by non-zeros, the same rule as the dense pass uses for entries
     nt = n_threads if n_threads > 0 else 1
     if nt > X.nnz // MIN_ENTRIES_PER_THREAD:
@@ -340,26 +385,29 @@ cdef int data_pass(
     if X.index_i64:
         if X.values_f32:
             return dperm_csr_pass_f64(mode, <const float*> X.values, <const int64_t*> X.indices,
-                                      <const int64_t*> X.indptr, X.s, X.n, X.d, loss, h, W, V,
-                                      l2, B, idx, m, F, G, <int> nt)
+                                      <const int64_t*> X.indptr, X.s, X.n, X.dx, X.d, X.icpt, loss, h, W, V,
+                                      l2, B, idx, m, F, G, <int> nt, curv)
         return dperm_csr_pass_d64(mode, <const double*> X.values, <const int64_t*> X.indices,
-                                  <const int64_t*> X.indptr, X.s, X.n, X.d, loss, h, W, V,
-                                  l2, B, idx, m, F, G, <int> nt)
+                                  <const int64_t*> X.indptr, X.s, X.n, X.dx, X.d, X.icpt, loss, h, W, V,
+                                  l2, B, idx, m, F, G, <int> nt, curv)
     if X.values_f32:
         return dperm_csr_pass_f32(mode, <const float*> X.values, <const int32_t*> X.indices,
-                                  <const int32_t*> X.indptr, X.s, X.n, X.d, loss, h, W, V,
-                                  l2, B, idx, m, F, G, <int> nt)
+                                  <const int32_t*> X.indptr, X.s, X.n, X.dx, X.d, X.icpt, loss, h, W, V,
+                                  l2, B, idx, m, F, G, <int> nt, curv)
     return dperm_csr_pass_d32(mode, <const double*> X.values, <const int32_t*> X.indices,
-                              <const int32_t*> X.indptr, X.s, X.n, X.d, loss, h, W, V,
-                              l2, B, idx, m, F, G, <int> nt)
+                              <const int32_t*> X.indptr, X.s, X.n, X.dx, X.d, X.icpt, loss, h, W, V,
+                              l2, B, idx, m, F, G, <int> nt, curv)
 
 
 # ----------------------------------------------------------------------------
 # Python entry points (inputs already validated by dperm.erm / dperm.losses).
 
 def value_grad(Data X, const double[:, ::1] W, const double[::1] l2, B, int loss, double h,
-               int n_threads):
-    """Objective values (k,) and gradients (k, d) for every row of W, one pass over X."""
+               int n_threads, double[:, ::1] curv=None):
+    """Objective values (k,) and gradients (k, d) for every row of W, one pass over X.
+
+    curv: None, or a (k, n) float64 array that receives phi''(margins) for a later
+    hess_vec(..., curv=curv) at the same W (Newton-CG's inner loop)."""
     cdef Py_ssize_t d = X.view.d, k = W.shape[0]
     if W.shape[1] != d:
         raise ValueError("value_grad: W must have X's number of columns")
@@ -371,28 +419,41 @@ def value_grad(Data X, const double[:, ::1] W, const double[::1] l2, B, int loss
     if B is not None:
         Bv = B
         Bp = &Bv[0, 0]
+    cdef double* cp = NULL
+    if curv is not None:
+        if curv.shape[0] != k or curv.shape[1] != X.view.n:
+            raise ValueError("value_grad: curv must be (k, n)")
+        cp = &curv[0, 0]
     cdef int rc
     with nogil:
         rc = data_pass(PASS_VALUE_GRAD, &X.view, loss, h, &W[0, 0], NULL, &l2[0], Bp,
-                       &idx[0], k, <double*> F.data, <double*> G.data, n_threads)
+                       &idx[0], k, <double*> F.data, <double*> G.data, n_threads, cp)
     if rc != 0:
         raise MemoryError("objective pass: out of memory")
     return F, G
 
 
 def hess_vec(Data X, const double[:, ::1] W, const double[:, ::1] V, const double[::1] l2,
-             int loss, double h, int n_threads):
-    """Hessian-vector products H(W[k]) V[k], shape (k, d), in one pass over X."""
+             int loss, double h, int n_threads, double[:, ::1] curv=None):
+    """Hessian-vector products H(W[k]) V[k], shape (k, d), in one pass over X.
+
+    curv: None, or the (k, n) curvatures value_grad wrote at these same W (then W
+    is not read: the pass skips the margins and the loss derivatives)."""
     cdef Py_ssize_t d = X.view.d, k = W.shape[0]
     if W.shape[1] != d or V.shape[0] != k or V.shape[1] != d:
         raise ValueError("hess_vec: W and V must be (k, d) with X's d")
     cdef cnp.ndarray[double, ndim=2] G = np.zeros((k, d))
     cdef double dummy = 0.0
     cdef Py_ssize_t[::1] idx = np.arange(k, dtype=np.intp)
+    cdef double* cp = NULL
+    if curv is not None:
+        if curv.shape[0] != k or curv.shape[1] != X.view.n:
+            raise ValueError("hess_vec: curv must be (k, n)")
+        cp = &curv[0, 0]
     cdef int rc
     with nogil:
         rc = data_pass(PASS_HESS_VEC, &X.view, loss, h, &W[0, 0], &V[0, 0], &l2[0], NULL,
-                       &idx[0], k, &dummy, <double*> G.data, n_threads)
+                       &idx[0], k, &dummy, <double*> G.data, n_threads, cp)
     if rc != 0:
         raise MemoryError("objective pass: out of memory")
     return G

@@ -1,0 +1,115 @@
+"""The rows a fit sees, described rather than copied.
+
+Two public, row-by-row maps sit between the user's X and the solver: clipping a
+row onto the ball of radius R (a factor t_i <= 1 per row), and the estimator's
+intercept column (the constant R appended, the row scaled by about 1/sqrt(2), so
+that ||[x, R]|| / sqrt(2) <= R whenever ||x|| <= R; SPEC.md).  Materializing
+either copies X -- a memory map of many gigabytes included.  `DesignRows`
+describes the rows
+
+    [t_i x_i, c] * scale        (the constant column only when c is given)
+
+and the kernels build them as they read each row of X: the factors ride on the
+signed row weights and the constant column is added in the row buffer (see
+dperm._core._objective.Data).  Nothing is copied.
+"""
+import numpy as np
+
+__all__ = ["DesignRows", "WithInterceptColumn", "INTERCEPT_SCALE"]
+
+#: rows [x, R] are scaled by this: 1/sqrt(2), shrunk by 2^-40 so that rounding in
+#: the scaled rows can never lift a norm above R (the bound the guarantee needs)
+INTERCEPT_SCALE = (1.0 / np.sqrt(2.0)) * (1.0 - 2.0**-40)
+
+
+class DesignRows:
+    """Rows [t_i x_i, c] * scale of X (n, d): shape (n, d) or (n, d + 1) with c.
+
+    X: a validated dense array, memory map or CSR matrix; factor: None (all 1)
+    or (n,) float64 in (0, 1]; constant: None or c > 0; scale > 0.  The solver,
+    both mechanisms and the norm checks accept it wherever they accept X.
+    """
+
+    def __init__(self, X, factor=None, constant=None, scale=1.0):
+        self.X = X
+        self.factor = None if factor is None else np.ascontiguousarray(factor, dtype=np.float64)
+        self.constant = None if constant is None else float(constant)
+        self.scale = float(scale)
+        if self.constant is not None and not self.constant > 0:
+            raise ValueError("DesignRows: the constant column must be > 0")
+        if not self.scale > 0:
+            raise ValueError("DesignRows: scale must be > 0")
+
+    @property
+    def shape(self):
+        n, d = self.X.shape
+        return (n, d + (self.constant is not None))
+
+    @property
+    def dtype(self):
+        return self.X.dtype
+
+    def with_X(self, X):
+        return DesignRows(X, self.factor, self.constant, self.scale)
+
+    def with_factor(self, factor):
+        return DesignRows(self.X, factor, self.constant, self.scale)
+
+    def x_radius(self, data_norm):
+        """The bound on ||t_i x_i|| that keeps a whole row within data_norm."""
+        r2 = (data_norm / self.scale) ** 2 - (self.constant or 0.0) ** 2
+        if r2 <= 0:
+            raise ValueError(f"data_norm={data_norm}: too small for an intercept column of "
+                             f"{self.constant} (the scaled constant alone exceeds it)")
+        return float(np.sqrt(r2))
+
+    def signed_weights(self, y):
+        """What the kernels multiply row i by: y_i * scale * t_i."""
+        s = np.asarray(y, dtype=np.float64) * self.scale
+        return np.ascontiguousarray(s if self.factor is None else s * self.factor)
+
+    def constant_column(self):
+        """The kernels' last column, c / t_i (times the row weight: c * scale), or None."""
+        if self.constant is None:
+            return None
+        n = self.X.shape[0]
+        if self.factor is None:
+            return np.full(n, self.constant)
+        return np.ascontiguousarray(self.constant / self.factor)
+
+    def toarray(self):
+        """The materialized rows (a dense float64 copy: for small problems only)."""
+        X = self.X.toarray() if hasattr(self.X, "toarray") else np.asarray(self.X)
+        X = X.astype(np.float64)
+        if self.factor is not None:
+            X = X * self.factor[:, None]
+        if self.constant is not None:
+            X = np.hstack([X, np.full((X.shape[0], 1), self.constant)])
+        return X * self.scale
+
+
+def WithInterceptColumn(X, value, scale=INTERCEPT_SCALE):
+    """X's rows (or a DesignRows' rows) with the intercept's constant column appended."""
+    if isinstance(X, DesignRows):
+        if X.constant is not None:
+            raise ValueError("WithInterceptColumn: X already has a constant column")
+        return DesignRows(X.X, X.factor, value, X.scale * scale)
+    return DesignRows(X, None, value, scale)
+
+
+def matmul_rows(X, W, block_entries=1 << 18):
+    """X @ W in float64 for dense, memory-mapped or CSR X (n, d) and W (d,) or (d, k),
+    reading X in blocks of rows: a float32 X (say, a map of many gigabytes) is
+    converted one block at a time, never as a whole."""
+    W = np.asarray(W, dtype=np.float64)
+    n, d = X.shape
+    out = np.empty((n,) + W.shape[1:])
+    if hasattr(X, "indptr"):
+        step = max(1, block_entries // max(1, X.nnz // max(n, 1)))
+    else:
+        step = max(1, block_entries // max(1, d))
+    for i in range(0, n, step):
+        blk = X[i:i + step]
+        blk = blk.astype(np.float64) if blk.dtype != np.float64 else blk
+        out[i:i + step] = blk @ W
+    return out
