@@ -118,3 +118,30 @@ class MemmapSolver:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             erm.minimize(self.X, self.y, alpha=1e-4)
+
+
+class BatchFit:
+    """Whole batched fit, k problems (own linear terms, as objective perturbation's draws):
+    the per-problem cost at k = 64 over k = 1 is the issue's batch target
+    (benchmarks/batch_fit.py prints the ratio)."""
+    params = (["dense", "csr"], [1, 64])
+    param_names = ["input", "k"]
+    timeout = 300
+
+    def setup(self, input, k):
+        from dperm.datasets import make_onehot_classification
+
+        n = 50_000
+        rng = np.random.default_rng(0)
+        if input == "dense":
+            self.X = rng.standard_normal((n, 100)) / 15.0
+            self.y = np.where(self.X @ rng.standard_normal(100) > 0, 1.0, -1.0)
+        else:
+            self.X, self.y = make_onehot_classification(n, random_state=0)
+        self.B = rng.standard_normal((k, self.X.shape[1])) * 0.5
+        self.alpha = np.full(k, 1e-3)
+
+    def time_fit(self, input, k):
+        from dperm.erm import minimize
+
+        minimize(self.X, self.y, alpha=self.alpha, linear=self.B, n_threads=1)
