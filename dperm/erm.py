@@ -193,21 +193,27 @@ _NEWTON_STATUS = {1: "converged", 2: "max_iter reached",
 
 
 def choose_solver(X, l2):
-    """The solver "auto" picks: Newton-CG for ill-conditioned problems, L-BFGS otherwise.
+    """The solver "auto" picks: L-BFGS, today, for every problem.
 
-    L-BFGS needs more iterations as alpha shrinks (its count grows roughly like
-    1/sqrt(alpha)), while Newton-CG pays a few Hessian-vector passes per iteration
-    but few iterations; see BENCHMARKS.md for the measurements behind the threshold.
+    Measured (BENCHMARKS.md, one thread, tol 1e-10, with the curvature cache):
+    Newton-CG is 17-20% faster on Adult (dense) at alpha <= 1e-6, 14% slower at
+    1e-4, 5-60% slower on KDDCup99 (CSR) at every alpha, and within 5% on
+    synthetic one-hot CSR.  Its Hessian-vector pass costs about as much as a
+    value-and-gradient pass on sparse data (both are two sweeps over the
+    non-zeros), and the 100-pair L-BFGS needs about as many passes as CG on these
+    problems, so no property of X known before the fit predicts when Newton wins.
     """
     return "newton" if float(np.min(l2)) < NEWTON_BELOW_ALPHA else "lbfgs"
 
 
-#: alpha below which solver="auto" uses Newton-CG (measured, BENCHMARKS.md)
+#: alpha below which solver="auto" uses Newton-CG; 0: never (see choose_solver)
 NEWTON_BELOW_ALPHA = 0.0
 
 
-#: memory the Newton solver may spend on cached curvatures (2 vectors of n per problem)
+#: memory the Newton solver may spend on cached curvatures (CACHED_POINTS vectors of n
+#: per problem)
 CURVATURE_CACHE_BYTES = 512 * 2**20
+CACHED_POINTS = 3
 
 
 def _newton(data, loss, h, W0, l2, B, tol, max_iter, nt):
@@ -217,9 +223,10 @@ def _newton(data, loss, h, W0, l2, B, tol, max_iter, nt):
     from dperm._newton import trust_region_newton
 
     n, k = data.shape[0], W0.shape[0]
-    # phi'' at the last two points each problem evaluated: a Hessian-vector pass at a
-    # point whose curvature is cached skips the margins and the loss (~40% of a pass)
-    cache = [[] for _ in range(k)] if 2 * k * n * 8 <= CURVATURE_CACHE_BYTES else None
+    # phi'' at the last points each problem evaluated: a Hessian-vector pass at a point
+    # whose curvature is cached skips the margins and the loss (a rejected trial point
+    # pushes an entry in; after several rejections in a row a pass recomputes)
+    cache = [[] for _ in range(k)] if CACHED_POINTS * k * n * 8 <= CURVATURE_CACHE_BYTES else None
 
     def vg(W, idx):
         curv = None if cache is None else np.empty((len(idx), n))
@@ -227,7 +234,7 @@ def _newton(data, loss, h, W0, l2, B, tol, max_iter, nt):
                          None if B is None else np.ascontiguousarray(B[idx]), loss, h, nt, curv)
         if cache is not None:
             for j, kk in enumerate(idx):
-                cache[kk] = [(W[j].copy(), curv[j])] + cache[kk][:1]
+                cache[kk] = [(W[j].copy(), curv[j])] + cache[kk][:CACHED_POINTS - 1]
         return out
 
     def hv(W, V, idx):

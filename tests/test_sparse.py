@@ -298,3 +298,36 @@ def test_predict_on_a_float32_map_converts_blocks_not_the_whole(tmp_path):
     factor = np.minimum(1.0, 1.0 / np.linalg.norm(X64, axis=1))
     np.testing.assert_allclose(scores, (X64 @ est.coef_[0]) * factor + est.intercept_[0],
                                rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("loss", LOSSES)
+def test_newton_solver_matches_lbfgs(sparse, loss, monkeypatch):
+    X, y = onehot_like(n=2000)
+    X = X if sparse else X.toarray()
+    alpha = np.array([1e-1, 1e-3, 1e-5])
+    B = np.random.default_rng(4).standard_normal((3, X.shape[1]))
+    ref = erm.minimize(X, y, loss=loss, alpha=alpha, linear=B, tol=1e-12, solver="lbfgs")
+    new = erm.minimize(X, y, loss=loss, alpha=alpha, linear=B, solver="newton")
+    assert new.converged.all() and np.all(new.grad_norm <= 1e-10)
+    for j in range(3):
+        assert rel(new.coef[j], ref.coef[j]) < 1e-7
+    # the curvature cache is used, and changes the cost, never the answer
+    from dperm._core import _objective
+
+    seen = []
+    real = _objective.hess_vec
+    monkeypatch.setattr(_objective, "hess_vec",
+                        lambda *a: seen.append(a[-1] is not None) or real(*a))
+    erm.minimize(X, y, loss=loss, alpha=alpha, linear=B, solver="newton")
+    assert sum(seen) >= 0.8 * len(seen), seen
+    monkeypatch.setattr(_objective, "hess_vec", real)
+    monkeypatch.setattr(erm, "CURVATURE_CACHE_BYTES", 0)
+    again = erm.minimize(X, y, loss=loss, alpha=alpha, linear=B, solver="newton")
+    np.testing.assert_array_equal(again.coef, new.coef)
+
+
+def test_unknown_solver_is_named():
+    X, y = onehot_like(n=50, d=8, q=2)
+    with pytest.raises(ValueError, match="^solver="):
+        erm.minimize(X, y, alpha=0.1, solver="sag")
