@@ -53,8 +53,13 @@ def assert_same(a, b):
 @pytest.mark.parametrize("perturbation", ["objective", "output"])
 @pytest.mark.parametrize("loss", ["logistic", "huber"])
 @pytest.mark.parametrize("alpha", ["auto", 1e-2])
-def test_neighbouring_fits_release_identical_metadata(perturbation, loss, alpha):
+@pytest.mark.parametrize("fmt", ["dense", "csr float32"])
+def test_neighbouring_fits_release_identical_metadata(perturbation, loss, alpha, fmt):
     (X, y), (X2, y2) = neighbours()
+    if fmt != "dense":     # the sparse, float32 path releases the same public values only
+        import scipy.sparse as sp
+
+        X, X2 = sp.csr_array(X.astype(np.float32)), sp.csr_array(X2.astype(np.float32))
     kw = dict(loss=loss, perturbation=perturbation, epsilon=0.5, alpha=alpha, classes=[-1, 1])
     a = PrivateLinearClassifier(**kw).fit(X, y)     # fresh randomness each (different seeds)
     b = PrivateLinearClassifier(**kw).fit(X2, y2)
