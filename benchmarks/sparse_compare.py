@@ -44,7 +44,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # before numpy/scipy/sklearn load
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -68,16 +67,7 @@ def median_time(fn, reps):
     return float(np.median(ts)), out
 
 
-def machine():
-    model = platform.processor() or platform.machine()
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return model, len(os.sched_getaffinity(0))
+from compare import machine  # noqa: E402  (benchmarks/compare.py, beside this file)
 
 
 def logistic_objective(X, y, w, alpha):

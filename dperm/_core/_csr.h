@@ -337,4 +337,23 @@ DPERM_CSR_DEFINE(f32, float, int32_t)
 DPERM_CSR_DEFINE(d64, double, int64_t)
 DPERM_CSR_DEFINE(f64, float, int64_t)
 
+/* The one entry point: picks the variant for the value and index types. */
+static int dperm_csr_pass(int values_f32, int index_i64, int mode, const void *data,
+        const void *ind, const void *indptr, const double *s, ptrdiff_t n, ptrdiff_t dx,
+        ptrdiff_t d, const double *icpt, int loss, double h, const double *W,
+        const double *V, const double *l2, const double *B, const ptrdiff_t *idx,
+        ptrdiff_t m, double *F, double *G, int nt, double *curv) {
+#define DPERM_CSR_CALL(SUF, VT, IT)                                                  \
+    return dperm_csr_pass_##SUF(mode, (const VT *)data, (const IT *)ind,             \
+                                (const IT *)indptr, s, n, dx, d, icpt, loss, h, W, V, \
+                                l2, B, idx, m, F, G, nt, curv)
+    if (index_i64) {
+        if (values_f32) DPERM_CSR_CALL(f64, float, int64_t);
+        DPERM_CSR_CALL(d64, double, int64_t);
+    }
+    if (values_f32) DPERM_CSR_CALL(f32, float, int32_t);
+    DPERM_CSR_CALL(d32, double, int32_t);
+#undef DPERM_CSR_CALL
+}
+
 #endif

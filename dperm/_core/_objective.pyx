@@ -24,30 +24,12 @@ from libc.stdint cimport int32_t, int64_t
 
 cdef extern from "_csr.h" nogil:
     int dperm_csr_block_rows
-    int dperm_csr_pass_d32(int mode, const double* data, const int32_t* ind, const int32_t* indptr,
-                           const double* s, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
-                           const double* icpt, int loss, double h,
-                           const double* W, const double* V, const double* l2, const double* B,
-                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
-                           double* curv)
-    int dperm_csr_pass_f32(int mode, const float* data, const int32_t* ind, const int32_t* indptr,
-                           const double* s, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
-                           const double* icpt, int loss, double h,
-                           const double* W, const double* V, const double* l2, const double* B,
-                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
-                           double* curv)
-    int dperm_csr_pass_d64(int mode, const double* data, const int64_t* ind, const int64_t* indptr,
-                           const double* s, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
-                           const double* icpt, int loss, double h,
-                           const double* W, const double* V, const double* l2, const double* B,
-                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
-                           double* curv)
-    int dperm_csr_pass_f64(int mode, const float* data, const int64_t* ind, const int64_t* indptr,
-                           const double* s, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
-                           const double* icpt, int loss, double h,
-                           const double* W, const double* V, const double* l2, const double* B,
-                           const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
-                           double* curv)
+    int dperm_csr_pass(int values_f32, int index_i64, int mode, const void* data,
+                       const void* ind, const void* indptr, const double* s, Py_ssize_t n,
+                       Py_ssize_t dx, Py_ssize_t d, const double* icpt, int loss, double h,
+                       const double* W, const double* V, const double* l2, const double* B,
+                       const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
+                       double* curv)
 
 # The block kernels of the row-access seam (declared here; _rows.pxd holds the
 # single-row helpers used by the full Hessian).
@@ -369,11 +351,9 @@ cdef int data_pass(
     if X.kind == DATA_DENSE:
         if X.values_f32:
             return objective_pass(mode, <const float*> X.values, X.s, X.n, X.dx, X.d, X.icpt,
-                                  loss, h, W, V,
-                                  l2, B, idx, m, F, G, n_threads, curv)
+                                  loss, h, W, V, l2, B, idx, m, F, G, n_threads, curv)
         return objective_pass(mode, <const double*> X.values, X.s, X.n, X.dx, X.d, X.icpt,
-                              loss, h, W, V,
-                              l2, B, idx, m, F, G, n_threads, curv)
+                              loss, h, W, V, l2, B, idx, m, F, G, n_threads, curv)
     # CSR: threads by non-zeros, the same rule as the dense pass uses for entries
     nt = n_threads if n_threads > 0 else 1
     if nt > X.nnz // MIN_ENTRIES_PER_THREAD:
@@ -382,21 +362,9 @@ cdef int data_pass(
         nt = X.n // 4
     if nt < 1:
         nt = 1
-    if X.index_i64:
-        if X.values_f32:
-            return dperm_csr_pass_f64(mode, <const float*> X.values, <const int64_t*> X.indices,
-                                      <const int64_t*> X.indptr, X.s, X.n, X.dx, X.d, X.icpt, loss, h, W, V,
-                                      l2, B, idx, m, F, G, <int> nt, curv)
-        return dperm_csr_pass_d64(mode, <const double*> X.values, <const int64_t*> X.indices,
-                                  <const int64_t*> X.indptr, X.s, X.n, X.dx, X.d, X.icpt, loss, h, W, V,
-                                  l2, B, idx, m, F, G, <int> nt, curv)
-    if X.values_f32:
-        return dperm_csr_pass_f32(mode, <const float*> X.values, <const int32_t*> X.indices,
-                                  <const int32_t*> X.indptr, X.s, X.n, X.dx, X.d, X.icpt, loss, h, W, V,
-                                  l2, B, idx, m, F, G, <int> nt, curv)
-    return dperm_csr_pass_d32(mode, <const double*> X.values, <const int32_t*> X.indices,
-                              <const int32_t*> X.indptr, X.s, X.n, X.dx, X.d, X.icpt, loss, h, W, V,
-                              l2, B, idx, m, F, G, <int> nt, curv)
+    return dperm_csr_pass(X.values_f32, X.index_i64, mode, X.values, X.indices, X.indptr, X.s,
+                          X.n, X.dx, X.d, X.icpt, loss, h, W, V, l2, B, idx, m, F, G,
+                          <int> nt, curv)
 
 
 # ----------------------------------------------------------------------------
