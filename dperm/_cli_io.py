@@ -510,6 +510,19 @@ def model_to_json(model):
     return json.dumps(_jsonable(model), indent=2, allow_nan=False) + "\n"
 
 
+def check_format_header(obj, fmt, version, keys, bad, hint=""):
+    """A JSON document's 'format', 'format_version' and required keys (models and the
+    streamed binaries' manifests); `bad(msg)` builds the error to raise."""
+    if not isinstance(obj, dict) or obj.get("format") != fmt:
+        raise bad(f"'format' must be {fmt!r}{hint}")
+    if obj.get("format_version") != version:
+        raise bad(f"unsupported format_version {obj.get('format_version')!r} "
+                  f"(this dperm reads version {version})")
+    for key in keys:
+        if key not in obj:
+            raise bad(f"missing key {key!r}")
+
+
 def load_model(path):
     """Read and check a model written by `dperm fit`; returns the dict with a
     normalized `schema` and numpy `coef`."""
@@ -519,14 +532,9 @@ def load_model(path):
     def bad(msg):
         return CLIError(f"{where}: not a valid dperm model: {msg}")
 
-    if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
-        raise bad(f"'format' must be {MODEL_FORMAT!r} (write models with `dperm fit`)")
-    if obj.get("format_version") != MODEL_FORMAT_VERSION:
-        raise bad(f"unsupported format_version {obj.get('format_version')!r} "
-                  f"(this dperm reads version {MODEL_FORMAT_VERSION})")
-    for key in ("coef", "intercept", "classes", "feature_names", "schema", "estimator"):
-        if key not in obj:
-            raise bad(f"missing key {key!r}")
+    check_format_header(obj, MODEL_FORMAT, MODEL_FORMAT_VERSION,
+                        ("coef", "intercept", "classes", "feature_names", "schema", "estimator"),
+                        bad, hint=" (write models with `dperm fit`)")
     try:
         schema = normalize_schema(obj["schema"], where="schema")
     except CLIError as exc:

@@ -30,7 +30,7 @@ import shutil
 
 import numpy as np
 
-from dperm._cli_io import CLIError
+from dperm._cli_io import CLIError, check_format_header
 
 __all__ = ["parse_size", "format_size", "design_rows", "DesignWriter", "open_design",
            "chunk_rows", "BINARY_FORMAT", "BINARY_FORMAT_VERSION", "MANIFEST",
@@ -253,15 +253,10 @@ def open_design(directory):
     def bad(msg):
         return CLIError(f"{where}: not a valid dperm binary: {msg}")
 
-    if not isinstance(man, dict) or man.get("format") != BINARY_FORMAT:
-        raise bad(f"{MANIFEST} 'format' must be {BINARY_FORMAT!r}")
-    if man.get("format_version") != BINARY_FORMAT_VERSION:
-        raise bad(f"unsupported format_version {man.get('format_version')!r} (this dperm "
-                  f"reads version {BINARY_FORMAT_VERSION})")
-    for key in ("layout", "dtype", "n_samples", "n_columns", "files", "schema",
-                "intercept_column", "feature_names", "source"):
-        if key not in man:
-            raise bad(f"{MANIFEST} lacks {key!r}")
+    check_format_header(man, BINARY_FORMAT, BINARY_FORMAT_VERSION,
+                        ("layout", "dtype", "n_samples", "n_columns", "files", "schema",
+                         "intercept_column", "feature_names", "source"),
+                        lambda msg: bad(f"{MANIFEST}: {msg}"))
     layout, n, d = man["layout"], man["n_samples"], man["n_columns"]
     if man["dtype"] not in ("float32", "float64") or layout not in ("dense", "csr"):
         raise bad(f"layout {layout!r} / dtype {man['dtype']!r} not understood")
