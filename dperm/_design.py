@@ -90,6 +90,8 @@ class DesignRows:
 
 def WithInterceptColumn(X, value, scale=INTERCEPT_SCALE):
     """X's rows (or a DesignRows' rows) with the intercept's constant column appended."""
+    if getattr(X, "_dperm_distributed", False):
+        return X.with_intercept(value, scale)   # added on the workers (dperm._dask)
     if isinstance(X, DesignRows):
         if X.constant is not None:
             raise ValueError("WithInterceptColumn: X already has a constant column")

@@ -44,6 +44,13 @@ def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
     """
     from dperm._design import DesignRows
 
+    if getattr(X, "_dperm_distributed", False):
+        return X   # rows on a Dask cluster, validated there (dperm._dask)
+    if type(X).__module__.startswith("dask."):
+        raise TypeError(f"{name}: a Dask collection is accepted by dperm.erm.minimize, the "
+                        f"mechanisms and PrivateLinearClassifier.fit (they train on the "
+                        f"workers); here it would be loaded into this process. For "
+                        f"predictions use {name}.map_blocks(model.predict, drop_axis=1)")
     if isinstance(X, DesignRows):
         return X.with_X(check_X(X.X, name=name, min_samples=min_samples,
                                 accept_sparse=accept_sparse))
@@ -392,6 +399,8 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False):
     """
     from dperm._design import DesignRows
 
+    if getattr(X, "_dperm_distributed", False):   # on the workers, by this same code
+        return X.bound_rows(data_norm, norm_policy, name=name, return_clipped=return_clipped)
     check_choice(norm_policy, "norm_policy", {"clip", "error"})
     D = X if isinstance(X, DesignRows) else DesignRows(X)
     base = row_norms(D.X)

@@ -41,9 +41,16 @@ class MinimizeResult:
 
 
 def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
-    X = check_X(X, name="X", accept_sparse=True)
-    n, d = X.shape
-    y = check_pm1_labels(y, n, name="y")
+    from dperm import _dask
+
+    if _dask.is_distributed(X):
+        # rows and labels stay on the workers (validated there); n and d are public
+        X, y = _dask.as_rows(X, y), None
+        n, d = X.shape
+    else:
+        X = check_X(X, name="X", accept_sparse=True)
+        n, d = X.shape
+        y = check_pm1_labels(y, n, name="y")
     lo = get_loss(loss)
     h = check_positive(h, "h")
     scalar = np.ndim(alpha) == 0
@@ -75,8 +82,11 @@ def _data(X, y):
     """The kernels' view of validated X and y (no copy): the signed row weights are
     the labels, times the row scale of a virtual intercept column if X has one."""
     from dperm._core._objective import Data
+    from dperm._dask import DaskRows
     from dperm._design import DesignRows
 
+    if isinstance(X, DaskRows):
+        return X   # the distributed oracle: value_grad / hess_vec over the workers' rows
     if isinstance(X, DesignRows):
         return Data(X.X, X.signed_weights(y), X.constant_column())
     return Data(X, y)
@@ -92,14 +102,16 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
 
     Parameters
     ----------
-    X : array (n, d), scipy.sparse matrix, or memory map
+    X : array (n, d), scipy.sparse matrix, memory map, or dask.array
         Features. float32 and float64 are read as they are (float32 halves memory
         traffic; sums are accumulated in float64); other dtypes and non-C layouts are
         converted to C-contiguous float64. CSR is read in place (other sparse formats
         are converted once); a C-ordered float32/float64 memory map is read block by
-        block, never copied. Must be finite.
+        block, never copied. Must be finite. A dask.array (chunked by rows only; dense
+        or CSR chunks) is fitted on the workers of the distributed client in scope
+        (see dperm._dask): the solver runs here, each pass is a sum over the workers.
     y : array (n,)
-        Labels in {-1, +1}.
+        Labels in {-1, +1} (with a dask X: a numpy array or a dask array).
     loss : {"logistic", "huber", "smooth_hinge"}
     alpha : float or array (k,)
         Regularization strength Lambda > 0; an array solves k problems in one batch.
@@ -163,7 +175,23 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
     if solver == "auto":
         solver = choose_solver(X, l2)
     data = _data(X, y)
-    if solver == "newton":
+    if data is X and hasattr(X, "value_grad"):   # distributed rows: the oracle path
+        wt = n_threads if n_threads is None else nt
+        if solver == "newton":
+            from dperm._newton import trust_region_newton
+
+            def hv(W, V, idx):
+                return X.hess_vec(W, V, l2[idx], lo.kernel_id, h, wt)
+            out = trust_region_newton(_dask_vg(X, l2, B, lo.kernel_id, h, wt), hv, W0, tol,
+                                      int(max_iter))
+        else:
+            from dperm._core._lbfgs import lbfgs
+
+            out = lbfgs(_dask_vg(X, l2, B, lo.kernel_id, h, wt), lo.kernel_id, h, W0, l2, B,
+                        tol, int(max_iter), int(memory), nt)
+        coef, fun, n_iter, gnorm, status = (np.ascontiguousarray(out[0]),) + tuple(
+            np.asarray(a) for a in out[1:])
+    elif solver == "newton":
         coef, fun, n_iter, gnorm, status = _newton(data, lo.kernel_id, h, W0, l2, B, tol,
                                                    int(max_iter), nt)
     else:
@@ -186,6 +214,14 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
         res = MinimizeResult(coef=coef[0], fun=fun[0], n_iter=int(n_iter[0]), grad_norm=gnorm[0],
                              converged=bool(converged[0]), status=res.status[0])
     return res
+
+
+def _dask_vg(X, l2, B, loss, h, n_threads):
+    """The value-and-gradient oracle over distributed rows (B is applied here, on the
+    client: the workers never see the noise)."""
+    def vg(W, idx):
+        return X.value_grad(W, l2[idx], None if B is None else B[idx], loss, h, n_threads)
+    return vg
 
 
 _NEWTON_STATUS = {1: "converged", 2: "max_iter reached",
@@ -272,7 +308,11 @@ def objective(X, y, W, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
     if B is not None:
         B = np.ascontiguousarray(np.broadcast_to(B, W.shape))
-    F, G = value_grad(_data(X, y), W, l2, B, lo.kernel_id, h, nt)
+    data = _data(X, y)
+    if hasattr(data, "value_grad"):
+        F, G = data.value_grad(W, l2, B, lo.kernel_id, h, n_threads)
+    else:
+        F, G = value_grad(data, W, l2, B, lo.kernel_id, h, nt)
     return (F[0], G[0]) if single else (F, G)
 
 
@@ -286,7 +326,11 @@ def hessian_vector(X, y, W, V, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, 
     if V.shape != W.shape:
         raise ValueError(f"V: expected the shape of W {W.shape}, got {V.shape}")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
-    out = hess_vec(_data(X, y), W, V, l2, lo.kernel_id, h, nt)
+    data = _data(X, y)
+    if hasattr(data, "hess_vec"):
+        out = data.hess_vec(W, V, l2, lo.kernel_id, h, n_threads)
+    else:
+        out = hess_vec(data, W, V, l2, lo.kernel_id, h, nt)
     return out[0] if single else out
 
 
@@ -294,6 +338,11 @@ def hessian(X, y, W, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=
     """Full Hessian(s) (d, d) or (k, d, d); O(n d^2), for small d."""
     from dperm._core._objective import hessian as _hess
 
+    from dperm import _dask
+
+    if _dask.is_distributed(X):
+        raise TypeError("hessian: the full Hessian is not computed over a Dask array; use "
+                        "hessian_vector (or compute a small X locally)")
     X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))

@@ -10,6 +10,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 
 from dperm import erm
+from dperm import _dask
 from dperm._design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn, matmul_rows
 from dperm._validation import (bound_rows, check_choice, check_epsilon, check_n_threads,
                                check_positive, check_random_state, check_X, spawn_generator)
@@ -278,7 +279,15 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.perturbation != "none":
             warn_if_seeded(self.random_state, accountant=self.accountant)
         feature_names = _feature_names(X)
-        X = check_X(X, name="X", min_samples=2, accept_sparse=True)
+        distributed = _dask.is_distributed(X)
+        if distributed:
+            # rows stay on the workers; the labels (n values) are read here to find and
+            # map the classes, then sent back chunked like the rows (dperm._dask)
+            X = _dask._check_array(X)
+            if _dask.is_dask_array(y):
+                y = y.compute()
+        else:
+            X = check_X(X, name="X", min_samples=2, accept_sparse=True)
         n = X.shape[0]
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
@@ -286,6 +295,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if yy.ndim == 0 or yy.shape[0] != n:
             raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
         classes, y_pm = self._check_classes(y)
+        if distributed:
+            X = _dask.as_rows(X, y_pm, min_samples=2)
         lo = get_loss(self.loss)
         if self.accountant is not None:
             self.accountant.check(self.epsilon)

@@ -120,8 +120,14 @@ def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_s
 
 
 def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws):
-    X = check_X(X, name="X", min_samples=2, accept_sparse=True)
-    y = check_pm1_labels(y, X.shape[0], name="y")
+    from dperm import _dask
+
+    if _dask.is_distributed(X):
+        # a Dask array: rows, labels, validation and clipping stay on the workers
+        X, y = _dask.as_rows(X, y, min_samples=2), None
+    else:
+        X = check_X(X, name="X", min_samples=2, accept_sparse=True)
+        y = check_pm1_labels(y, X.shape[0], name="y")
     lo = get_loss(loss)
     alphas, scalar = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)

@@ -88,21 +88,51 @@ cdef void _direction(Py_ssize_t d, Py_ssize_t mem, Py_ssize_t count, Py_ssize_t 
         a -= 1
 
 
-def lbfgs(Data X, int loss, double h,
+cdef int _call_oracle(object oracle, object W, object active, Py_ssize_t m, object F,
+                      object G, list err) noexcept:
+    """The oracle path's pass: F[idx], G[idx] = oracle(W[idx], idx) for idx = active[:m].
+    Called with the GIL held; an exception is kept in err (returns -2)."""
+    try:
+        idx = np.array(active[:m], dtype=np.intp)
+        Fo, Go = oracle(np.ascontiguousarray(W[idx]), idx)
+        F[idx] = np.asarray(Fo, dtype=np.float64).reshape(m)
+        G[idx] = np.asarray(Go, dtype=np.float64).reshape(m, G.shape[1])
+        return 0
+    except BaseException as exc:
+        err.append(exc)
+        return -2
+
+
+def lbfgs(X, int loss, double h,
           double[:, ::1] W0, const double[::1] l2, B, double tol, int max_iter,
           int memory, int n_threads):
     """Minimize k objectives from starts W0 (k, d).
 
+    X is a Data (the compiled pass over local rows, without the GIL), or an
+    oracle: a callable oracle(W_block (m, d), idx (m,)) -> (F (m,), G (m, d)) giving
+    the whole objective (loss, l2 and linear terms: l2 and B are then ignored here),
+    called with the GIL held once per pass -- a distributed objective, say.  The
+    line search and the history are the same code either way.
+
     Returns coef (k, d), fun (k,), n_iter (k,), grad_norm (k,), status (k,)
     where status is 1 converged, 2 max_iter, 3 line search failure.
     """
-    cdef Py_ssize_t d = X.view.d, k = W0.shape[0]
+    cdef Data data = X if isinstance(X, Data) else None
+    oracle = None if data is not None else X
+    if oracle is not None and not callable(oracle):
+        raise TypeError("lbfgs: X must be a Data or an oracle callable")
+    cdef bint use_oracle = oracle is not None
+    cdef Py_ssize_t d = data.view.d if data is not None else W0.shape[1], k = W0.shape[0]
+    cdef list err = []
     cdef Py_ssize_t mem = memory if memory > 0 else 1
     cdef cnp.ndarray[double, ndim=2] W_np = np.array(W0, dtype=np.float64, order="C", copy=True)
     cdef double[:, ::1] W = W_np
-    cdef double[:, ::1] Wt = np.array(W0, dtype=np.float64, order="C", copy=True)
-    cdef double[:, ::1] G = np.zeros((k, d))
-    cdef double[:, ::1] Gt = np.zeros((k, d))
+    Wt_np = np.array(W0, dtype=np.float64, order="C", copy=True)
+    cdef double[:, ::1] Wt = Wt_np
+    G_np = np.zeros((k, d))
+    cdef double[:, ::1] G = G_np
+    Gt_np = np.zeros((k, d))
+    cdef double[:, ::1] Gt = Gt_np
     cdef double[:, ::1] P = np.zeros((k, d))
     cdef double[:, ::1] S = np.zeros((k, mem * d))
     cdef double[:, ::1] Yh = np.zeros((k, mem * d))
@@ -110,7 +140,8 @@ def lbfgs(Data X, int loss, double h,
     cdef double[::1] abuf = np.zeros(mem)
     cdef cnp.ndarray[double, ndim=1] F_np = np.zeros(k)
     cdef double[::1] F = F_np
-    cdef double[::1] Ft = np.zeros(k)
+    Ft_np = np.zeros(k)
+    cdef double[::1] Ft = Ft_np
     cdef double[::1] step = np.ones(k)
     cdef double[::1] gp = np.zeros(k)
     cdef cnp.ndarray[cnp.intp_t, ndim=1] iters_np = np.zeros(k, dtype=np.intp)
@@ -122,7 +153,8 @@ def lbfgs(Data X, int loss, double h,
     cdef Py_ssize_t[::1] status = status_np
     cdef cnp.ndarray[double, ndim=1] gnorm_np = np.zeros(k)
     cdef double[::1] gnorm = gnorm_np
-    cdef Py_ssize_t[::1] active = np.arange(k, dtype=np.intp)
+    active_np = np.arange(k, dtype=np.intp)
+    cdef Py_ssize_t[::1] active = active_np
     cdef const double[:, ::1] Bv
     cdef const double* Bp = NULL
     if B is not None:
@@ -136,8 +168,12 @@ def lbfgs(Data X, int loss, double h,
     with nogil:
         # the first pass evaluates every start
         m = k
-        rc = data_pass(PASS_VALUE_GRAD, &X.view, loss, h, &W[0, 0],
-                            NULL, &l2[0], Bp, &active[0], m, &F[0], &G[0, 0], n_threads, NULL)
+        if use_oracle:
+            with gil:
+                rc = _call_oracle(oracle, W_np, active_np, m, F_np, G_np, err)
+        else:
+            rc = data_pass(PASS_VALUE_GRAD, &data.view, loss, h, &W[0, 0],
+                           NULL, &l2[0], Bp, &active[0], m, &F[0], &G[0, 0], n_threads, NULL)
         for kk in range(k):
             gn = sqrt(_dot(&G[kk, 0], &G[kk, 0], d))
             gnorm[kk] = gn
@@ -156,8 +192,12 @@ def lbfgs(Data X, int loss, double h,
                     m += 1
             if m == 0:
                 break
-            rc = data_pass(PASS_VALUE_GRAD, &X.view, loss, h, &Wt[0, 0],
-                                NULL, &l2[0], Bp, &active[0], m, &Ft[0], &Gt[0, 0], n_threads, NULL)
+            if use_oracle:
+                with gil:
+                    rc = _call_oracle(oracle, Wt_np, active_np, m, Ft_np, Gt_np, err)
+            else:
+                rc = data_pass(PASS_VALUE_GRAD, &data.view, loss, h, &Wt[0, 0],
+                               NULL, &l2[0], Bp, &active[0], m, &Ft[0], &Gt[0, 0], n_threads, NULL)
             for j in range(m):
                 kk = active[j]
                 t = step[kk]
@@ -255,6 +295,8 @@ def lbfgs(Data X, int loss, double h,
                 step[kk] = 1.0
                 for q in range(d):
                     Wt[kk, q] = W[kk, q] + P[kk, q]
+    if rc == -2:
+        raise err[0]
     if rc != 0:
         raise MemoryError("lbfgs: out of memory in the objective pass")
     return W_np, F_np, iters_np, gnorm_np, status_np

@@ -1,0 +1,413 @@
+"""The Dask backend: the objective over rows that live on a Dask cluster.
+
+`erm.minimize`, both mechanisms and `PrivateLinearClassifier.fit` accept a
+`dask.array` (chunked by rows only; dense or scipy.sparse CSR chunks; float32 or
+float64).  The rows never leave the workers:
+
+* the row blocks (and the labels, chunked like them) are persisted; on every
+  worker that holds blocks a long-lived `_Shard` (a Dask actor) builds the
+  compiled `dperm._core._objective.Data` over its local blocks once, after
+  validating them there (finite values, labels in {-1, +1}; a bad block raises
+  an error that names its chunk index);
+* the public row maps -- clipping onto the ball of radius `data_norm` and the
+  estimator's intercept column -- are replayed on the workers by the same code
+  as on one machine (`bound_rows`, `WithInterceptColumn`), as a list of public
+  operations (`DaskRows.ops`);
+* each pass of the solver sends the current batch W (m x d) to every shard;
+  a shard returns, PER CHUNK, the unnormalized sums of the losses and of the
+  gradient terms (or Hessian-vector terms) and the chunk's row count -- never
+  anything but sums;
+* the client places the per-chunk sums by chunk index and adds them in chunk
+  order (so the result does not depend on which worker holds which chunk, nor
+  on a recovery that moved chunks), checks that every chunk contributed exactly
+  once and that the rows add up to n, and only then applies 1/n, the ridge term
+  and the linear term B.  B (the objective-perturbation noise) is drawn on the
+  client and never leaves it.
+
+Rounding: the compiled pass returns means (sums times 1/n_chunk) plus the
+regularizer; a shard calls it with l2 = 0 and no linear term and multiplies by
+the chunk's row count, which restores the sum to within a unit or two in the
+last place.  With the different order of summation (chunks, not threads) the
+objective and gradient match the local pass to ~1e-15 relative, and minimizers
+to the solver's tolerance (tests: 1e-8 relative).
+
+Faults: a shard on a worker that died makes its call fail; the backend waits for
+the scheduler to recompute the lost blocks from their source (their task graph),
+builds the shards again and repeats the same pass -- the same W, the same
+per-chunk sums, so the fit completes with the answer it would have given.  If
+the blocks cannot be recomputed or the workers keep failing, the fit raises
+`DistributedFitError`; a reduction with a missing chunk or a wrong row count is
+never turned into a model.
+
+Importing this module does not import dask; only a Dask collection does.
+"""
+import sys
+
+import numpy as np
+
+__all__ = ["is_dask_array", "is_distributed", "as_rows", "DaskRows", "DistributedFitError"]
+
+#: how many times a pass is repeated after rebuilding the shards on a lost worker
+MAX_RECOVERIES = 3
+#: shards cache the prepared rows of this many distinct row maps (ops)
+_CACHE_SPECS = 4
+
+
+class DistributedFitError(RuntimeError):
+    """The cluster could not complete a pass over every row (no model is produced)."""
+
+
+def is_dask_array(X):
+    """True for a dask.array.Array (without importing dask: a program that holds
+    one has imported dask.array already)."""
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(X, da.Array)
+
+
+def is_distributed(X):
+    """A Dask array, a DaskRows, or a DesignRows over a Dask array."""
+    if isinstance(X, DaskRows) or is_dask_array(X):
+        return True
+    from dperm._design import DesignRows
+
+    return isinstance(X, DesignRows) and is_dask_array(X.X)
+
+
+def _client():
+    try:
+        from distributed import get_client
+    except ImportError:  # pragma: no cover - dask without distributed
+        raise ImportError("dperm: fitting on a Dask array needs the 'distributed' package: "
+                          "pip install 'dperm[dask]'") from None
+    try:
+        return get_client()
+    except ValueError:
+        raise RuntimeError(
+            "dperm: a Dask array was given but no distributed client is running. Start one "
+            "before fitting: `from distributed import Client; client = Client()` (a local "
+            "cluster), or connect to a cluster started with `dask scheduler` and "
+            "`dask worker tcp://SCHEDULER:8786`: `Client('tcp://SCHEDULER:8786')`.") from None
+
+
+def _check_array(X, name="X"):
+    if X.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D Dask array (n_samples, n_features), got "
+                         f"{X.ndim} dimensions")
+    if any(np.isnan(c) for c in X.chunks[0]) or any(np.isnan(c) for c in X.chunks[1]):
+        raise ValueError(f"{name}: the Dask array has unknown chunk sizes; n is public and "
+                         f"must be known: call {name}.compute_chunk_sizes() first")
+    if len(X.chunks[1]) != 1:
+        raise ValueError(f"{name}: the Dask array is chunked along columns ({len(X.chunks[1])} "
+                         f"column chunks); dperm needs whole rows in every block: "
+                         f"{name} = {name}.rechunk({{1: -1}})")
+    if X.dtype not in (np.float32, np.float64):
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+            raise ValueError(f"{name}: must be numeric, got dtype {X.dtype}")
+        X = X.astype(np.float64)
+    return X
+
+
+def as_rows(X, y, *, min_samples=1, name="X"):
+    """A DaskRows over a Dask array X and labels y in {-1, +1} (a numpy array, or a
+    Dask array: rechunked like X's rows).  A DaskRows is returned as it is (its
+    labels are already on the workers; y is ignored)."""
+    from dperm._design import DesignRows
+
+    if isinstance(X, DaskRows):
+        return X
+    ops = ()
+    if isinstance(X, DesignRows):
+        if X.factor is not None:
+            raise ValueError(f"{name}: row factors of a Dask array are applied on the workers; "
+                             "pass the Dask array and data_norm instead of a DesignRows with "
+                             "factors")
+        ops = ((("icpt", X.constant, X.scale),) if X.constant is not None else
+               ((("scale", X.scale),) if X.scale != 1.0 else ()))
+        X = X.X
+    import dask.array as da
+
+    client = _client()
+    X = _check_array(X, name)
+    n, d = X.shape
+    if n < min_samples:
+        raise ValueError(f"{name}: needs at least {min_samples} samples; found {n}")
+    if y is None:
+        raise ValueError("y: labels are required")
+    if is_dask_array(y):
+        if y.ndim == 2 and 1 in y.shape:
+            y = y.reshape(-1)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y: expected {n} labels (1-D), got shape {y.shape}")
+        y = y.rechunk((X.chunks[0],))
+    else:
+        yy = np.asarray(y)
+        if yy.ndim == 2 and 1 in yy.shape:
+            yy = yy.reshape(-1)
+        if yy.ndim != 1 or yy.shape[0] != n:
+            raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
+        y = da.from_array(yy, chunks=(X.chunks[0],))
+    return DaskRows(client, X, y, ops)
+
+
+class DaskRows:
+    """Rows of a Dask array with their labels, held by shards on the workers.
+
+    shape is public (n, d + intercept column); `ops` are the public row maps
+    replayed on the workers.  `value_grad` / `hess_vec` are the objective oracle
+    the solvers call (W blocks in, objective values / gradients out).
+    """
+
+    _dperm_distributed = True
+
+    def __init__(self, client, X, y, ops=(), _state=None):
+        self.ops = tuple(ops)
+        if _state is None:
+            X, y = client.persist([X, y])
+            _state = _Cluster(client, X, y)
+        self._state = _state
+        self.X = _state.X
+
+    # --- the public shape of the design -----------------------------------------
+    @property
+    def shape(self):
+        n, d = self._state.X.shape
+        return (n, d + sum(op[0] == "icpt" for op in self.ops))
+
+    @property
+    def dtype(self):
+        return self._state.X.dtype
+
+    @property
+    def n_chunks(self):
+        return self._state.n_chunks
+
+    def _with(self, op):
+        return DaskRows(None, None, None, self.ops + (op,), _state=self._state)
+
+    def with_intercept(self, value, scale):
+        """WithInterceptColumn, on the workers."""
+        if any(op[0] == "icpt" for op in self.ops):
+            raise ValueError("WithInterceptColumn: X already has a constant column")
+        return self._with(("icpt", float(value), float(scale)))
+
+    def bound_rows(self, data_norm, norm_policy, *, name="X", return_clipped=False):
+        """bound_rows, on the workers (the same code, per chunk); "error" raises there."""
+        from dperm._validation import check_choice
+
+        check_choice(norm_policy, "norm_policy", {"clip", "error"})
+        out = self._with(("clip", float(data_norm), norm_policy, name))
+        clipped = out._state.call("prepare", out.ops)
+        total = int(sum(sum(c) for c in clipped))
+        return (out, total) if return_clipped else out
+
+    # --- the oracle ---------------------------------------------------------------
+    def value_grad(self, W, l2, B, loss, h, n_threads=None):
+        """Objective values (m,) and gradients (m, d) at W (m, d) over all rows."""
+        W = np.ascontiguousarray(W, dtype=np.float64)
+        S, SG = self._state.reduce("value_grad", self.ops, W, loss, h, n_threads)
+        n = self.shape[0]
+        inv_n = 1.0 / n
+        l2 = np.asarray(l2, dtype=np.float64).reshape(-1)
+        F = S * inv_n + 0.5 * l2 * np.einsum("ij,ij->i", W, W)
+        G = SG * inv_n + l2[:, None] * W
+        if B is not None:
+            B = np.asarray(B, dtype=np.float64).reshape(W.shape)
+            F = F + np.einsum("ij,ij->i", B, W) * inv_n
+            G = G + B * inv_n
+        return F, G
+
+    def hess_vec(self, W, V, l2, loss, h, n_threads=None):
+        """Hessian-vector products (m, d) at W along V."""
+        W = np.ascontiguousarray(W, dtype=np.float64)
+        V = np.ascontiguousarray(V, dtype=np.float64)
+        _, SH = self._state.reduce("hess_vec", self.ops, (W, V), loss, h, n_threads)
+        l2 = np.asarray(l2, dtype=np.float64).reshape(-1)
+        return SH * (1.0 / self.shape[0]) + l2[:, None] * V
+
+
+class _Cluster:
+    """The persisted blocks, their layout and the shards (one actor per worker)."""
+
+    def __init__(self, client, X, y):
+        from distributed import futures_of
+
+        self.client, self.X, self.y = client, X, y
+        xkeys = [k[0] for k in X.__dask_keys__()]
+        ykeys = list(y.__dask_keys__())
+        fx = {f.key: f for f in futures_of(X)}
+        fy = {f.key: f for f in futures_of(y)}
+        self.xf = [fx[k] for k in xkeys]
+        self.yf = [fy[k] for k in ykeys]
+        self.n_chunks = len(self.xf)
+        self.rows = np.asarray(X.chunks[0], dtype=np.int64)
+        self.starts = np.concatenate(([0], np.cumsum(self.rows)[:-1]))
+        self.n = int(self.rows.sum())
+        self.shards = []
+        self._build()
+
+    def _build(self):
+        """(Re)create one shard per worker over the blocks it holds, in a fixed order."""
+        from distributed import wait
+
+        self.shards = []
+        wait(self.xf + self.yf)
+        who = self.client.who_has(self.xf)
+        groups = {}
+        for i, f in enumerate(self.xf):
+            holders = sorted(who.get(f.key, ()))
+            if not holders:
+                raise DistributedFitError(f"chunk {i}: no worker holds it after recomputation")
+            groups.setdefault(holders[0], []).append(i)
+        shards = []
+        for w in sorted(groups):
+            idx = groups[w]
+            fut = self.client.submit(
+                _Shard, idx, [int(self.starts[i]) for i in idx],
+                [self.xf[i] for i in idx], [self.yf[i] for i in idx],
+                actor=True, workers=[w], allow_other_workers=False, pure=False)
+            shards.append((fut, idx))
+        # construction validates the blocks: a bad chunk raises here, with its index
+        self.shards = [(fut.result(), fut, idx) for fut, idx in shards]
+
+    def call(self, method, *args):
+        """method(*args) on every shard (in worker order), repeated after a rebuild if a
+        worker is lost; returns the shards' results."""
+        for attempt in range(MAX_RECOVERIES + 1):
+            try:
+                if not self.shards:
+                    self._build()
+                futs = [getattr(actor, method)(*args) for actor, _, _ in self.shards]
+                return [f.result() for f in futs]
+            except (ValueError, TypeError, MemoryError, KeyboardInterrupt):
+                raise
+            except Exception as exc:   # a lost worker, a closed connection, ...
+                if attempt == MAX_RECOVERIES:
+                    raise DistributedFitError(
+                        f"dperm: a pass over the Dask array failed {attempt + 1} times "
+                        f"({type(exc).__name__}: {exc}); the fit was stopped rather than "
+                        "finished on partial sums. Check the workers (memory limits, "
+                        "restarts) and fit again.") from exc
+                self.shards = []   # rebuilt from the persisted blocks (recomputed if lost)
+
+    def reduce(self, method, ops, Wargs, loss, h, n_threads):
+        """Per-chunk sums of a pass, checked (every chunk once, n rows) and added in
+        chunk order: (sums of losses (m,) or None, sums of gradient terms (m, d))."""
+        res = self.call(method, ops, Wargs, int(loss), float(h), n_threads)
+        seen = np.zeros(self.n_chunks, dtype=bool)
+        F = G = None
+        rows = 0
+        for out in res:
+            for ci, cnt, f, g in out:
+                if seen[ci] or cnt != self.rows[ci]:
+                    raise DistributedFitError(
+                        f"dperm: chunk {ci} contributed twice or with a wrong row count; the "
+                        "pass is not a sum over every row once (no model is produced)")
+                seen[ci] = True
+                if G is None:
+                    G = np.zeros((self.n_chunks,) + g.shape)
+                    F = np.zeros((self.n_chunks,) + g.shape[:1])
+                G[ci] = g
+                if f is not None:
+                    F[ci] = f
+                rows += cnt
+        if not seen.all() or rows != self.n:
+            raise DistributedFitError(
+                f"dperm: a pass over the Dask array covered {rows} of {self.n} rows "
+                f"({int((~seen).sum())} chunk(s) missing); no model is produced from a "
+                "partial sum")
+        # chunk order, whatever worker held which chunk
+        Fs = np.zeros(F.shape[1:])
+        Gs = np.zeros(G.shape[1:])
+        for ci in range(self.n_chunks):
+            Fs += F[ci]
+            Gs += G[ci]
+        return Fs, Gs
+
+
+def _replay(block, y, ops, loss_name=None):
+    """The design rows of one block after the public row maps `ops`, as on one machine."""
+    from dperm._design import DesignRows, WithInterceptColumn
+    from dperm._validation import bound_rows
+
+    D = DesignRows(block)
+    clipped = []
+    for op in ops:
+        if op[0] == "clip":
+            out, c = bound_rows(D, op[1], op[2], name=op[3], return_clipped=True)
+            D = out if isinstance(out, DesignRows) else D
+            clipped.append(c)
+        elif op[0] == "icpt":
+            D = WithInterceptColumn(D, op[1], op[2])
+        elif op[0] == "scale":
+            D = DesignRows(D.X, D.factor, D.constant, D.scale * op[1])
+    return D, clipped
+
+
+class _Shard:
+    """One worker's row blocks and their compiled Data (a Dask actor)."""
+
+    def __init__(self, chunk_ids, starts, blocks, labels):
+        from dperm._validation import check_pm1_labels, check_X
+
+        self.chunk_ids = list(chunk_ids)
+        self.blocks, self.labels = [], []
+        for ci, r0, X, y in zip(chunk_ids, starts, blocks, labels):
+            where = f"chunk {ci} (rows {r0} to {r0 + X.shape[0] - 1})"
+            X = check_X(X, name=f"X, {where}", accept_sparse=True)
+            y = check_pm1_labels(y, X.shape[0], name=f"y, {where}")
+            self.blocks.append(X)
+            self.labels.append(y)
+        self.cache = {}
+        try:
+            from distributed import get_worker
+
+            self.n_threads = int(get_worker().state.nthreads)
+        except Exception:
+            self.n_threads = 1
+
+    def prepare(self, ops):
+        """Build (and cache) the kernels' Data for the row maps ops; returns the number
+        of rows each map clipped, per chunk (a statistic for the analyst)."""
+        ops = tuple(ops)
+        hit = self.cache.get(ops)
+        if hit is None:
+            from dperm._core._objective import Data
+
+            datas, counts = [], []
+            for ci, X, y in zip(self.chunk_ids, self.blocks, self.labels):
+                D, clipped = _replay(X, y, ops)
+                datas.append(Data(D.X, D.signed_weights(y), D.constant_column()))
+                counts.append(sum(clipped))
+            if len(self.cache) >= _CACHE_SPECS:
+                self.cache.pop(next(iter(self.cache)))
+            hit = self.cache[ops] = (datas, counts)
+        return hit[1]
+
+    def _nt(self, n_threads):
+        return self.n_threads if n_threads is None else int(n_threads)
+
+    def value_grad(self, ops, W, loss, h, n_threads=None):
+        from dperm._core._objective import value_grad
+
+        self.prepare(ops)
+        datas = self.cache[tuple(ops)][0]
+        zero = np.zeros(W.shape[0])
+        out = []
+        for ci, D in zip(self.chunk_ids, datas):
+            nr = D.shape[0]
+            F, G = value_grad(D, W, zero, None, loss, h, self._nt(n_threads))
+            out.append((ci, nr, F * nr, G * nr))
+        return out
+
+    def hess_vec(self, ops, WV, loss, h, n_threads=None):
+        from dperm._core._objective import hess_vec
+
+        W, V = WV
+        self.prepare(ops)
+        datas = self.cache[tuple(ops)][0]
+        zero = np.zeros(W.shape[0])
+        out = []
+        for ci, D in zip(self.chunk_ids, datas):
+            nr = D.shape[0]
+            out.append((ci, nr, None, hess_vec(D, W, V, zero, loss, h, self._nt(n_threads)) * nr))
+        return out

@@ -1,0 +1,219 @@
+"""The Dask backend (dperm._dask) on a real LocalCluster: the same answers as the local
+path (dense and CSR chunks, float32 and float64; non-private, both mechanisms, the
+estimator), validation on the workers, and a worker killed in the middle of a fit."""
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import dperm  # noqa: E402
+from dperm import _dask, erm, mechanisms  # noqa: E402
+from dperm.exceptions import ClippingWarning, PrivacyLeakWarning  # noqa: E402
+
+RTOL = 1e-8
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+def _problem(n=3000, d=12, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (1.2 / np.sqrt(d))   # some rows over norm 1: clipping
+    y = np.where(X @ rng.normal(size=d) + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def _rel(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return np.abs(a - b).max() / max(np.abs(a).max(), 1e-300)
+
+
+def _sparsify(b):
+    return sp.csr_matrix(np.where(np.abs(b) > 0.25, b, 0))
+
+
+def _variants(X, chunks=450):
+    """(local, dask) pairs: dense and CSR chunks, float64 and float32."""
+    out = []
+    for dt in (np.float64, np.float32):
+        Xl = X.astype(dt)
+        out.append((f"dense-{np.dtype(dt).name}", Xl, da.from_array(Xl, chunks=(chunks, -1))))
+        Xs = _sparsify(Xl)
+        Xd = da.from_array(Xl, chunks=(chunks, -1)).map_blocks(_sparsify, dtype=dt,
+                                                               meta=sp.csr_matrix((0, 0), dtype=dt))
+        out.append((f"csr-{np.dtype(dt).name}", Xs, Xd))
+    return out
+
+
+def test_import_does_not_import_dask():
+    code = ("import dperm, dperm.erm, dperm.estimators, dperm.mechanisms, dperm._dask, sys; "
+            "assert 'dask' not in sys.modules and 'distributed' not in sys.modules, "
+            "sorted(m for m in sys.modules if 'dask' in m or 'distributed' in m)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "newton"])
+def test_minimize_matches_local(client, solver):
+    X, y = _problem()
+    for name, Xl, Xd in _variants(X):
+        a = erm.minimize(Xl, y, alpha=[1e-2, 1e-3], solver=solver)
+        b = erm.minimize(Xd, y, alpha=[1e-2, 1e-3], solver=solver)
+        assert b.converged.all(), name
+        assert _rel(a.coef, b.coef) < RTOL, name
+        assert np.allclose(a.fun, b.fun, rtol=1e-12), name
+
+
+def test_labels_as_dask_and_objective(client):
+    X, y = _problem(n=1000)
+    Xd = da.from_array(X, chunks=(300, -1))
+    yd = da.from_array(y, chunks=250)          # rechunked like X's rows
+    a = erm.minimize(X, y, alpha=0.05, loss="huber")
+    b = erm.minimize(Xd, yd, alpha=0.05, loss="huber")
+    assert _rel(a.coef, b.coef) < RTOL
+    W = np.random.default_rng(1).normal(size=(3, X.shape[1]))
+    lin = np.random.default_rng(2).normal(size=(3, X.shape[1]))
+    Fa, Ga = erm.objective(X, y, W, alpha=[0.1, 0.2, 0.3], linear=lin)
+    Fb, Gb = erm.objective(Xd, yd, W, alpha=[0.1, 0.2, 0.3], linear=lin)
+    assert np.allclose(Fa, Fb, rtol=1e-13) and np.allclose(Ga, Gb, rtol=1e-12, atol=1e-15)
+    V = np.ones_like(W)
+    assert np.allclose(erm.hessian_vector(X, y, W, V, alpha=0.1),
+                       erm.hessian_vector(Xd, yd, W, V, alpha=0.1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mech", [mechanisms.output_perturbation,
+                                  mechanisms.objective_perturbation])
+def test_mechanisms_match_local_with_same_seed(client, mech):
+    X, y = _problem()
+    for name, Xl, Xd in _variants(X):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            a = mech(Xl, y, alpha=[1e-2, 1e-3], epsilon=1.0, n_draws=2, random_state=7)
+            b = mech(Xd, y, alpha=[1e-2, 1e-3], epsilon=1.0, n_draws=2, random_state=7)
+        assert _rel(a.coef, b.coef) < RTOL, name
+        assert a.record() == b.record(), name
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_estimator_matches_local(client, intercept):
+    X, y = _problem()
+    labels = np.where(y > 0, "yes", "no")
+    kw = dict(epsilon=1.0, alpha=1e-2, data_norm=0.8, fit_intercept=intercept, random_state=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        warnings.simplefilter("ignore", ClippingWarning)
+        e1 = dperm.PrivateLinearClassifier(**kw).fit(X, labels)
+        e2 = dperm.PrivateLinearClassifier(**kw).fit(da.from_array(X, chunks=(500, -1)),
+                                                     da.from_array(labels, chunks=500))
+    assert _rel(e1.coef_, e2.coef_) < RTOL
+    assert abs(e1.intercept_[0] - e2.intercept_[0]) <= RTOL * np.abs(e1.coef_).max()
+    assert e1.privacy_ == e2.privacy_
+    # clipping ran on the workers by the same rule: the same rows were clipped
+    assert e1.fit_diagnostics_["rows_clipped"] == e2.fit_diagnostics_["rows_clipped"] > 0
+
+
+def test_norm_policy_error_on_workers(client):
+    X, y = _problem(n=600)
+    with pytest.raises(ValueError, match="norm above data_norm"):
+        mechanisms.output_perturbation(da.from_array(X, chunks=(200, -1)), y, alpha=0.1,
+                                       epsilon=1.0, norm_policy="error")
+
+
+def test_bad_chunk_is_named(client):
+    X, y = _problem(n=1000)
+    X[612, 3] = np.nan                         # chunk 3 of chunks of 200 rows
+    with pytest.raises(ValueError, match=r"chunk 3 \(rows 600 to 799\).*NaN"):
+        erm.minimize(da.from_array(X, chunks=(200, -1)), y, alpha=0.1)
+    X, y = _problem(n=1000)
+    y[5] = 0.0
+    with pytest.raises(ValueError, match=r"y, chunk 0 .*-1 or \+1"):
+        erm.minimize(da.from_array(X, chunks=(200, -1)), y, alpha=0.1)
+
+
+def test_column_chunks_and_unknown_sizes_refused(client):
+    X, y = _problem(n=400)
+    with pytest.raises(ValueError, match=r"rechunk\(\{1: -1\}\)"):
+        erm.minimize(da.from_array(X, chunks=(100, 5)), y, alpha=0.1)
+    Xd = da.from_array(X, chunks=(100, -1))
+    Xu = Xd[Xd[:, 0] > -np.inf]                # unknown chunk sizes
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        erm.minimize(Xu, y, alpha=0.1)
+
+
+def test_no_client_is_a_clear_error():
+    code = ("import numpy as np, dask.array as da, dperm.erm as e\n"
+            "try:\n"
+            "    e.minimize(da.ones((10, 2), chunks=(5, 2)) * 0.1, np.ones(10), alpha=1.0)\n"
+            "except RuntimeError as exc:\n"
+            "    assert 'Client()' in str(exc) and 'dask scheduler' in str(exc), exc\n"
+            "else:\n"
+            "    raise SystemExit('no error')\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_check_X_refuses_to_load_a_dask_array(client):
+    with pytest.raises(TypeError, match="map_blocks"):
+        dperm._validation.check_X(da.ones((4, 2), chunks=(2, 2)))
+
+
+def test_partial_sum_is_refused(client, monkeypatch):
+    X, y = _problem(n=800)
+    rows = _dask.as_rows(da.from_array(X, chunks=(200, -1)), y)
+    real = _dask._Cluster.call
+
+    def drop_one(self, method, *args):
+        out = real(self, method, *args)
+        return [out[0][1:]] + out[1:] if method != "prepare" else out
+    monkeypatch.setattr(_dask._Cluster, "call", drop_one)
+    with pytest.raises(_dask.DistributedFitError, match="partial sum"):
+        erm.minimize(rows, None, alpha=0.1)
+
+
+def _fault_run():
+    """In a fresh process: 2 worker processes; one is killed after a few passes of a fit,
+    which must finish with the answer of an undisturbed fit (recomputed blocks, rebuilt
+    shards, the same pass repeated)."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        X, y = _problem(n=4000, d=10, seed=3)
+        Xd = da.from_array(X, chunks=(500, -1))
+        ref = erm.minimize(Xd, y, alpha=1e-3)
+        calls = {"n": 0}
+        real = _dask._Cluster.reduce
+
+        def reduce(self, *args):
+            calls["n"] += 1
+            if calls["n"] == 4:
+                victim = sorted(c.scheduler_info()["workers"])[0]
+                c.submit(os._exit, 1, workers=[victim], pure=False)
+                import time
+                time.sleep(1.0)
+            return real(self, *args)
+        _dask._Cluster.reduce = reduce
+        try:
+            got = erm.minimize(Xd, y, alpha=1e-3)
+        finally:
+            _dask._Cluster.reduce = real
+        assert calls["n"] > 4
+        assert np.array_equal(ref.coef, got.coef), _rel(ref.coef, got.coef)
+        local = erm.minimize(X, y, alpha=1e-3)
+        assert _rel(local.coef, got.coef) < RTOL
+
+
+def test_killed_worker_recovers_exactly():
+    # a subprocess: worker processes need an importable main module
+    code = "import sys; sys.path.insert(0, %r); import test_dask; test_dask._fault_run()" % (
+        os.path.dirname(__file__))
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=180)
