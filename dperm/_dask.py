@@ -162,7 +162,14 @@ class DaskRows:
     def __init__(self, client, X, y, ops=(), _state=None):
         self.ops = tuple(ops)
         if _state is None:
-            X, y = client.persist([X, y])
+            import dask
+
+            # labels given as a numpy array travel in the graph (so that a lost block can
+            # be recomputed from it): not the "large graph" the warning is about
+            limit = dask.config.get("distributed.admin.large-graph-warning-threshold", "10MB")
+            limit = max(dask.utils.parse_bytes(limit), 4 * y.nbytes)
+            with dask.config.set({"distributed.admin.large-graph-warning-threshold": limit}):
+                X, y = client.persist([X, y])
             _state = _Cluster(client, X, y)
         self._state = _state
         self.X = _state.X
