@@ -418,3 +418,59 @@ class _Shard:
             nr = D.shape[0]
             out.append((ci, nr, None, hess_vec(D, W, V, zero, loss, h, self._nt(n_threads)) * nr))
         return out
+
+
+# --- row selection and blockwise evaluation (private_tuning, predictions) -------------
+def _take_rows(block, where):
+    """Rows `where` (sorted positions within the block) of a dense or CSR block."""
+    return block[where]
+
+
+def split_rows(X, parts):
+    """The Dask arrays X[sorted(part)] for each part (disjoint int64 row-index arrays),
+    built without bringing rows to the client: each chunk of X is cut on its worker by
+    the positions of the part's rows inside it.  The parts are public (a permutation
+    drawn from public randomness); a chunk without rows of a part is left out of that
+    part.  Returns [(Dask array, sorted indices)] in the order of `parts`."""
+    import dask.array as da
+
+    X = _check_array(X)
+    bounds = np.concatenate(([0], np.cumsum(X.chunks[0])))
+    d = X.shape[1]
+    out = []
+    for part in parts:
+        idx = np.sort(np.asarray(part, dtype=np.int64))
+        cuts = np.searchsorted(idx, bounds)
+        pieces = []
+        for j in range(X.numblocks[0]):
+            where = idx[cuts[j]:cuts[j + 1]] - bounds[j]
+            if where.size:
+                pieces.append(X.blocks[j].map_blocks(
+                    _take_rows, where, chunks=((where.size,), (d,)), dtype=X.dtype,
+                    meta=X._meta))
+        out.append((da.concatenate(pieces, axis=0) if len(pieces) > 1 else pieces[0], idx))
+    return out
+
+
+def _count_mistakes(block, labels, predict):
+    return np.array([np.count_nonzero(np.asarray(predict(block)) != labels)], dtype=np.int64)
+
+
+def count_mistakes(estimator, X, y):
+    """Number of rows of the Dask array X whose predicted label differs from y (a numpy
+    array), counted on the workers: each chunk returns its count, the client adds them."""
+    import dask.array as da
+
+    X = _check_array(X)
+    y = np.asarray(y)
+    bounds = np.concatenate(([0], np.cumsum(X.chunks[0])))
+    counts = [da.from_delayed(
+        _delayed_count(X.blocks[j], y[bounds[j]:bounds[j + 1]], estimator.predict),
+        shape=(1,), dtype=np.int64) for j in range(X.numblocks[0])]
+    return int(da.concatenate(counts).sum().compute())
+
+
+def _delayed_count(block, labels, predict):
+    from dask import delayed
+
+    return delayed(_count_mistakes)(block.to_delayed().ravel()[0], labels, predict)

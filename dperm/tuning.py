@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 
+from dperm import _dask
 from dperm._validation import (check_epsilon, check_positive, check_random_state, check_X,
                                spawn_generator)
 from dperm.exceptions import PrivacyLeakWarning
@@ -227,9 +228,14 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
         and a public label set (`classes`, not None: reading labels from a
         part would leak).  If it has a BudgetAccountant, `epsilon` is checked
         and charged to it once for the whole procedure.
-    X : array of shape (n_samples, n_features)
+    X : array of shape (n_samples, n_features), or a dask.array
+        A Dask array (rows chunked, see dperm._dask) is split on the workers:
+        each model is fitted there on its part and the validation mistakes are
+        counted there (only the counts come back).  Each part is cut from X's
+        blocks, so persist X first if its blocks are costly to compute.
     y : array of shape (n_samples,)
-        Labels, all in the estimator's `classes`.
+        Labels, all in the estimator's `classes` (with a Dask X, a numpy array
+        or a Dask array, read on the client like the estimator's fit does).
     param_grid : list of dicts, or dict of lists
         A fixed, finite list of parameter settings chosen BEFORE seeing the
         data (a list or tuple of dicts, each one setting; or a dict of lists,
@@ -296,7 +302,16 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
                                  f"({', '.join(_PUBLIC_BOUNDS)}) must be fixed on the estimator "
                                  "before seeing the data, not chosen by a grid")
 
-    X = check_X(X, name="X", accept_sparse=True)
+    distributed = _dask.is_dask_array(X)
+    if distributed:
+        # rows stay on the workers; the labels (n values, needed to check them against the
+        # public label set and to score the validation part) are read here, as in
+        # PrivateLinearClassifier.fit
+        X = _dask._check_array(X)
+        if hasattr(y, "compute"):
+            y = y.compute()
+    else:
+        X = check_X(X, name="X", accept_sparse=True)
     n = X.shape[0]
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -326,7 +341,17 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
     rng = check_random_state(random_state)
     parts = random_split(n, m + 1, rng)
     val = parts[-1]
-    X_val, y_val = X[val], y[val]
+    if distributed:
+        # each part is cut out of the Dask array's chunks on the workers (the split is
+        # public randomness, drawn here); within a part the rows keep X's order
+        cut = _dask.split_rows(X, parts)
+
+        def part(i):
+            return cut[i][0], y[cut[i][1]]
+    else:
+        def part(i):   # one part at a time: no copy of all of X
+            return X[parts[i]], y[parts[i]]
+    X_val, y_val = part(m)
     rs_keys = _keys(base, "random_state")
 
     estimators, mistakes = [], np.empty(m, dtype=np.int64)
@@ -341,11 +366,15 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
         for k in _keys(base, "accountant"):
             settings[k] = None  # charged once for the whole procedure below
         est.set_params(**settings)
-        est.fit(X[parts[i]], y[parts[i]])
+        est.fit(*part(i))
         # a generator (or any seed) left in a released estimator's parameters would
         # let its holder regenerate the noise
         est.set_params(**{k: None for k in rs_keys})
-        mistakes[i] = int(np.count_nonzero(np.asarray(est.predict(X_val)) != y_val))
+        if distributed:
+            # predicted on the workers, chunk by chunk; only the counts come back
+            mistakes[i] = _dask.count_mistakes(est, X_val, y_val)
+        else:
+            mistakes[i] = int(np.count_nonzero(np.asarray(est.predict(X_val)) != y_val))
         estimators.append(est)
 
     # mistakes change by at most 1 when one validation row changes: sensitivity 1

@@ -217,3 +217,27 @@ def test_killed_worker_recovers_exactly():
     code = "import sys; sys.path.insert(0, %r); import test_dask; test_dask._fault_run()" % (
         os.path.dirname(__file__))
     subprocess.run([sys.executable, "-c", code], check=True, timeout=180)
+
+
+def test_private_tuning_matches_local(client):
+    X, y = _problem(n=2400, d=8, seed=4)
+    labels = np.where(y > 0, "yes", "no")
+    est = dperm.PrivateLinearClassifier(epsilon=1.0, data_norm=1.0, classes=["no", "yes"])
+    grid = {"alpha": [3e-1, 1e-1, 3e-2]}
+    for Xd in (da.from_array(X, chunks=(350, -1)),
+               da.from_array(X, chunks=(350, -1)).map_blocks(
+                   sp.csr_matrix, meta=sp.csr_matrix((0, 0)))):
+        Xl = X if isinstance(Xd._meta, np.ndarray) else sp.csr_matrix(X)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            warnings.simplefilter("ignore", ClippingWarning)
+            a = dperm.private_tuning(est, Xl, labels, grid, epsilon=1.0, random_state=3)
+            b = dperm.private_tuning(est, Xd, da.from_array(labels, chunks=500), grid,
+                                     epsilon=1.0, random_state=3)
+        assert a.best_index_ == b.best_index_
+        assert np.array_equal(a.fit_diagnostics_["mistakes"], b.fit_diagnostics_["mistakes"])
+        assert np.array_equal(a.train_sizes, b.train_sizes)
+        for ea, eb in zip(a.estimators_, b.estimators_):
+            assert _rel(ea.coef_, eb.coef_) < RTOL
+            assert abs(ea.intercept_[0] - eb.intercept_[0]) <= RTOL * np.abs(ea.coef_).max()
+            assert ea.privacy_ == eb.privacy_
