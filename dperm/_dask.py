@@ -474,3 +474,24 @@ def _delayed_count(block, labels, predict):
     from dask import delayed
 
     return delayed(_count_mistakes)(block.to_delayed().ravel()[0], labels, predict)
+
+
+def map_rows(X, fn, n_features, out_cols=None, dtype=np.float64):
+    """fn applied to every row block of the Dask array X on the workers: a Dask array of
+    shape (n,) (out_cols None) or (n, out_cols), chunked like X's rows.  Used for
+    predictions: fn is the local, public row map of a fitted model (released anyway)."""
+    if X.ndim != 2:
+        raise ValueError(f"X: expected a 2-D Dask array (n_samples, n_features), got "
+                         f"{X.ndim} dimensions")
+    if X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, but the model is expecting "
+                         f"{n_features} features as input")
+    if len(X.chunks[1]) != 1:
+        raise ValueError(f"X: the Dask array is chunked along columns ({len(X.chunks[1])} "
+                         "column chunks); predictions need whole rows in every block: "
+                         "X = X.rechunk({1: -1})")
+    dtype = np.dtype(dtype)
+    if out_cols is None:
+        return X.map_blocks(fn, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype))
+    return X.map_blocks(fn, chunks=(X.chunks[0], (out_cols,)), dtype=dtype,
+                        meta=np.empty((0, 0), dtype))

@@ -48,9 +48,10 @@ def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
         return X   # rows on a Dask cluster, validated there (dperm._dask)
     if type(X).__module__.startswith("dask."):
         raise TypeError(f"{name}: a Dask collection is accepted by dperm.erm.minimize, the "
-                        f"mechanisms and PrivateLinearClassifier.fit (they train on the "
-                        f"workers); here it would be loaded into this process. For "
-                        f"predictions use {name}.map_blocks(model.predict, drop_axis=1)")
+                        f"mechanisms, private_tuning and PrivateLinearClassifier (fit, "
+                        f"predict, score, ...: they run on the workers); here it would be "
+                        f"loaded into this process. Elsewhere apply the function per block: "
+                        f"{name}.map_blocks(f, ...)")
     if isinstance(X, DesignRows):
         return X.with_X(check_X(X.X, name=name, min_samples=min_samples,
                                 accept_sparse=accept_sparse))

@@ -1,4 +1,5 @@
 """PrivateLinearClassifier: the scikit-learn face of Algorithms 1 and 2."""
+import functools as _functools
 import numbers
 import warnings
 
@@ -63,6 +64,14 @@ def _feature_names(X):
     if names.size and all(isinstance(c, str) for c in names):
         return names
     return None
+
+
+def _block_call(est, method, block):
+    """est.method on one row block of a Dask array (on a worker); the feature-name check
+    was done on the client."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        return getattr(est, method)(block)
 
 
 def _warn_clipped(clipped, n, data_norm):
@@ -400,6 +409,16 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("The feature names should match those that were passed during fit "
                              f"(same names, same order).{detail or ' The order differs.'}")
 
+    def _on_workers(self, X, method, out_cols=None, dtype=np.float64):
+        """method on a Dask array: the local path run blockwise on the workers (a lazy
+        Dask array chunked like X's rows)."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, ["coef_", "classes_"])
+        self._check_feature_names_at_predict(X)   # here, once (a Dask array has none)
+        return _dask.map_rows(X, _functools.partial(_block_call, self, method),
+                              self.n_features_in_, out_cols, dtype)
+
     def decision_function(self, X):
         """Signed score f.x + b, shape (n,); positive means classes_[1].
 
@@ -407,7 +426,12 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         data_norm, the same public map the training rows went through (whatever
         norm_policy says: prediction never refuses a row), so a score is linear in
         x only inside that ball.
+
+        A Dask array gives a Dask array (lazy), computed block by block on the
+        workers by the same code; so do predict, predict_proba and predict_log_proba.
         """
+        if _dask.is_dask_array(X):
+            return self._on_workers(X, "decision_function")
         X = self._check_fitted_X(X)
         factor = None
         if isinstance(X, DesignRows):
@@ -419,6 +443,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Predicted labels, shape (n,), taken from classes_."""
+        if _dask.is_dask_array(X):
+            return self._on_workers(X, "predict", dtype=self.classes_.dtype)
         scores = self.decision_function(X)  # checks fitted-ness before classes_ is read
         return self.classes_[(scores > 0).astype(int)]
 
@@ -430,6 +456,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     @available_if(_has_proba)
     def predict_proba(self, X):
         """Class probabilities (n, 2) in the order of classes_ (logistic loss only)."""
+        if _dask.is_dask_array(X):
+            return self._on_workers(X, "predict_proba", out_cols=2)
         s = self.decision_function(X)
         # sigmoid(s) and sigmoid(-s) computed separately: 1 - p would round to 0 for s > 37
         return np.column_stack([expit(-s), expit(s)])
@@ -441,8 +469,33 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         log sigmoid(s) = -log(1 + e^-s) = -logaddexp(0, -s), exact where
         log(predict_proba) would give -inf.
         """
+        if _dask.is_dask_array(X):
+            return self._on_workers(X, "predict_log_proba", out_cols=2)
         s = self.decision_function(X)
         return np.column_stack([-np.logaddexp(0.0, s), -np.logaddexp(0.0, -s)])
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on (X, y).  With a Dask array X the rows are predicted and
+        compared on the workers (y: numpy or Dask, chunked like X's rows there) and
+        a float comes back."""
+        if not _dask.is_dask_array(X):
+            return super().score(X, y, sample_weight=sample_weight)
+        if sample_weight is not None:
+            raise TypeError("sample_weight: not supported with a Dask array X")
+        import dask.array as da
+
+        pred = self.predict(X)
+        if _dask.is_dask_array(y) or hasattr(y, "to_dask_array"):
+            y = (y if _dask.is_dask_array(y) else y.to_dask_array(lengths=True)).reshape(-1)
+            if y.shape[0] != pred.shape[0]:
+                raise ValueError(f"y: has {y.shape[0]} labels but X has {pred.shape[0]} rows")
+            y = y.rechunk(pred.chunks)
+        else:
+            y = np.asarray(y).reshape(-1)
+            if y.shape[0] != pred.shape[0]:
+                raise ValueError(f"y: has {y.shape[0]} labels but X has {pred.shape[0]} rows")
+            y = da.from_array(y, chunks=pred.chunks)
+        return float((pred == y).mean().compute())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

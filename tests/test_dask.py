@@ -241,3 +241,30 @@ def test_private_tuning_matches_local(client):
             assert _rel(ea.coef_, eb.coef_) < RTOL
             assert abs(ea.intercept_[0] - eb.intercept_[0]) <= RTOL * np.abs(ea.coef_).max()
             assert ea.privacy_ == eb.privacy_
+
+
+def test_predictions_on_workers(client):
+    X, y = _problem(n=1500, seed=6)
+    X[:40] *= 3.0                               # rows over data_norm: clipped at prediction
+    labels = np.where(y > 0, "yes", "no")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        warnings.simplefilter("ignore", ClippingWarning)
+        est = dperm.PrivateLinearClassifier(epsilon=1.0, alpha=1e-2, data_norm=0.8,
+                                            random_state=5).fit(X, labels)
+    for name, Xl, Xd in _variants(X, chunks=400):
+        for method in ("decision_function", "predict", "predict_proba", "predict_log_proba"):
+            got = getattr(est, method)(Xd)
+            assert isinstance(got, da.Array), (name, method)
+            want = getattr(est, method)(Xl)
+            got = got.compute()
+            assert got.shape == want.shape and got.dtype == want.dtype, (name, method)
+            if method == "predict":
+                assert np.array_equal(got, want), name
+            else:
+                assert np.allclose(got, want, rtol=1e-12, atol=1e-15), (name, method)
+        s = est.score(Xd, labels)
+        assert isinstance(s, float) and s == est.score(Xl, labels), name
+        assert est.score(Xd, da.from_array(labels, chunks=333)) == s
+    with pytest.raises(ValueError, match="expecting 12 features"):
+        est.predict(da.ones((10, 5), chunks=(5, 5)))
