@@ -293,7 +293,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
             # rows stay on the workers; the labels (n values) are read here to find and
             # map the classes, then sent back chunked like the rows (dperm._dask)
             X = _dask._check_array(X)
-            if _dask.is_dask_array(y):
+            if hasattr(y, "compute"):   # a Dask array or Series
                 y = y.compute()
         else:
             X = check_X(X, name="X", min_samples=2, accept_sparse=True)

@@ -664,6 +664,12 @@ def _frame_info(X):
     return None, int(shape[1])
 
 
+def _is_dask_frame(X):
+    """A dask DataFrame (without importing dask)."""
+    return type(X).__module__.startswith("dask.") and hasattr(X, "map_partitions") \
+        and hasattr(X, "columns")
+
+
 def _is_pair(v):
     return (isinstance(v, (list, tuple)) and len(v) == 2 and all(_is_real(x) for x in v))
 
@@ -866,6 +872,8 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "schema_")
+        if _is_dask_frame(X):
+            return self._transform_dask(X)
         labels, n_cols = _frame_info(X)
         positional = [k for _, k in self._selection if not isinstance(k, str)]
         named = [k for _, k in self._selection if isinstance(k, str)]
@@ -904,6 +912,27 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         return self.schema_.encode(columns, unknown=self.unknown,
                                    data_norm=float(self.data_norm), describe_row=where,
                                    sparse=bool(self.sparse_output))
+
+    def _transform_dask(self, X):
+        """A dask DataFrame -> a Dask array whose row chunks are its (non-empty)
+        partitions, each encoded on a worker by `transform` (public and row-wise: it
+        reads nothing but the row itself)."""
+        import dask.array as da
+        from dask import delayed
+
+        # the columns are checked here, on the empty frame that describes the partitions
+        # (no row is read); it also gives the output's width and type
+        meta = self.transform(X._meta)
+        # Partition lengths are counts of private rows per partition: computed only for
+        # bookkeeping (the chunk sizes a Dask array needs; their sum, n, is public to the
+        # fit anyway), never released.
+        lengths = [int(k) for k in X.map_partitions(len).compute()]
+        blocks = [da.from_delayed(delayed(self.transform)(part), shape=(k, meta.shape[1]),
+                                  dtype=meta.dtype, meta=meta)
+                  for part, k in zip(X.to_delayed(), lengths) if k > 0]
+        if not blocks:
+            return da.zeros((0, meta.shape[1]), dtype=meta.dtype, chunks=((0,), (meta.shape[1],)))
+        return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
 
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns: ``col`` and ``col=category``."""

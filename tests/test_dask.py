@@ -268,3 +268,47 @@ def test_predictions_on_workers(client):
         assert est.score(Xd, da.from_array(labels, chunks=333)) == s
     with pytest.raises(ValueError, match="expecting 12 features"):
         est.predict(da.ones((10, 5), chunks=(5, 5)))
+
+
+def _frame(n=2000, seed=8):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    age = rng.integers(17, 91, size=n).astype(float)
+    hours = rng.uniform(0, 99, size=n)
+    hours[rng.random(n) < 0.05] = np.nan               # filled by the public schema
+    job = rng.choice(["a", "b", "c", "zz"], size=n)    # "zz": not in the public list
+    y = np.where((age - 50) / 30 + (hours - 40) / 50 + (job == "b") + 0.3 * rng.normal(size=n)
+                 > 0, ">50K", "<=50K")
+    return pd.DataFrame({"age": age, "hours": hours, "job": job}), pd.Series(y, name="y")
+
+
+@pytest.mark.parametrize("sparse_output", [False, True])
+def test_dataframe_with_public_schema(client, sparse_output):
+    from sklearn.pipeline import make_pipeline
+    dd = pytest.importorskip("dask.dataframe")
+
+    frame, y = _frame()
+    model = make_pipeline(
+        dperm.PublicBoundsTransformer(numeric={"age": (17, 90), "hours": (0, 99)},
+                                      categorical={"job": ["a", "b", "c"]}, fill={"hours": 40},
+                                      sparse_output=sparse_output),
+        dperm.PrivateLinearClassifier(epsilon=1.0, alpha=1e-2, classes=["<=50K", ">50K"],
+                                      random_state=5))
+    from sklearn.base import clone
+    dframe = dd.from_pandas(frame, npartitions=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        a = clone(model).fit(frame, y)
+        b = clone(model).fit(dframe, dd.from_pandas(y, npartitions=3))
+    ea, eb = a[-1], b[-1]
+    assert _rel(ea.coef_, eb.coef_) < RTOL
+    assert abs(ea.intercept_[0] - eb.intercept_[0]) <= RTOL * np.abs(ea.coef_).max()
+    assert ea.privacy_ == eb.privacy_
+    Z = b[0].transform(dframe)                 # chunks: the partitions, encoded on the workers
+    assert isinstance(Z, da.Array) and Z.chunks[0] == tuple(dframe.map_partitions(len).compute())
+    pred = b.predict(dframe)
+    assert isinstance(pred, da.Array) and np.array_equal(pred.compute(), a.predict(frame))
+    assert b.score(dframe, y) == a.score(frame, y)
+    with pytest.raises(ValueError, match="lacks column"):
+        b[0].transform(dframe[["age", "job"]])
