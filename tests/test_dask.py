@@ -312,3 +312,65 @@ def test_dataframe_with_public_schema(client, sparse_output):
     assert b.score(dframe, y) == a.score(frame, y)
     with pytest.raises(ValueError, match="lacks column"):
         b[0].transform(dframe[["age", "job"]])
+
+
+#: data larger than one worker's memory limit: 2 worker processes of WORKER_LIMIT bytes each
+#: (a worker process with dperm imported is ~270 MB before any data) and BIG_BYTES of rows,
+#: generated on the workers (never on the client) -- more than one worker's limit, less than
+#: the two together
+WORKER_LIMIT = 1000 * 2**20
+BIG_BYTES = 1100 * 2**20
+
+
+def _big_run():
+    """In a fresh process: the fit over data larger than one worker's memory limit equals
+    the local fit to 1e-8 (spilling to disk off, so the rows really are in the workers'
+    memory; the workers' memory is checked after the fit)."""
+    import time
+
+    import dask
+
+    d = 100
+    n = BIG_BYTES // (8 * d)
+    chunk = 20000
+    cfg = {"distributed.worker.memory.spill": False, "distributed.worker.memory.target": False,
+           "distributed.worker.memory.pause": False}
+    with dask.config.set(cfg), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     memory_limit=WORKER_LIMIT, dashboard_address=None) as cl, \
+            distributed.Client(cl) as c:
+        rng = da.random.default_rng(11)
+        X = rng.normal(size=(n, d), chunks=(chunk, d)) * (1.0 / np.sqrt(d))
+        w0 = np.random.default_rng(12).normal(size=d)
+        y = da.where(X @ w0 + 0.5 * rng.normal(size=n, chunks=chunk) > 0, 1.0, -1.0)
+        assert X.nbytes > WORKER_LIMIT and X.nbytes < 2 * WORKER_LIMIT
+        t0 = time.perf_counter()
+        got = erm.minimize(X, y, alpha=1e-2)
+        t_dask = time.perf_counter() - t0
+
+        def rss(dask_worker):
+            import psutil
+
+            w = dask_worker
+            return psutil.Process(os.getpid()).memory_info().rss, sum(
+                getattr(v, "nbytes", 0) for v in w.data.values())
+        mem = c.run(rss)
+        # every worker held part of the rows, none all of them, within its limit
+        assert all(0 < held < X.nbytes and r < WORKER_LIMIT for r, held in mem.values()), mem
+        Xl, yl = dask.compute(X, y, scheduler="sync")    # the same blocks (seeded per chunk)
+    t0 = time.perf_counter()
+    ref = erm.minimize(Xl, yl, alpha=1e-2)
+    t_local = time.perf_counter() - t0
+    assert np.all(got.converged)
+    assert _rel(ref.coef, got.coef) < RTOL, _rel(ref.coef, got.coef)
+    print(f"big: {X.nbytes / 2**20:.0f} MiB over 2 workers of {WORKER_LIMIT / 2**20:.0f} MiB; "
+          f"held {[(r >> 20, h >> 20) for r, h in mem.values()]} MiB (rss, data); dask fit "
+          f"{t_dask:.1f} s ({got.n_iter} iterations), local {t_local:.1f} s; rel "
+          f"{_rel(ref.coef, got.coef):.1e}")
+
+
+@pytest.mark.slow
+def test_data_larger_than_one_worker():
+    code = "import sys; sys.path.insert(0, %r); import test_dask; test_dask._big_run()" % (
+        os.path.dirname(__file__))
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
