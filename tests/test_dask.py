@@ -19,11 +19,15 @@ from dperm.exceptions import ClippingWarning, PrivacyLeakWarning  # noqa: E402
 
 RTOL = 1e-8
 
+# subprocesses run here, not in the checkout's root: there `import dperm` would find the
+# source tree (no compiled modules) instead of the installed package
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
 
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as c:
         yield c
 
@@ -61,7 +65,7 @@ def test_import_does_not_import_dask():
     code = ("import dperm, dperm.erm, dperm.estimators, dperm.mechanisms, dperm._dask, sys; "
             "assert 'dask' not in sys.modules and 'distributed' not in sys.modules, "
             "sorted(m for m in sys.modules if 'dask' in m or 'distributed' in m)")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], cwd=_HERE, check=True)
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "newton"])
@@ -159,7 +163,7 @@ def test_no_client_is_a_clear_error():
             "    assert 'Client()' in str(exc) and 'dask scheduler' in str(exc), exc\n"
             "else:\n"
             "    raise SystemExit('no error')\n")
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code], cwd=_HERE, check=True, timeout=120)
 
 
 def test_check_X_refuses_to_load_a_dask_array(client):
@@ -185,7 +189,7 @@ def _fault_run():
     which must finish with the answer of an undisturbed fit (recomputed blocks, rebuilt
     shards, the same pass repeated)."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as c:
         X, y = _problem(n=4000, d=10, seed=3)
         Xd = da.from_array(X, chunks=(500, -1))
@@ -216,7 +220,7 @@ def test_killed_worker_recovers_exactly():
     # a subprocess: worker processes need an importable main module
     code = "import sys; sys.path.insert(0, %r); import test_dask; test_dask._fault_run()" % (
         os.path.dirname(__file__))
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=180)
+    subprocess.run([sys.executable, "-c", code], cwd=_HERE, check=True, timeout=180)
 
 
 def test_private_tuning_matches_local(client):
@@ -337,7 +341,7 @@ def _big_run():
            "distributed.worker.memory.pause": False}
     with dask.config.set(cfg), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     memory_limit=WORKER_LIMIT, dashboard_address=None) as cl, \
+                                     memory_limit=WORKER_LIMIT, dashboard_address=":0") as cl, \
             distributed.Client(cl) as c:
         rng = da.random.default_rng(11)
         X = rng.normal(size=(n, d), chunks=(chunk, d)) * (1.0 / np.sqrt(d))
@@ -373,4 +377,4 @@ def _big_run():
 def test_data_larger_than_one_worker():
     code = "import sys; sys.path.insert(0, %r); import test_dask; test_dask._big_run()" % (
         os.path.dirname(__file__))
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
+    subprocess.run([sys.executable, "-c", code], cwd=_HERE, check=True, timeout=600)
