@@ -120,6 +120,10 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         The PUBLIC label set ([negative, positive]). If None, it is read from y
         and a PrivacyLeakWarning says so.
     tol, max_iter, n_threads : solver controls (gradient-norm tolerance; see dperm.erm.minimize).
+    solver : {"auto", "lbfgs", "newton"}
+        Batched L-BFGS or trust-region Newton-CG (dperm.erm.minimize); "auto" is
+        L-BFGS today (BENCHMARKS.md). Every solver meets the same tolerance, so
+        the guarantee does not depend on the choice.
     random_state : None, int or numpy Generator
         None (the default) draws fresh OS entropy on every fit. An int seed is
         for reproducible experiments only: the guarantee does not hold for a
@@ -153,8 +157,10 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, loss="logistic", perturbation="objective", epsilon=1.0, alpha="auto", h=0.5,
                  data_norm=1.0, norm_policy="clip", fit_intercept=True, classes=None, tol=None,
-                 max_iter=None, n_threads=None, random_state=None, accountant=None):
+                 max_iter=None, n_threads=None, random_state=None, accountant=None,
+                 solver="auto"):
         self.loss = loss
+        self.solver = solver
         self.perturbation = perturbation
         self.epsilon = epsilon
         self.alpha = alpha
@@ -172,6 +178,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ checks
     def _check_params(self):
         get_loss(self.loss)
+        check_choice(self.solver, "solver", set(erm.SOLVERS))
         check_choice(self.perturbation, "perturbation", PERTURBATIONS)
         if self.perturbation != "none":
             check_epsilon(self.epsilon, "epsilon")
@@ -318,7 +325,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         Xa = WithInterceptColumn(X, R) if self.fit_intercept else X
         alpha = self._resolve_alpha(n, Xa.shape[1], lo)
         common = dict(loss=lo.name, alpha=alpha, h=float(self.h), tol=self.tol,
-                      max_iter=self.max_iter, n_threads=self.n_threads)
+                      max_iter=self.max_iter, n_threads=self.n_threads, solver=self.solver)
         if self.perturbation == "none":
             res = erm.minimize(Xa, y_pm, **common)
             w = res.coef

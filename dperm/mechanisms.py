@@ -145,7 +145,7 @@ def _shape(a, scalar):
 
 def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_norm=1.0,
                         norm_policy="clip", n_draws=1, random_state=None, tol=None,
-                        max_iter=None, n_threads=None):
+                        max_iter=None, n_threads=None, solver="auto"):
     """Algorithm 1 (sensitivity method): f* + b, ||b|| ~ Gamma(d, 1/beta), beta = n Lambda eps / (2R).
 
     Parameters
@@ -160,6 +160,8 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_no
     random_state : None (fresh OS entropy, the default), int or numpy Generator.
         An int seed makes the run reproducible and voids the guarantee
         (PrivacyLeakWarning): for experiments and tests only.
+    tol, max_iter, n_threads, solver : passed to dperm.erm.minimize ("lbfgs",
+        "newton" or "auto"; every solver meets the same gradient-norm tolerance).
 
     Returns
     -------
@@ -171,7 +173,7 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_no
     rng = check_random_state(random_state)
     n, d = X.shape
     res = erm.minimize(X, y, loss=lo.name, alpha=alphas, h=h, tol=tol, max_iter=max_iter,
-                       n_threads=n_threads)
+                       n_threads=n_threads, solver=solver)
     beta, coef = add_output_noise(res.coef, n, alphas, epsilon, R, n_draws, rng)
     per_fit = lambda a: np.repeat(np.asarray(a)[:, None], n_draws, axis=1)
     return PrivateFit(
@@ -185,7 +187,7 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_no
 
 def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_norm=1.0,
                            norm_policy="clip", n_draws=1, random_state=None, tol=None,
-                           max_iter=None, n_threads=None):
+                           max_iter=None, n_threads=None, solver="auto"):
     """Algorithm 2: argmin J(f) + b.f/n + (Delta/2)||f||^2 with the constants of SPEC.md.
 
     Same parameters and result layout as `output_perturbation`; every (alpha, draw)
@@ -206,7 +208,7 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data
     k = alphas.size * n_draws
     res = erm.minimize(X, y, loss=lo.name, alpha=np.repeat(alphas, n_draws), h=h,
                        linear=b.reshape(k, d), extra_l2=np.repeat(delta, n_draws),
-                       tol=tol, max_iter=max_iter, n_threads=n_threads)
+                       tol=tol, max_iter=max_iter, n_threads=n_threads, solver=solver)
     shape2 = (alphas.size, n_draws)
     return PrivateFit(
         mechanism="objective", loss=lo.name, epsilon=epsilon, data_norm=R, h=h, n_samples=n,

@@ -331,3 +331,18 @@ def test_unknown_solver_is_named():
     X, y = onehot_like(n=50, d=8, q=2)
     with pytest.raises(ValueError, match="^solver="):
         erm.minimize(X, y, alpha=0.1, solver="sag")
+
+
+def test_estimator_and_mechanisms_take_solver():
+    X, y = onehot_like(n=1500)
+    kw = dict(epsilon=2.0, classes=[-1, 1], n_threads=1)
+    a = dperm.PrivateLinearClassifier(solver="newton", random_state=np.random.default_rng(5), **kw)
+    b = dperm.PrivateLinearClassifier(solver="lbfgs", random_state=np.random.default_rng(5), **kw)
+    assert rel(a.fit(X, y).coef_, b.fit(X, y).coef_) < 1e-7
+    assert a.privacy_ == b.privacy_
+    with pytest.raises(ValueError, match="^solver="):
+        dperm.PrivateLinearClassifier(solver="sag", **kw).fit(X, y)
+    for mech in (objective_perturbation, output_perturbation):
+        f1 = mech(X, y, alpha=0.01, epsilon=1.0, solver="newton", random_state=np.random.default_rng(2))
+        f2 = mech(X, y, alpha=0.01, epsilon=1.0, solver="lbfgs", random_state=np.random.default_rng(2))
+        assert rel(f1.coef, f2.coef) < 1e-7
