@@ -393,31 +393,31 @@ class _Shard:
     def _nt(self, n_threads):
         return self.n_threads if n_threads is None else int(n_threads)
 
+    def _per_chunk(self, ops, W, fn):
+        """[(chunk, rows, sum of losses or None, sum of gradient terms)] of fn(Data, zero
+        ridge) over this worker's chunks: the kernels' means times the chunk's rows."""
+        self.prepare(ops)
+        zero = np.zeros(W.shape[0])
+        out = []
+        for ci, D in zip(self.chunk_ids, self.cache[tuple(ops)][0]):
+            nr = D.shape[0]
+            F, G = fn(D, zero)
+            out.append((ci, nr, None if F is None else F * nr, G * nr))
+        return out
+
     def value_grad(self, ops, W, loss, h, n_threads=None):
         from dperm._core._objective import value_grad
 
-        self.prepare(ops)
-        datas = self.cache[tuple(ops)][0]
-        zero = np.zeros(W.shape[0])
-        out = []
-        for ci, D in zip(self.chunk_ids, datas):
-            nr = D.shape[0]
-            F, G = value_grad(D, W, zero, None, loss, h, self._nt(n_threads))
-            out.append((ci, nr, F * nr, G * nr))
-        return out
+        nt = self._nt(n_threads)
+        return self._per_chunk(ops, W, lambda D, zero: value_grad(D, W, zero, None, loss, h, nt))
 
     def hess_vec(self, ops, WV, loss, h, n_threads=None):
         from dperm._core._objective import hess_vec
 
         W, V = WV
-        self.prepare(ops)
-        datas = self.cache[tuple(ops)][0]
-        zero = np.zeros(W.shape[0])
-        out = []
-        for ci, D in zip(self.chunk_ids, datas):
-            nr = D.shape[0]
-            out.append((ci, nr, None, hess_vec(D, W, V, zero, loss, h, self._nt(n_threads)) * nr))
-        return out
+        nt = self._nt(n_threads)
+        return self._per_chunk(ops, W,
+                               lambda D, zero: (None, hess_vec(D, W, V, zero, loss, h, nt)))
 
 
 # --- row selection and blockwise evaluation (private_tuning, predictions) -------------
