@@ -61,7 +61,10 @@ class DesignRows:
         if r2 <= 0:
             raise ValueError(f"data_norm={data_norm}: too small for an intercept column of "
                              f"{self.constant} (the scaled constant alone exceeds it)")
-        return float(np.sqrt(r2))
+        if self.scale == 1.0 and self.constant is None:
+            return float(np.sqrt(r2))   # rows used as they are: no rounding to allow for
+        # the kernels multiply each entry by scale * t_i (rounded): keep 2^-40 of room
+        return float(np.sqrt(r2)) * (1.0 - 2.0**-40)
 
     def signed_weights(self, y):
         """What the kernels multiply row i by: y_i * scale * t_i."""
