@@ -30,11 +30,15 @@ class DesignRows:
     both mechanisms and the norm checks accept it wherever they accept X.
     """
 
-    def __init__(self, X, factor=None, constant=None, scale=1.0):
+    def __init__(self, X, factor=None, constant=None, scale=1.0, *, checked=False):
         self.X = X
         self.factor = None if factor is None else np.ascontiguousarray(factor, dtype=np.float64)
         self.constant = None if constant is None else float(constant)
         self.scale = float(scale)
+        #: X has been through check_X: the entry points below the estimator skip the
+        #: pass over the data that validation costs (a memory map of gigabytes, say)
+        self.checked = bool(checked)
+        self._x_norms = None
         if self.constant is not None and not self.constant > 0:
             raise ValueError("DesignRows: the constant column must be > 0")
         if not self.scale > 0:
@@ -49,11 +53,33 @@ class DesignRows:
     def dtype(self):
         return self.X.dtype
 
-    def with_X(self, X):
-        return DesignRows(X, self.factor, self.constant, self.scale)
+    def x_norms(self):
+        """||x_i|| of the rows of X (before factors), computed once per X."""
+        if self._x_norms is None:
+            from dperm._validation import row_norms
+
+            self._x_norms = row_norms(self.X)
+        return self._x_norms
+
+    def _derive(self, X, factor, constant, scale):
+        out = DesignRows(X, factor, constant, scale, checked=self.checked and X is self.X)
+        if X is self.X:
+            out._x_norms = self._x_norms
+        return out
+
+    def with_X(self, X, checked=False):
+        out = self._derive(X, self.factor, self.constant, self.scale)
+        out.checked = out.checked or checked
+        return out
 
     def with_factor(self, factor):
-        return DesignRows(self.X, factor, self.constant, self.scale)
+        return self._derive(self.X, factor, self.constant, self.scale)
+
+    def with_constant(self, value, scale):
+        """The same rows with a constant column of `value` appended, all times `scale`."""
+        if self.constant is not None:
+            raise ValueError("WithInterceptColumn: X already has a constant column")
+        return self._derive(self.X, self.factor, value, self.scale * scale)
 
     def x_radius(self, data_norm):
         """The bound on ||t_i x_i|| that keeps a whole row within data_norm."""
@@ -96,9 +122,7 @@ def WithInterceptColumn(X, value, scale=INTERCEPT_SCALE):
     if getattr(X, "_dperm_distributed", False):
         return X.with_intercept(value, scale)   # added on the workers (dperm._dask)
     if isinstance(X, DesignRows):
-        if X.constant is not None:
-            raise ValueError("WithInterceptColumn: X already has a constant column")
-        return DesignRows(X.X, X.factor, value, X.scale * scale)
+        return X.with_constant(value, scale)
     return DesignRows(X, None, value, scale)
 
 

@@ -53,8 +53,10 @@ def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
                         f"loaded into this process. Elsewhere apply the function per block: "
                         f"{name}.map_blocks(f, ...)")
     if isinstance(X, DesignRows):
+        if X.checked and (accept_sparse or not _is_sparse(X.X)) and X.shape[0] >= min_samples:
+            return X   # validated once already (the estimator hands its rows down)
         return X.with_X(check_X(X.X, name=name, min_samples=min_samples,
-                                accept_sparse=accept_sparse))
+                                accept_sparse=accept_sparse), checked=True)
     if _is_sparse(X):
         if not accept_sparse:
             raise TypeError(f"{name}: sparse input is not supported here; pass a dense array "
@@ -247,7 +249,7 @@ def row_norms(X):
     from dperm._design import DesignRows
 
     if isinstance(X, DesignRows):
-        nx = row_norms(X.X) if X.factor is None else row_norms(X.X) * X.factor
+        nx = X.x_norms() if X.factor is None else X.x_norms() * X.factor
         return X.scale * np.sqrt(nx**2 + (X.constant or 0.0) ** 2)
     if _is_sparse(X):
         out = np.zeros(X.shape[0])
@@ -404,7 +406,7 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False):
         return X.bound_rows(data_norm, norm_policy, name=name, return_clipped=return_clipped)
     check_choice(norm_policy, "norm_policy", {"clip", "error"})
     D = X if isinstance(X, DesignRows) else DesignRows(X)
-    base = row_norms(D.X)
+    base = D.x_norms()
     nx = base if D.factor is None else base * D.factor
     rx = D.x_radius(data_norm)
     over = nx > rx

@@ -303,7 +303,9 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
             if hasattr(y, "compute"):   # a Dask array or Series
                 y = y.compute()
         else:
-            X = check_X(X, name="X", min_samples=2, accept_sparse=True)
+            # validated once here; the mechanism and the solver below take the rows as
+            # checked (and their norms, once computed), not another pass over the data
+            X = DesignRows(check_X(X, name="X", min_samples=2, accept_sparse=True), checked=True)
         n = X.shape[0]
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")

@@ -55,3 +55,28 @@ def test_clipping_factor_is_public_rowwise_map():
     np.testing.assert_array_equal(D.factor, D2.factor[::-1])
     with pytest.raises(ValueError, match="norm above data_norm"):
         bound_rows(X, 1.0, "error")
+
+
+def test_estimator_reads_the_data_once_for_checks_and_norms(monkeypatch):
+    """Validation and row norms are passes over X (a memory map of gigabytes, say): the
+    estimator, the mechanism and the solver below it share one of each."""
+    import dperm
+    from dperm import _validation
+
+    X, y = unit_rows(n=3000)
+    calls = {"finite": 0, "norms": 0}
+    finite, norms = _validation._check_finite, _validation.row_norms
+
+    def count(key, fn):
+        def wrapped(*a, **k):
+            calls[key] += 1
+            return fn(*a, **k)
+        return wrapped
+
+    monkeypatch.setattr(_validation, "_check_finite", count("finite", finite))
+    monkeypatch.setattr(_validation, "row_norms", count("norms", norms))
+    for perturbation in ("objective", "output", "none"):
+        calls.update(finite=0, norms=0)
+        dperm.PrivateLinearClassifier(epsilon=1.0, classes=[-1, 1], n_threads=1,
+                                      perturbation=perturbation).fit(X, y)
+        assert calls == {"finite": 1, "norms": 1}, (perturbation, calls)
