@@ -1,1 +1,438 @@
-"""(being written)"""
+"""The multinomial (softmax) logistic objective and its batched minimiser.
+
+For m problems at once over the same rows x_i (i = 1..n) and labels
+y_i in {0, ..., K-1}, with W_j of shape (K, d) (one row per class),
+
+    J_j(W_j) = (1/n) sum_i [ logsumexp(W_j x_i) - (W_j x_i)_{y_i} ]
+               + ((alpha_j + extra_l2_j) / 2) ||W_j||_F^2  +  <B_j, W_j>_F / n
+
+(the MEAN form, as in dperm.erm: alpha is the regularization Lambda, extra_l2
+objective perturbation's Delta, B_j the linear noise term).  J_j is strongly
+convex whenever alpha_j + extra_l2_j > 0.
+
+One pass over the rows evaluates every problem: rows are read in blocks and,
+per block, the margins of all m problems are ONE matrix product
+X_block @ W_all.T with W_all (m K, d), and the gradients ONE product
+R.T @ X_block with the residuals R (softmax - one-hot) of all problems.
+Temporaries are bounded by the block size (about 16 MiB each), never by n.
+
+X may be a dense float32/float64 array (or memory map), a scipy.sparse CSR
+matrix, or a `dperm._design.DesignRows` (rows [t_i x_i, c] * scale, built block
+by block, never materialised).  Sums are accumulated in float64.
+
+The minimiser is the package's batched L-BFGS (dperm._core._lbfgs) through its
+Python-oracle path; it stops when the Euclidean (Frobenius) norm of each
+problem's gradient of J_j is <= tol (default dperm.erm.DEFAULT_TOL).
+"""
+import numbers
+import warnings
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dperm._validation import check_n_threads, check_positive, check_X
+from dperm.exceptions import ConvergenceWarning
+
+__all__ = ["multinomial_value_grad", "minimize_multinomial", "multinomial_predict_proba",
+           "MultinomialResult", "check_class_labels"]
+
+#: entries of one (rows x m K) float64 temporary per block: 2^21 entries = 16 MiB
+BLOCK_ENTRIES = 1 << 21
+
+_STATUS = {1: "converged", 2: "max_iter reached",
+           3: "line search failed (rounding error dominates)"}
+
+
+@dataclass
+class MultinomialResult:
+    """Per-problem results of `minimize_multinomial` (always batched).
+
+    coef: (m, K, d) float64; fun, grad_norm: (m,) float64 (objective value and
+    Frobenius norm of its gradient at coef); n_iter: (m,) int; converged: (m,)
+    bool; status: list of m strings.  fun, grad_norm, n_iter, converged and
+    status depend on the data: for the analyst, never for release.
+    """
+
+    coef: np.ndarray
+    fun: np.ndarray
+    n_iter: np.ndarray
+    grad_norm: np.ndarray
+    converged: np.ndarray
+    status: list = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ validation
+def check_class_labels(y, n, n_classes, *, name="y"):
+    """Labels as an intp array (n,) with values in {0, ..., n_classes - 1}.
+
+    Integer arrays, and float arrays whose values are whole numbers, are
+    accepted; booleans, strings, fractions, NaN and values out of range raise
+    a ValueError naming `name`.
+    """
+    arr = np.asarray(y)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.reshape(-1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array of class labels, got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name}: has {arr.shape[0]} labels but X has {n} rows")
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
+                                 or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{name}: class labels must be integers 0..{n_classes - 1}, "
+                         f"got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating):
+        whole = np.isfinite(arr) & (arr == np.round(arr))
+        if not whole.all():
+            bad = np.unique(arr[~whole])[:5]
+            raise ValueError(f"{name}: class labels must be integers 0..{n_classes - 1}, "
+                             f"found non-integer values {bad.tolist()}")
+    bad = (arr < 0) | (arr >= n_classes)
+    if bad.any():
+        vals = np.unique(arr[bad])[:5]
+        raise ValueError(f"{name}: class labels must lie in 0..{n_classes - 1} "
+                         f"(n_classes={n_classes}), found {vals.tolist()}")
+    return np.ascontiguousarray(arr, dtype=np.intp)
+
+
+def _check_n_classes(n_classes):
+    if (isinstance(n_classes, bool) or not isinstance(n_classes, (numbers.Integral, np.integer))
+            or n_classes < 2):
+        raise ValueError(f"n_classes: must be an integer >= 2, got {n_classes!r}")
+    return int(n_classes)
+
+
+def _check_rows(X):
+    if getattr(X, "_dperm_distributed", False):
+        raise TypeError("X: the multinomial objective runs on local rows (dense, CSR, memory "
+                        "map or DesignRows); a Dask collection is not supported here")
+    return check_X(X, name="X", accept_sparse=True)
+
+
+def _batch_params(alpha, extra_l2, linear, K, d, m=None):
+    """l2 (m,) = alpha + extra_l2 and B (m, K, d) or None, broadcast to m problems
+    (m from the arguments when not given: each has size 1 or m)."""
+    if isinstance(alpha, str):
+        raise ValueError(f"alpha: must be a positive number or a 1-D sequence of them, got {alpha!r}")
+    a = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"alpha: must be a positive number or a 1-D sequence of them, got {alpha!r}")
+    if not (np.all(np.isfinite(a)) and np.all(a > 0)):
+        raise ValueError(f"alpha: every value must be positive and finite, got {alpha!r}")
+    e = np.atleast_1d(np.asarray(0.0 if extra_l2 is None else extra_l2, dtype=np.float64))
+    if e.ndim != 1 or e.size == 0 or not (np.all(np.isfinite(e)) and np.all(e >= 0)):
+        raise ValueError(f"extra_l2: must be >= 0 and finite (scalar or one per problem), "
+                         f"got {extra_l2!r}")
+    B = None
+    if linear is not None:
+        B = np.asarray(linear, dtype=np.float64)
+        if B.ndim == 2:
+            B = B[None]
+        if B.ndim != 3 or B.shape[1:] != (K, d):
+            raise ValueError(f"linear: expected shape ({K}, {d}) or (m, {K}, {d}), "
+                             f"got {np.shape(linear)}")
+        if not np.all(np.isfinite(B)):
+            raise ValueError("linear: contains NaN or infinity")
+    sizes = [a.size, e.size] + ([B.shape[0]] if B is not None else [])
+    if m is None:
+        m = max(sizes)
+    for nm, s in zip(("alpha", "extra_l2", "linear"), sizes):
+        if s not in (1, m):
+            raise ValueError(f"{nm}: has {s} entries for {m} problems (give 1 or {m})")
+    l2 = np.ascontiguousarray(np.broadcast_to(a, (m,)) + np.broadcast_to(e, (m,)))
+    if B is not None:
+        B = np.ascontiguousarray(np.broadcast_to(B, (m, K, d)))
+    return l2, B
+
+
+def _thread_limit(n_threads):
+    """BLAS threads for the row passes: unchanged for None (all cores), else limited."""
+    if n_threads is None or n_threads == -1:
+        return nullcontext()
+    nt = check_n_threads(n_threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:   # pragma: no cover - threadpoolctl comes with scikit-learn
+        return nullcontext()
+    return threadpool_limits(limits=nt, user_api="blas")
+
+
+# ------------------------------------------------------------------ row blocks
+class _Rows:
+    """Block-by-block access to validated rows: a dense/mapped/CSR X, or a DesignRows
+    (rows [t_i x_i, c] * scale, formed per block from X's raw rows)."""
+
+    def __init__(self, X):
+        from dperm._design import DesignRows
+
+        if isinstance(X, DesignRows):
+            self.raw = X.X
+            self.factor = X.factor
+            self.scale = X.scale
+            self.const = None if X.constant is None else X.constant * X.scale
+        else:
+            self.raw, self.factor, self.scale, self.const = X, None, 1.0, None
+        self.sparse = hasattr(self.raw, "indptr")
+        self.n, self.d_raw = self.raw.shape
+        self.d = self.d_raw + (self.const is not None)
+
+    def block_rows(self, width):
+        """Rows per block so that an (rows, width) float64 temporary, and the float64
+        copy of a block of X, stay within BLOCK_ENTRIES entries."""
+        per_row = max(1, self.raw.nnz // max(self.n, 1)) if self.sparse else self.d_raw
+        return int(max(1, min(self.n, BLOCK_ENTRIES // max(1, width),
+                              BLOCK_ENTRIES // max(1, per_row))))
+
+    def blocks(self, width):
+        """Yields (i0, i1, Xb, rs): Xb the float64 raw rows i0:i1 (dense or CSR) and rs
+        the per-row multiplier (rows, 1) or a float, so that row i is [rs_i Xb_i, const]."""
+        step = self.block_rows(width)
+        for i0 in range(0, self.n, step):
+            i1 = min(self.n, i0 + step)
+            Xb = self.raw[i0:i1]
+            if Xb.dtype != np.float64:
+                Xb = Xb.astype(np.float64)
+            elif not self.sparse:
+                Xb = np.asarray(Xb)
+            rs = self.scale if self.factor is None else (self.scale * self.factor[i0:i1])[:, None]
+            yield i0, i1, Xb, rs
+
+    def margins(self, Xb, rs, Wx, wc):
+        """Z = rows @ W_all.T (rows, m K) for W_all = [Wx, wc] (wc: the constant column's
+        weights, or None)."""
+        Z = np.asarray(Xb @ Wx.T)
+        if not (isinstance(rs, float) and rs == 1.0):
+            Z *= rs
+        if wc is not None:
+            Z += self.const * wc
+        return Z
+
+    def grad_add(self, Xb, rs, R, Gx, gc):
+        """Gx += (rs R).T @ Xb, gc += const * sum(R): the gradient of the data term."""
+        if not (isinstance(rs, float) and rs == 1.0):
+            if gc is not None:
+                gc += self.const * R.sum(axis=0)
+            R = R * rs
+        elif gc is not None:
+            gc += self.const * R.sum(axis=0)
+        if self.sparse:
+            Gx += (Xb.T @ R).T
+        else:
+            Gx += R.T @ Xb
+
+
+def _data_term(rows, y, W):
+    """sum_i [logsumexp(W_j x_i) - (W_j x_i)_{y_i}] (m,) and its gradient (m, K, d)
+    for W (m, K, d): one product per row block for all m problems."""
+    m, K, d = W.shape
+    mK = m * K
+    Wall = W.reshape(mK, d)
+    has_c = rows.const is not None
+    Wx = np.ascontiguousarray(Wall[:, :rows.d_raw]) if has_c else Wall
+    wc = Wall[:, -1].copy() if has_c else None
+    F = np.zeros(m)
+    Gx = np.zeros((mK, rows.d_raw))
+    gc = np.zeros(mK) if has_c else None
+    for i0, i1, Xb, rs in rows.blocks(mK):
+        nb = i1 - i0
+        Z = rows.margins(Xb, rs, Wx, wc).reshape(nb, m, K)
+        ar = np.arange(nb)
+        yb = y[i0:i1]
+        zy = Z[ar, :, yb]                      # (nb, m): margin of the true class
+        mx = Z.max(axis=2, keepdims=True)
+        Z -= mx
+        np.exp(Z, out=Z)
+        s = Z.sum(axis=2)                      # (nb, m), each >= 1
+        F += (mx[:, :, 0] + np.log(s) - zy).sum(axis=0)
+        Z /= s[:, :, None]                     # softmax
+        Z[ar, :, yb] -= 1.0                    # residuals: softmax - one-hot
+        rows.grad_add(Xb, rs, Z.reshape(nb, mK), Gx, gc)
+    G = np.empty((mK, d))
+    G[:, :rows.d_raw] = Gx
+    if has_c:
+        G[:, -1] = gc
+    return F, G.reshape(m, K, d)
+
+
+def _objective(rows, y, W, l2, B):
+    """J_j and its gradient for W (m, K, d), l2 (m,), B (m, K, d) or None."""
+    n = rows.n
+    F, G = _data_term(rows, y, W)
+    F /= n
+    G /= n
+    F += 0.5 * l2 * np.einsum("jkd,jkd->j", W, W)
+    G += l2[:, None, None] * W
+    if B is not None:
+        F += np.einsum("jkd,jkd->j", B, W) / n
+        G += B / n
+    return F, G
+
+
+# ------------------------------------------------------------------ public API
+def multinomial_value_grad(X, y, W, alpha, extra_l2=None, linear=None, n_threads=None):
+    """The multinomial logistic objective J_j and its gradient at W, in one pass over X.
+
+    Parameters
+    ----------
+    X : array (n, d) float32/float64 (or memory map), scipy.sparse CSR, or DesignRows
+        The rows x_i (already within the public norm bound; nothing is clipped here).
+    y : array (n,) of int
+        Class labels in {0, ..., K-1}.
+    W : array (m, K, d) or (K, d)
+        Coefficients, one row per class, for each of m problems.
+    alpha : float or array (m,)
+        Regularization Lambda > 0 (per problem).
+    extra_l2 : None, float or array (m,)
+        Extra ridge Delta >= 0 added to alpha.
+    linear : None, array (K, d) or (m, K, d)
+        Linear term B; J gains <B, W>_F / n.
+    n_threads : None or int
+        BLAS threads for the products (None: as configured, all cores by default).
+
+    Returns
+    -------
+    values (m,) and gradients (m, K, d) (float64), or a float and (K, d) for W (K, d).
+    Values are in nats per row (mean cross-entropy plus the penalty terms).
+    """
+    rows = _Rows(_check_rows(X))
+    W = np.asarray(W, dtype=np.float64)
+    single = W.ndim == 2
+    if single:
+        W = W[None]
+    if W.ndim != 3 or W.shape[2] != rows.d or W.shape[1] < 2:
+        raise ValueError(f"W: expected shape (K, {rows.d}) or (m, K, {rows.d}) with K >= 2, "
+                         f"got {np.shape(W)}")
+    if not np.all(np.isfinite(W)):
+        raise ValueError("W: contains NaN or infinity")
+    m, K, d = W.shape
+    y = check_class_labels(y, rows.n, K)
+    l2, B = _batch_params(alpha, extra_l2, linear, K, d, m)
+    with _thread_limit(n_threads):
+        F, G = _objective(rows, y, np.ascontiguousarray(W), l2, B)
+    return (float(F[0]), G[0]) if single else (F, G)
+
+
+def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, tol=None,
+                         max_iter=None, n_threads=None, memory=None, coef_init=None, warn=True):
+    """Minimize the multinomial logistic objective for m problems at once.
+
+    Every L-BFGS iteration is one pass over X for all still-active problems
+    (the batched solver of dperm._core._lbfgs, through its Python-oracle path).
+
+    Parameters
+    ----------
+    X : array (n, d) float32/float64 (or memory map), scipy.sparse CSR, or DesignRows
+    y : array (n,) of int in {0, ..., n_classes - 1}
+    n_classes : int >= 2
+        K, public (not read from y).
+    alpha : float or array (m,)
+        Regularization Lambda > 0.
+    extra_l2 : None, float or array (m,)
+        Extra ridge Delta >= 0 (objective perturbation).
+    linear : None, array (K, d) or (m, K, d)
+        Linear term B (objective perturbation's noise); J gains <B, W>_F / n.
+        m is the common size of alpha, extra_l2 and linear's first axis (each 1 or m).
+    tol : float
+        Stop when the Frobenius norm of the gradient of J_j is <= tol
+        (default dperm.erm.DEFAULT_TOL = 1e-10: the privacy proofs assume the
+        exact minimizer).
+    max_iter : int
+        Iteration cap per problem (default dperm.erm.DEFAULT_MAX_ITER).
+    n_threads : None or int
+        BLAS threads for the row passes.
+    memory : None or int
+        L-BFGS history length (default as dperm.erm.minimize, with K d variables).
+    coef_init : None, array (K, d) or (m, K, d)
+        Starting point (default zero).
+    warn : bool
+        Issue a ConvergenceWarning if a problem did not reach tol.
+
+    Returns
+    -------
+    MultinomialResult with coef (m, K, d), fun (m,), n_iter (m,), grad_norm (m,),
+    converged (m,), status (m strings).
+    """
+    from dperm._core._lbfgs import lbfgs
+    from dperm.erm import DEFAULT_MAX_ITER, DEFAULT_TOL
+
+    rows = _Rows(_check_rows(X))
+    K = _check_n_classes(n_classes)
+    n, d = rows.n, rows.d
+    y = check_class_labels(y, n, K)
+    l2, B = _batch_params(alpha, extra_l2, linear, K, d)
+    m = l2.size
+    tol = DEFAULT_TOL if tol is None else check_positive(tol, "tol")
+    if max_iter is None:
+        max_iter = DEFAULT_MAX_ITER
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (numbers.Integral, np.integer)) \
+            or max_iter < 0:
+        raise ValueError(f"max_iter: must be an integer >= 0, got {max_iter!r}")
+    D = K * d
+    if memory is None:
+        memory = int(min(100, max(10, 2**28 // (16 * m * D))))
+    if isinstance(memory, bool) or not isinstance(memory, (numbers.Integral, np.integer)) \
+            or memory < 1:
+        raise ValueError(f"memory: must be an integer >= 1, got {memory!r}")
+    nt = check_n_threads(n_threads)
+    W0 = np.zeros((m, K, d))
+    if coef_init is not None:
+        c0 = np.asarray(coef_init, dtype=np.float64)
+        try:
+            W0[:] = c0
+        except ValueError:
+            raise ValueError(f"coef_init: expected shape ({K}, {d}) or ({m}, {K}, {d}), "
+                             f"got {c0.shape}") from None
+        if not np.all(np.isfinite(W0)):
+            raise ValueError("coef_init: contains NaN or infinity")
+
+    def oracle(Wflat, idx):
+        # Wflat (a, K d): the active problems idx (a,); returns F (a,), G (a, K d)
+        F, G = _objective(rows, y, Wflat.reshape(-1, K, d), l2[idx],
+                          None if B is None else B[idx])
+        return F, G.reshape(len(idx), D)
+
+    with _thread_limit(n_threads):
+        # loss id, h, l2 and B are ignored on the oracle path (the oracle is the whole J)
+        W, fun, n_iter, gnorm, status = lbfgs(oracle, 0, 0.5, W0.reshape(m, D), l2, None,
+                                              tol, int(max_iter), int(memory), nt)
+    converged = status == 1
+    if warn and not converged.all():
+        warnings.warn(
+            f"minimize_multinomial: the solver stopped before the gradient norm reached "
+            f"tol={tol:g}. The privacy guarantee assumes the exact minimizer: raise max_iter, "
+            "raise alpha, or check the data (the per-problem grad_norm and status are in the "
+            "result, for the analyst only).", ConvergenceWarning, stacklevel=2)
+    return MultinomialResult(coef=np.ascontiguousarray(W).reshape(m, K, d), fun=np.asarray(fun),
+                             n_iter=np.asarray(n_iter), grad_norm=np.asarray(gnorm),
+                             converged=converged, status=[_STATUS[int(s)] for s in status])
+
+
+def multinomial_predict_proba(X, W, intercept=None):
+    """Class probabilities softmax(W x_i + intercept), computed stably.
+
+    X : array (n, d), CSR or DesignRows; W : array (K, d); intercept : None or (K,).
+    Returns an (n, K) float64 array whose rows sum to 1.
+    """
+    rows = _Rows(_check_rows(X))
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[1] != rows.d or W.shape[0] < 2:
+        raise ValueError(f"W: expected shape (K, {rows.d}) with K >= 2, got {np.shape(W)}")
+    K = W.shape[0]
+    b = None
+    if intercept is not None:
+        b = np.asarray(intercept, dtype=np.float64).reshape(-1)
+        if b.shape != (K,):
+            raise ValueError(f"intercept: expected shape ({K},), got {np.shape(intercept)}")
+    has_c = rows.const is not None
+    Wx = np.ascontiguousarray(W[:, :rows.d_raw]) if has_c else np.ascontiguousarray(W)
+    wc = W[:, -1].copy() if has_c else None
+    out = np.empty((rows.n, K))
+    for i0, i1, Xb, rs in rows.blocks(K):
+        Z = rows.margins(Xb, rs, Wx, wc)
+        if b is not None:
+            Z += b
+        Z -= Z.max(axis=1, keepdims=True)
+        np.exp(Z, out=Z)
+        Z /= Z.sum(axis=1, keepdims=True)
+        out[i0:i1] = Z
+    return out
