@@ -1,1 +1,534 @@
-"""(being written)"""
+"""(epsilon, delta) calibration of Gaussian noise for ERM: pure functions of public numbers.
+
+Every function here takes public values only (epsilon, delta, n, alpha, the norm bound R,
+the curvature bound, the neighbouring relation) and returns noise scales or privacy
+profiles; nothing reads data.  The derivations, every constant and the normalisations are
+written out in ``docs/privacy_analysis.md``; the section numbers below refer to it.
+
+Units.  The package's objective is the MEAN form
+    J(f) = (1/n) sum_i loss(y_i f.x_i) + (alpha/2) ||f||^2 [+ (Delta/2) ||f||^2 + b.f / n].
+Multiplied by n it is the SUM form
+    sum_i loss(y_i f.x_i) + (Lambda_tot/2) ||f||^2 + b.f,   Lambda_tot = n (alpha + Delta),
+and the objective-perturbation noise ``b ~ N(0, sigma^2 I)`` (sigma, ``sigma_objective``)
+is in SUM units.  Output-perturbation noise (``output_gaussian_sigma``, ``sigma_output``)
+is added to the coefficients: coefficient units.  ``extra_l2`` (Delta) is in mean units,
+like alpha.  ``curvature`` is the bound on loss''(z) ||x||^2, i.e. c R^2 for a loss with
+loss'' <= c and rows ||x|| <= R = ``data_norm``; for ``n_classes >= 3`` (softmax
+cross-entropy, coefficient matrix d x K) it is the bound on the trace of one row's Hessian,
+default (1 - 1/K) R^2.
+
+Neighbouring relations: ``"replace_one"`` (one row replaced, n public and unchanged) and
+``"add_remove"`` (one row added or removed; the SUM-form regulariser Lambda_tot, i.e. the
+normalisation n, must be the same public number for both data sets).
+
+All arrays are float64; every delta returned is an upper bound computed so that rounding
+and the numerical maximisations err on the safe side (section 7).
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import log_ndtr, logsumexp
+
+__all__ = [
+    "gaussian_delta", "analytic_gaussian_sigma",
+    "objective_gaussian_delta", "objective_gaussian_rdp", "objective_gaussian_calibration",
+    "ObjectiveGaussianCalibration",
+    "kifer_objective_sigma", "kifer_min_lambda_total",
+    "output_gaussian_sigma",
+    "amp_calibration", "AMPCalibration",
+]
+
+_NEIGHBOURING = ("replace_one", "add_remove")
+_LOG2 = math.log(2.0)
+# cells of the grid on which the replace-one maximum over the corner split is bounded
+_SPLIT_CELLS = 2048
+
+
+# --------------------------------------------------------------------------- validation
+def _finite(value, name):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: must be a real number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name}: must be finite, got {value!r}")
+    return v
+
+
+def _positive(value, name):
+    v = _finite(value, name)
+    if not v > 0:
+        raise ValueError(f"{name}: must be > 0, got {value!r}")
+    return v
+
+
+def _nonnegative(value, name):
+    v = _finite(value, name)
+    if not v >= 0:
+        raise ValueError(f"{name}: must be >= 0, got {value!r}")
+    return v
+
+
+def _unit_open(value, name):
+    v = _finite(value, name)
+    if not 0.0 < v < 1.0:
+        raise ValueError(f"{name}: must lie strictly between 0 and 1, got {value!r}")
+    return v
+
+
+def _neighbouring(value):
+    if value not in _NEIGHBOURING:
+        raise ValueError(f"neighbouring: must be one of {_NEIGHBOURING}, got {value!r}")
+    return value
+
+
+def _n_classes(value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 2:
+        raise ValueError(f"n_classes: must be an integer >= 2, got {value!r}")
+    return int(value)
+
+
+def _curvature(curvature, data_norm, n_classes):
+    if curvature is None:
+        if n_classes == 2:
+            raise ValueError("curvature: required for n_classes=2 (the bound c R^2 on "
+                             "loss'' ||x||^2)")
+        return (1.0 - 1.0 / n_classes) * data_norm ** 2
+    return _nonnegative(curvature, "curvature")
+
+
+def _epsilon_array(epsilon):
+    e = np.asarray(epsilon, dtype=np.float64)
+    if not np.all(np.isfinite(e)):
+        raise ValueError(f"epsilon: must be finite, got {epsilon!r}")
+    return e
+
+
+def _out(x, scalar):
+    return float(x) if scalar else x
+
+
+# --------------------------------------------------------------------------- Gaussian core
+def _gauss_delta_a(e, a):
+    """Hockey-stick delta at e of N(0,1) vs N(a,1): Phi(a/2 - e/a) - e^e Phi(-a/2 - e/a).
+
+    e, a broadcast; a >= 0 (a = 0 gives (1 - e^e)_+).  Evaluated as
+    Phi(A) (1 - exp(e + log Phi(B) - log Phi(A))) in log space, so tiny deltas keep
+    their relative accuracy.
+    """
+    e, a = np.broadcast_arrays(np.asarray(e, dtype=np.float64), np.asarray(a, dtype=np.float64))
+    out = np.empty(e.shape)
+    zero = a <= 0
+    out[zero] = np.maximum(-np.expm1(e[zero]), 0.0)
+    pos = ~zero
+    if np.any(pos):
+        ap, ep = a[pos], e[pos]
+        la = log_ndtr(ap / 2 - ep / ap)
+        lb = log_ndtr(-ap / 2 - ep / ap)
+        with np.errstate(invalid="ignore", over="ignore"):
+            r = np.minimum(ep + lb - la, 0.0)
+            val = np.exp(la) * -np.expm1(r)
+        val = np.where(np.isneginf(la), 0.0, val)
+        out[pos] = np.clip(val, 0.0, 1.0)
+    return out
+
+
+def _two_sided_a(e, a):
+    """E[(1 - exp(e - a^2/2 - a|Z|))_+], Z ~ N(0,1): the tail of the bound a|Z| + a^2/2.
+
+    Equals 2 * _gauss_delta_a(e, a) when e >= a^2/2, and 1 - 2 e^e Phi(-a) below
+    (docs section 3.2); a = 0 gives (1 - e^e)_+.  Increasing in a.
+    """
+    e, a = np.broadcast_arrays(np.asarray(e, dtype=np.float64), np.asarray(a, dtype=np.float64))
+    upper = 2.0 * _gauss_delta_a(e, a)
+    with np.errstate(over="ignore"):
+        lower = -np.expm1(_LOG2 + e + log_ndtr(-a))
+    out = np.where(e >= 0.5 * a * a, upper, lower)
+    return np.clip(out, 0.0, 1.0)
+
+
+def gaussian_delta(epsilon, sensitivity, sigma):
+    """Exact delta(epsilon) of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
+
+    delta = Phi(S/(2 sigma) - epsilon sigma/S) - e^epsilon Phi(-S/(2 sigma) - epsilon sigma/S),
+    S = ``sensitivity`` (l2, same units as ``sigma``), computed in log space.
+
+    epsilon : float or array (any real; vectorised, the result has its shape).
+    sensitivity : float >= 0 (0 gives (1 - e^epsilon)_+).   sigma : float > 0.
+    Returns a float for a scalar epsilon, else an array of epsilon's shape.
+    """
+    e = _epsilon_array(epsilon)
+    s = _nonnegative(sensitivity, "sensitivity")
+    sg = _positive(sigma, "sigma")
+    return _out(_gauss_delta_a(e, s / sg), e.ndim == 0)
+
+
+def _smallest_sigma(ok, guess):
+    """Smallest sigma > 0 with ok(sigma), ok monotone (False below, True above).
+
+    Geometric bisection to relative width 1e-12; the returned value is one at which
+    ok was evaluated True, so the inequality holds exactly in floating point.
+    """
+    hi = guess
+    for _ in range(2000):
+        if ok(hi):
+            break
+        hi *= 2.0
+    else:  # pragma: no cover - ok never true
+        raise RuntimeError("calibration: no sigma found that meets the target delta")
+    lo = hi
+    for _ in range(2000):
+        lo *= 0.5
+        if not ok(lo):
+            break
+    else:  # pragma: no cover
+        raise RuntimeError("calibration: target delta met by every sigma; check the inputs")
+    while hi / lo - 1.0 > 1e-12:
+        mid = math.sqrt(lo * hi)
+        if mid <= lo or mid >= hi:
+            break
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def analytic_gaussian_sigma(epsilon, delta, sensitivity):
+    """Smallest sigma with gaussian_delta(epsilon, sensitivity, sigma) <= delta.
+
+    epsilon > 0, 0 < delta < 1, sensitivity > 0 (l2; sigma comes back in its units).
+    Bisection in log sigma to relative 1e-12; the returned sigma satisfies the inequality
+    when gaussian_delta is evaluated at it.
+    """
+    eps = _positive(epsilon, "epsilon")
+    dlt = _unit_open(delta, "delta")
+    s = _positive(sensitivity, "sensitivity")
+    guess = s * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
+    return _smallest_sigma(lambda sg: gaussian_delta(eps, s, sg) <= dlt, guess)
+
+
+# --------------------------------------------------------------------------- objective perturbation
+def _epsilon_det(curvature, lambda_total, n_classes):
+    """Bound on the log-det (Jacobian) part of the privacy loss (docs section 3.1)."""
+    if n_classes == 2:
+        return math.log1p(curvature / lambda_total)
+    k1 = n_classes - 1
+    return k1 * math.log1p(curvature / (k1 * lambda_total))
+
+
+def _lambda_for_epsilon_det(target, curvature, n_classes):
+    """Lambda_tot at which _epsilon_det equals target (closed form)."""
+    if n_classes == 2:
+        return curvature / math.expm1(target)
+    k1 = n_classes - 1
+    return curvature / (k1 * math.expm1(target / k1))
+
+
+def _split_grid():
+    """u_k = t_k / (4 R^2), k = 0..N on [0, 1/2] (the split is symmetric in u <-> 1 - u)."""
+    return np.linspace(0.0, 0.5, _SPLIT_CELLS + 1)
+
+
+def _objective_delta_core(eps_prime, sigma, data_norm, neighbouring, n_classes):
+    """delta bound as a function of eps' = epsilon - epsilon_det (array), docs section 3."""
+    ep = np.asarray(eps_prime, dtype=np.float64)
+    a = data_norm / sigma
+    if n_classes == 2:
+        if neighbouring == "add_remove":
+            out = _two_sided_a(ep, a)
+        else:
+            # corners +-(x - x'), +-(x + x') with ||x-x'||^2 + ||x+x'||^2 <= 4R^2:
+            # sup over u in [0,1/2] of T(eps'; 2a sqrt(u)) + T(eps'; 2a sqrt(1-u)),
+            # bounded above cell by cell with T increasing in its second argument.
+            u = _split_grid()
+            e = ep[..., None]
+            t1 = _two_sided_a(e, 2 * a * np.sqrt(u[1:]))      # right end of each cell
+            t2 = _two_sided_a(e, 2 * a * np.sqrt(1 - u[:-1]))  # left end of each cell
+            out = np.max(t1 + t2, axis=-1)
+    else:
+        k1 = n_classes - 1
+        base = np.maximum(-np.expm1(ep), 0.0)      # the zero corner, > 0 only if eps' < 0
+        g1 = _gauss_delta_a(ep, math.sqrt(2.0) * a)
+        if neighbouring == "add_remove":
+            out = base + k1 * g1
+        else:
+            g2 = _gauss_delta_a(ep, 2.0 * math.sqrt(2.0) * a)
+            out = base + 2 * k1 * g1 + k1 * k1 * g2
+    return np.minimum(out, 1.0)
+
+
+def _objective_args(sigma, data_norm, curvature, lambda_total, neighbouring, n_classes):
+    sg = _positive(sigma, "sigma")
+    r = _positive(data_norm, "data_norm")
+    k = _n_classes(n_classes)
+    c = _curvature(curvature, r, k)
+    lam = _positive(lambda_total, "lambda_total")
+    nb = _neighbouring(neighbouring)
+    return sg, r, c, lam, nb, k
+
+
+def objective_gaussian_delta(epsilon, sigma, *, data_norm, curvature=None, lambda_total,
+                             neighbouring, n_classes=2):
+    """Upper bound on delta(epsilon) of objective perturbation with b ~ N(0, sigma^2 I).
+
+    The mechanism releases argmin sum_i loss + (lambda_total/2)||f||^2 + b.f (SUM units:
+    ``sigma`` and ``lambda_total`` = n (alpha + Delta) are both per SUM objective).
+    With eps' = epsilon - epsilon_det, epsilon_det = log(1 + curvature/lambda_total)
+    (binary) or (K-1) log(1 + curvature/((K-1) lambda_total)) (K = n_classes >= 3), and
+    a = data_norm / sigma, Z ~ N(0,1), T(e; a) = E[(1 - exp(e - a^2/2 - a|Z|))_+]
+    (= 2 gaussian_delta(e; a) for e >= a^2/2):
+
+      binary, add_remove:   T(eps'; a)
+      binary, replace_one:  max over u in [0,1/2] of T(eps'; 2a sqrt(u)) + T(eps'; 2a sqrt(1-u))
+                            (>= T(eps'; 2a), its u = 0 end; the max is bounded from above)
+      K classes, add_remove:  (K-1) gd(eps'; sqrt(2) a)                     [+ (1-e^eps')_+]
+      K classes, replace_one: (K-1)^2 gd(eps'; 2 sqrt(2) a) + 2(K-1) gd(eps'; sqrt(2) a)
+                                                                             [+ (1-e^eps')_+]
+    with gd the one-sided gaussian_delta in units of sigma; every result is capped at 1.
+    Derivations: docs/privacy_analysis.md, section 3.
+
+    epsilon : float or array (vectorised).  curvature : bound on loss'' ||x||^2 (c R^2);
+    for n_classes >= 3 a bound on the trace of one row's Hessian, default (1-1/K) R^2.
+    Returns a float for a scalar epsilon, else an array of epsilon's shape.
+    """
+    e = _epsilon_array(epsilon)
+    sg, r, c, lam, nb, k = _objective_args(sigma, data_norm, curvature, lambda_total,
+                                           neighbouring, n_classes)
+    ed = _epsilon_det(c, lam, k)
+    return _out(_objective_delta_core(e - ed, sg, r, nb, k), e.ndim == 0)
+
+
+def objective_gaussian_rdp(orders, sigma, *, data_norm, curvature=None, lambda_total,
+                           neighbouring, n_classes=2):
+    """Upper bound on the Renyi DP curve of Gaussian objective perturbation.
+
+    orders : array of Renyi orders, each > 1.  Returns an array of the same shape:
+    RDP(order) <= epsilon_det + (1/(order-1)) log sum_i E exp((order-1)(a_i Z_i + a_i^2/2))
+    over the corners i of the gradient difference (docs section 4):
+
+      binary, add_remove:   eps_det + order a^2/2 + log(2 Phi((order-1) a)) / (order-1)
+      binary, replace_one:  eps_det + log max_u [H(2a sqrt(u)) + H(2a sqrt(1-u))] / (order-1),
+                            H(b) = 2 Phi((order-1) b) exp((order-1) order b^2/2)
+      K classes, add_remove:  eps_det + log(1 + (K-1) e^{(order-1) order a1^2/2}) / (order-1)
+      K classes, replace_one: eps_det + log(1 + 2(K-1) e^{(order-1) order a1^2/2}
+                                            + (K-1)^2 e^{(order-1) order a2^2/2}) / (order-1)
+    with a = data_norm/sigma, a1 = sqrt(2) a, a2 = 2 sqrt(2) a.  All within
+    epsilon_det + order a_max^2/2 + log(m)/(order-1), m the number of non-zero corners.
+    """
+    o = np.asarray(orders, dtype=np.float64)
+    if o.size == 0 or not np.all(np.isfinite(o)) or not np.all(o > 1):
+        raise ValueError(f"orders: every order must be finite and > 1, got {orders!r}")
+    sg, r, c, lam, nb, k = _objective_args(sigma, data_norm, curvature, lambda_total,
+                                           neighbouring, n_classes)
+    ed = _epsilon_det(c, lam, k)
+    a = r / sg
+    m1 = o - 1.0
+    if k == 2:
+        def log_h(b):   # log H(b), b broadcast against m1
+            return _LOG2 + log_ndtr(m1 * b) + m1 * (m1 + 1.0) * b * b / 2.0
+        if nb == "add_remove":
+            log_sum = log_h(a)
+        else:
+            u = _split_grid()
+            mm = m1[..., None]
+            o1 = mm + 1.0
+            b1 = 2 * a * np.sqrt(u[1:])
+            b2 = 2 * a * np.sqrt(1 - u[:-1])
+            l1 = _LOG2 + log_ndtr(mm * b1) + mm * o1 * b1 * b1 / 2.0
+            l2 = _LOG2 + log_ndtr(mm * b2) + mm * o1 * b2 * b2 / 2.0
+            log_sum = np.max(np.logaddexp(l1, l2), axis=-1)
+    else:
+        k1 = n_classes - 1
+        a1sq = 2.0 * a * a
+        terms = [np.zeros_like(m1), math.log(k1) + m1 * (m1 + 1.0) * a1sq / 2.0]
+        if nb == "replace_one":
+            terms = [np.zeros_like(m1), math.log(2 * k1) + m1 * (m1 + 1.0) * a1sq / 2.0,
+                     2 * math.log(k1) + m1 * (m1 + 1.0) * 4.0 * a1sq / 2.0]
+        log_sum = logsumexp(np.stack(terms), axis=0)
+    return ed + log_sum / m1
+
+
+@dataclass(frozen=True)
+class ObjectiveGaussianCalibration:
+    """Constants of Gaussian objective perturbation.
+
+    sigma : noise scale of b ~ N(0, sigma^2 I) in SUM units (the term b.f, not b.f/n;
+        on the mean objective the term is b.f/n with the same b).
+    extra_l2 : Delta, the extra regulariser in MEAN units (like alpha), >= 0.
+    epsilon_det : the log-det part of epsilon it leaves for (<= epsilon/2).
+    lambda_total : n (alpha + Delta), the SUM-form regulariser.
+    """
+    sigma: float
+    extra_l2: float
+    epsilon_det: float
+    lambda_total: float
+
+
+def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k):
+    lam0 = n * alpha
+    if _epsilon_det(c, lam0, k) <= eps / 2.0:
+        extra = 0.0
+    else:
+        extra = max(_lambda_for_epsilon_det(eps / 2.0, c, k) / n - alpha, 0.0)
+    lam = n * (alpha + extra)
+    ed = _epsilon_det(c, lam, k)
+    ep = eps - ed
+    scale = 2.0 if nb == "replace_one" else 1.0
+    if k > 2:
+        scale *= math.sqrt(2.0)
+    guess = scale * r * math.sqrt(2.0 * math.log(2.5 / dlt)) / ep
+
+    def ok(sg):
+        return float(_objective_delta_core(ep, sg, r, nb, k)) <= dlt
+
+    sigma = _smallest_sigma(ok, guess)
+    return ObjectiveGaussianCalibration(sigma=sigma, extra_l2=extra, epsilon_det=ed,
+                                        lambda_total=lam)
+
+
+def objective_gaussian_calibration(epsilon, delta, *, n, alpha, data_norm, curvature=None,
+                                   neighbouring, n_classes=2):
+    """(sigma, Delta) of objective perturbation with Gaussian noise at (epsilon, delta).
+
+    Delta rule (as the paper's): if epsilon_det at Delta = 0 is <= epsilon/2, Delta = 0;
+    otherwise Delta is chosen in closed form so that epsilon_det = epsilon/2 exactly.
+    Then sigma is the smallest value (relative 1e-12) with objective_gaussian_delta <= delta,
+    checked at the returned value.
+
+    n : public normalisation (count) of the mean objective.  alpha > 0 : mean-units
+    regulariser.  data_norm : R.  curvature : c R^2 (binary) or the per-row Hessian trace
+    bound (n_classes >= 3, default (1-1/K) R^2).  Returns ObjectiveGaussianCalibration.
+    """
+    eps = _positive(epsilon, "epsilon")
+    dlt = _unit_open(delta, "delta")
+    nn = _positive(n, "n")
+    al = _positive(alpha, "alpha")
+    r = _positive(data_norm, "data_norm")
+    k = _n_classes(n_classes)
+    c = _curvature(curvature, r, k)
+    nb = _neighbouring(neighbouring)
+    return _calibrate_objective(eps, dlt, nn, al, r, c, nb, k)
+
+
+# --------------------------------------------------------------------------- references
+def kifer_objective_sigma(epsilon, delta, *, data_norm, neighbouring):
+    """Reference: sigma of Kifer, Smith & Thakurta (2012), Thm 2 as usually quoted.
+
+    sigma^2 = zeta^2 (8 log(2/delta) + 4 epsilon) / epsilon^2, SUM units, with zeta the
+    l2 bound on the change of the summed gradient between neighbours: zeta = R for
+    add_remove (one gradient of norm <= R), 2R for replace_one (difference of two such
+    gradients; docs section 5).  Valid together with lambda_total >= kifer_min_lambda_total.
+    """
+    eps = _positive(epsilon, "epsilon")
+    dlt = _unit_open(delta, "delta")
+    r = _positive(data_norm, "data_norm")
+    zeta = (2.0 if _neighbouring(neighbouring) == "replace_one" else 1.0) * r
+    return zeta * math.sqrt(8.0 * math.log(2.0 / dlt) + 4.0 * eps) / eps
+
+
+def kifer_min_lambda_total(epsilon, curvature):
+    """Reference: smallest SUM-form regulariser of Kifer et al. (2012), 2 lambda_h / epsilon.
+
+    curvature : lambda_h = c R^2, the bound on the rank-one Hessian's eigenvalue.
+    """
+    eps = _positive(epsilon, "epsilon")
+    return 2.0 * _nonnegative(curvature, "curvature") / eps
+
+
+# --------------------------------------------------------------------------- output perturbation
+def output_gaussian_sigma(epsilon, delta, *, n, alpha, data_norm, neighbouring):
+    """Gaussian output perturbation: sigma (coefficient units) for the exact minimiser.
+
+    l2 sensitivity of argmin of the mean objective with public normalisation n
+    (Lambda_tot = n alpha): 2R/(n alpha) for replace_one, R/(n alpha) for add_remove
+    (docs section 6; add_remove needs the same n for both neighbours).  Returns the
+    analytic Gaussian sigma of that sensitivity.
+    """
+    eps = _positive(epsilon, "epsilon")
+    dlt = _unit_open(delta, "delta")
+    nn = _positive(n, "n")
+    al = _positive(alpha, "alpha")
+    r = _positive(data_norm, "data_norm")
+    factor = 2.0 if _neighbouring(neighbouring) == "replace_one" else 1.0
+    return analytic_gaussian_sigma(eps, dlt, factor * r / (nn * al))
+
+
+# --------------------------------------------------------------------------- AMP
+@dataclass(frozen=True)
+class AMPCalibration:
+    """Constants of approximate minima perturbation (docs section 8).
+
+    sigma_objective : objective noise b ~ N(0, sigma^2 I), SUM units.
+    extra_l2 : Delta, mean units.
+    sigma_output : noise N(0, sigma_output^2 I) added to the approximate minimiser,
+        coefficient units.
+    epsilon_objective, epsilon_output, delta_objective, delta_output : the split;
+        epsilon_objective + 2 epsilon_output <= epsilon and
+        e^{eps_out} delta_obj + (1 + e^{eps_obj + eps_out}) delta_out <= delta.
+    grad_tol : the gradient-norm threshold of the MEAN private objective the solver must meet.
+    epsilon_det, lambda_total : as in ObjectiveGaussianCalibration (SUM units).
+    """
+    sigma_objective: float
+    extra_l2: float
+    sigma_output: float
+    epsilon_objective: float
+    epsilon_output: float
+    delta_objective: float
+    delta_output: float
+    grad_tol: float
+    epsilon_det: float
+    lambda_total: float
+
+    def total_epsilon(self):
+        return self.epsilon_objective + 2.0 * self.epsilon_output
+
+    def total_delta(self):
+        eo, ej = self.epsilon_output, self.epsilon_objective
+        return math.exp(eo) * self.delta_objective + (1.0 + math.exp(ej + eo)) * self.delta_output
+
+
+def amp_calibration(epsilon, delta, *, n, alpha, data_norm, curvature=None, neighbouring,
+                    grad_tol, output_fraction=0.05, n_classes=2):
+    """Approximate minima perturbation: objective noise, then output noise on an approximate
+    minimiser theta_hat with ||grad J_priv(theta_hat)||_2 <= grad_tol (MEAN objective,
+    Delta and b.f/n included; SUM units gamma = n grad_tol).
+
+    Split (f = output_fraction, 0 < f < 1/2): eps_out = f eps, eps_obj = eps - 2 eps_out;
+    delta_obj = (1-f) delta e^{-eps_out}, delta_out = f delta / (1 + e^{eps_obj + eps_out}),
+    so that eps_obj + 2 eps_out = eps and e^{eps_out} delta_obj + (1 + e^{eps_obj+eps_out})
+    delta_out = delta (checked <= in floating point).  The objective part is
+    objective_gaussian_calibration(eps_obj, delta_obj, ...); the output part is the
+    analytic Gaussian sigma for (eps_out, delta_out) and l2 shift gamma / lambda_total =
+    grad_tol / (alpha + Delta) (coefficient units).  Returns AMPCalibration.
+    """
+    eps = _positive(epsilon, "epsilon")
+    dlt = _unit_open(delta, "delta")
+    nn = _positive(n, "n")
+    al = _positive(alpha, "alpha")
+    r = _positive(data_norm, "data_norm")
+    k = _n_classes(n_classes)
+    c = _curvature(curvature, r, k)
+    nb = _neighbouring(neighbouring)
+    gt = _positive(grad_tol, "grad_tol")
+    f = _finite(output_fraction, "output_fraction")
+    if not 0.0 < f < 0.5:
+        raise ValueError(f"output_fraction: must lie strictly between 0 and 1/2, "
+                         f"got {output_fraction!r}")
+    e_out = f * eps
+    e_obj = eps - 2.0 * e_out
+    while e_obj + 2.0 * e_out > eps:
+        e_obj = math.nextafter(e_obj, 0.0)
+    d_obj = (1.0 - f) * dlt * math.exp(-e_out)
+    d_out = f * dlt / (1.0 + math.exp(e_obj + e_out))
+    while math.exp(e_out) * d_obj + (1.0 + math.exp(e_obj + e_out)) * d_out > dlt:
+        d_obj *= 1.0 - 1e-12
+        d_out *= 1.0 - 1e-12
+    obj = _calibrate_objective(e_obj, d_obj, nn, al, r, c, nb, k)
+    shift = gt / (al + obj.extra_l2)       # = n grad_tol / lambda_total, coefficient units
+    s_out = analytic_gaussian_sigma(e_out, d_out, shift)
+    return AMPCalibration(sigma_objective=obj.sigma, extra_l2=obj.extra_l2, sigma_output=s_out,
+                          epsilon_objective=e_obj, epsilon_output=e_out, delta_objective=d_obj,
+                          delta_output=d_out, grad_tol=gt, epsilon_det=obj.epsilon_det,
+                          lambda_total=obj.lambda_total)
