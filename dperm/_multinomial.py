@@ -221,6 +221,15 @@ class _Rows:
             Gx += R.T @ Xb
 
 
+def _max_last(Z):
+    """Z.max(axis=-1) for a short last axis (the classes): K elementwise maxima of
+    strided slices, several times faster than numpy's reduction over a short axis."""
+    mx = Z[..., 0].copy()
+    for k in range(1, Z.shape[-1]):
+        np.maximum(mx, Z[..., k], out=mx)
+    return mx
+
+
 def _data_term(rows, y, W):
     """sum_i [logsumexp(W_j x_i) - (W_j x_i)_{y_i}] (m,) and its gradient (m, K, d)
     for W (m, K, d): one product per row block for all m problems."""
@@ -233,17 +242,18 @@ def _data_term(rows, y, W):
     F = np.zeros(m)
     Gx = np.zeros((mK, rows.d_raw))
     gc = np.zeros(mK) if has_c else None
+    ones = np.ones(K)
     for i0, i1, Xb, rs in rows.blocks(mK):
         nb = i1 - i0
         Z = rows.margins(Xb, rs, Wx, wc).reshape(nb, m, K)
         ar = np.arange(nb)
         yb = y[i0:i1]
         zy = Z[ar, :, yb]                      # (nb, m): margin of the true class
-        mx = Z.max(axis=2, keepdims=True)
-        Z -= mx
+        mx = _max_last(Z)                      # (nb, m)
+        Z -= mx[:, :, None]
         np.exp(Z, out=Z)
-        s = Z.sum(axis=2)                      # (nb, m), each >= 1
-        F += (mx[:, :, 0] + np.log(s) - zy).sum(axis=0)
+        s = Z @ ones                           # (nb, m), each >= 1
+        F += (mx + np.log(s) - zy).sum(axis=0)
         Z /= s[:, :, None]                     # softmax
         Z[ar, :, yb] -= 1.0                    # residuals: softmax - one-hot
         rows.grad_add(Xb, rs, Z.reshape(nb, mK), Gx, gc)
@@ -431,7 +441,7 @@ def multinomial_predict_proba(X, W, intercept=None):
         Z = rows.margins(Xb, rs, Wx, wc)
         if b is not None:
             Z += b
-        Z -= Z.max(axis=1, keepdims=True)
+        Z -= _max_last(Z)[:, None]
         np.exp(Z, out=Z)
         Z /= Z.sum(axis=1, keepdims=True)
         out[i0:i1] = Z
