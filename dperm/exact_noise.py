@@ -225,8 +225,9 @@ def _geometric_exp1(n, rng):
 
 def _bern_exp_rational(num, den, rng):
     """Bernoulli(exp(-num/den)) per element, int64 arrays num >= 0, den >= 1."""
-    num = np.asarray(num, dtype=np.int64).reshape(-1)
+    num = np.asarray(num, dtype=np.int64)
     den = np.broadcast_to(np.asarray(den, dtype=np.int64), num.shape).reshape(-1)
+    num = num.reshape(-1)
     whole, frac = np.divmod(num, den)
     out = _bern_exp_int(whole, rng)
     idx = np.flatnonzero(out)
@@ -265,6 +266,27 @@ def _laplace(a, b, n, rng):
         done[slots[ok]] = True
         pending = pending[~done[pending]]
     return out
+
+
+def _gamma_parts(diff, den, q):
+    """floor and remainder of gamma = den * diff^2 / q, exactly, as int64 arrays.
+
+    int64 arithmetic where den * diff^2 fits (|diff| <= isqrt(INT64_MAX // den)),
+    Python integers for the rest (far tails).  A floor above INT64_MAX is clipped
+    to it: accepting would need that many successive e^-1 coins, which no run
+    reaches, so the clip changes nothing that can be observed.
+    """
+    diff = np.asarray(diff, dtype=np.int64).reshape(-1)
+    lim = math.isqrt(_I64_MAX // den)
+    fast = np.abs(diff) <= lim
+    whole = np.empty(diff.size, dtype=np.int64)
+    frac = np.empty(diff.size, dtype=np.int64)
+    df = diff[fast]
+    whole[fast], frac[fast] = np.divmod(den * df * df, q)
+    for i in np.flatnonzero(~fast):
+        w, f = divmod(den * int(diff[i]) ** 2, q)
+        whole[i], frac[i] = min(w, _I64_MAX), f
+    return whole, frac
 
 
 def _check_param(f, name):
@@ -377,23 +399,13 @@ def discrete_gaussian(sigma2_num, sigma2_den=1, size=None, rng=None):
     g = math.gcd(lap_a, lap_b)
     lap_a, lap_b = lap_a // g, lap_b // g
     q = 2 * num                                     # gamma = den (|Y| - c)^2 / q
-    lim = math.isqrt(_I64_MAX // den)               # den * diff^2 fits in int64 iff |diff| <= lim
     shape = _size_tuple(size)
     n = int(np.prod(shape, dtype=np.int64))
     out = np.empty(n, dtype=np.int64)
     pending = np.arange(n)
     while pending.size:
         y = _laplace(lap_a, lap_b, pending.size, rng)
-        diff = np.abs(y) - c
-        fast = np.abs(diff) <= lim
-        whole = np.empty(y.size, dtype=np.int64)
-        frac = np.empty(y.size, dtype=np.int64)
-        p = den * diff[fast] * diff[fast]
-        whole[fast], frac[fast] = np.divmod(p, q)
-        for i in np.flatnonzero(~fast):             # far tails: Python integers
-            w, f = divmod(den * int(diff[i]) ** 2, q)
-            # w >= 2^63 would need 2^63 successive e^-1 coins; clip (never reached)
-            whole[i], frac[i] = min(w, _I64_MAX), f
+        whole, frac = _gamma_parts(np.abs(y) - c, den, q)
         acc = _bern_exp_int(whole, rng)
         idx = np.flatnonzero(acc)
         if idx.size:
@@ -635,4 +647,7 @@ def calibrate_on_grid(sigma_for, sensitivity, d, *, bits=_DEFAULT_BITS, max_iter
         if g_new <= g:
             return sigma, g_new
         g = g_new
-    raise RuntimeError("calibrate_on_grid: did not settle; is sigma_for non-decreasing?")
+    raise RuntimeError(
+        "calibrate_on_grid: did not settle: the grid term sqrt(d) * g, with g about "
+        "sigma * 2**-bits, keeps raising sigma (d too large for bits: raise bits), or "
+        "sigma_for is not non-decreasing")
