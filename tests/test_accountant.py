@@ -593,3 +593,12 @@ def test_spend_rejects_what_is_not_an_event():
         with pytest.raises(ValueError, match="^epsilon"):
             acc.spend(bad)
     assert acc.history == []
+
+
+def test_a_bound_dp_accounting_cannot_build_is_skipped():
+    # exp(800) overflows in the PLD of a pure epsilon = 800 event: the PLD bound is
+    # left out, the others stand
+    g = gaussian(20.0)
+    comp = compose([g, PureEvent(800.0)], 1e-5)
+    assert "pld" not in comp.candidates and comp.method in ("basic", "rdp")
+    assert 800.0 <= comp.epsilon <= 800.0 + g.epsilon
