@@ -326,6 +326,7 @@ def compose(events, delta):
     cannot build them (e.g. a pure epsilon so large that exp overflows).
     """
     delta = _check_delta(delta, "delta")
+    events = list(events)
     counts = Counter(_as_event(e) for e in events)
     if not counts:
         return Composition(0.0, 0.0, "none", {})
