@@ -105,6 +105,12 @@ def _epsilon_array(epsilon):
     return e
 
 
+def _flag(value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"nonincreasing_loss: must be True or False, got {value!r}")
+    return bool(value)
+
+
 def _out(x, scalar):
     return float(x) if scalar else x
 
@@ -231,11 +237,20 @@ def _split_grid():
     return np.linspace(0.0, 0.5, _SPLIT_CELLS + 1)
 
 
-def _objective_delta_core(eps_prime, sigma, data_norm, neighbouring, n_classes):
+def _objective_delta_core(eps_prime, sigma, data_norm, neighbouring, n_classes,
+                          nonincreasing=False):
     """delta bound as a function of eps' = epsilon - epsilon_det (array), docs section 3."""
     ep = np.asarray(eps_prime, dtype=np.float64)
     a = data_norm / sigma
-    if n_classes == 2:
+    if n_classes == 2 and nonincreasing:
+        # loss' <= 0: one row's gradient moves along one signed direction only, so the
+        # corners are 0, w1, w2, w1 + w2 (||w_i|| <= R, ||w1 + w2|| <= 2R); docs section 3.3
+        base = np.maximum(-np.expm1(ep), 0.0)
+        if neighbouring == "add_remove":
+            out = base + _gauss_delta_a(ep, a)
+        else:
+            out = base + 2.0 * _gauss_delta_a(ep, a) + _gauss_delta_a(ep, 2.0 * a)
+    elif n_classes == 2:
         if neighbouring == "add_remove":
             out = _two_sided_a(ep, a)
         else:
@@ -270,7 +285,7 @@ def _objective_args(sigma, data_norm, curvature, lambda_total, neighbouring, n_c
 
 
 def objective_gaussian_delta(epsilon, sigma, *, data_norm, curvature=None, lambda_total,
-                             neighbouring, n_classes=2):
+                             neighbouring, n_classes=2, nonincreasing_loss=False):
     """Upper bound on delta(epsilon) of objective perturbation with b ~ N(0, sigma^2 I).
 
     The mechanism releases argmin sum_i loss + (lambda_total/2)||f||^2 + b.f (SUM units:
@@ -287,6 +302,11 @@ def objective_gaussian_delta(epsilon, sigma, *, data_norm, curvature=None, lambd
       K classes, replace_one: (K-1)^2 gd(eps'; 2 sqrt(2) a) + 2(K-1) gd(eps'; sqrt(2) a)
                                                                              [+ (1-e^eps')_+]
     with gd the one-sided gaussian_delta in units of sigma; every result is capped at 1.
+    nonincreasing_loss=True (binary only; loss' <= 0 everywhere, as for the logistic,
+    Huber and smoothed-hinge losses): one row's gradient moves along a single signed
+    direction, the corners are 0, w1, w2, w1 + w2, and
+      binary, add_remove:   gd(eps'; a)                          [+ (1-e^eps')_+]
+      binary, replace_one:  2 gd(eps'; a) + gd(eps'; 2a)         [+ (1-e^eps')_+]
     Derivations: docs/privacy_analysis.md, section 3.
 
     epsilon : float or array (vectorised).  curvature : bound on loss'' ||x||^2 (c R^2);
@@ -297,11 +317,12 @@ def objective_gaussian_delta(epsilon, sigma, *, data_norm, curvature=None, lambd
     sg, r, c, lam, nb, k = _objective_args(sigma, data_norm, curvature, lambda_total,
                                            neighbouring, n_classes)
     ed = _epsilon_det(c, lam, k)
-    return _out(_objective_delta_core(e - ed, sg, r, nb, k), e.ndim == 0)
+    return _out(_objective_delta_core(e - ed, sg, r, nb, k, _flag(nonincreasing_loss)),
+                e.ndim == 0)
 
 
 def objective_gaussian_rdp(orders, sigma, *, data_norm, curvature=None, lambda_total,
-                           neighbouring, n_classes=2):
+                           neighbouring, n_classes=2, nonincreasing_loss=False):
     """Upper bound on the Renyi DP curve of Gaussian objective perturbation.
 
     orders : array of Renyi orders, each > 1.  Returns an array of the same shape:
@@ -325,7 +346,15 @@ def objective_gaussian_rdp(orders, sigma, *, data_norm, curvature=None, lambda_t
     ed = _epsilon_det(c, lam, k)
     a = r / sg
     m1 = o - 1.0
-    if k == 2:
+    if k == 2 and _flag(nonincreasing_loss):
+        # corners 0, w1, w2, w1 + w2 (docs section 4): 1 + 2 e^{..a^2} + e^{..(2a)^2}
+        # (add_remove: 1 + e^{..a^2})
+        terms = [np.zeros_like(m1), m1 * (m1 + 1.0) * a * a / 2.0]
+        if nb == "replace_one":
+            terms = [np.zeros_like(m1), _LOG2 + m1 * (m1 + 1.0) * a * a / 2.0,
+                     m1 * (m1 + 1.0) * 4.0 * a * a / 2.0]
+        log_sum = logsumexp(np.stack(terms), axis=0)
+    elif k == 2:
         def log_h(b):   # log H(b), b broadcast against m1
             return _LOG2 + log_ndtr(m1 * b) + m1 * (m1 + 1.0) * b * b / 2.0
         if nb == "add_remove":
@@ -366,7 +395,7 @@ class ObjectiveGaussianCalibration:
     lambda_total: float
 
 
-def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k):
+def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k, nonincreasing=False):
     lam0 = n * alpha
     if _epsilon_det(c, lam0, k) <= eps / 2.0:
         extra = 0.0
@@ -381,7 +410,7 @@ def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k):
     guess = scale * r * math.sqrt(2.0 * math.log(2.5 / dlt)) / ep
 
     def ok(sg):
-        return float(_objective_delta_core(ep, sg, r, nb, k)) <= dlt
+        return float(_objective_delta_core(ep, sg, r, nb, k, nonincreasing)) <= dlt
 
     sigma = _smallest_sigma(ok, guess)
     return ObjectiveGaussianCalibration(sigma=sigma, extra_l2=extra, epsilon_det=ed,
@@ -389,7 +418,7 @@ def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k):
 
 
 def objective_gaussian_calibration(epsilon, delta, *, n, alpha, data_norm, curvature=None,
-                                   neighbouring, n_classes=2):
+                                   neighbouring, n_classes=2, nonincreasing_loss=False):
     """(sigma, Delta) of objective perturbation with Gaussian noise at (epsilon, delta).
 
     Delta rule (as the paper's): if epsilon_det at Delta = 0 is <= epsilon/2, Delta = 0;
@@ -409,7 +438,7 @@ def objective_gaussian_calibration(epsilon, delta, *, n, alpha, data_norm, curva
     k = _n_classes(n_classes)
     c = _curvature(curvature, r, k)
     nb = _neighbouring(neighbouring)
-    return _calibrate_objective(eps, dlt, nn, al, r, c, nb, k)
+    return _calibrate_objective(eps, dlt, nn, al, r, c, nb, k, _flag(nonincreasing_loss))
 
 
 # --------------------------------------------------------------------------- references
@@ -490,7 +519,7 @@ class AMPCalibration:
 
 
 def amp_calibration(epsilon, delta, *, n, alpha, data_norm, curvature=None, neighbouring,
-                    grad_tol, output_fraction=0.05, n_classes=2):
+                    grad_tol, output_fraction=0.05, n_classes=2, nonincreasing_loss=False):
     """Approximate minima perturbation: objective noise, then output noise on an approximate
     minimiser theta_hat with ||grad J_priv(theta_hat)||_2 <= grad_tol (MEAN objective,
     Delta and b.f/n included; SUM units gamma = n grad_tol).
@@ -525,7 +554,7 @@ def amp_calibration(epsilon, delta, *, n, alpha, data_norm, curvature=None, neig
     while math.exp(e_out) * d_obj + (1.0 + math.exp(e_obj + e_out)) * d_out > dlt:
         d_obj *= 1.0 - 1e-12
         d_out *= 1.0 - 1e-12
-    obj = _calibrate_objective(e_obj, d_obj, nn, al, r, c, nb, k)
+    obj = _calibrate_objective(e_obj, d_obj, nn, al, r, c, nb, k, _flag(nonincreasing_loss))
     shift = gt / (al + obj.extra_l2)       # = n grad_tol / lambda_total, coefficient units
     s_out = analytic_gaussian_sigma(e_out, d_out, shift)
     return AMPCalibration(sigma_objective=obj.sigma, extra_l2=obj.extra_l2, sigma_output=s_out,
