@@ -425,9 +425,9 @@ class BudgetAccountant:
         return max(0.0, self.delta - self.spent_delta)
 
     # ---- spending
-    def _after(self, event):
-        """(total, composition) if `event` were added (lock held)."""
-        events = [ev for _, ev in self.history] + [event]
+    def _after(self, new_events):
+        """(total, composition) if `new_events` (a list) were added (lock held)."""
+        events = [ev for _, ev in self.history] + list(new_events)
         key = (tuple(events), self.delta)
         cached = self.__dict__.get("_cache")
         if cached is not None and cached[0] == key:  # check() then spend(): once
@@ -436,17 +436,22 @@ class BudgetAccountant:
             comp = compose(events, self.delta)
             self._cache = (key, comp)
         if comp.method == "pure":
-            total = (self._total[0] + _as_event(event).epsilon, 0.0)
+            total = self._total[0]
+            for ev in new_events:
+                total += _as_event(ev).epsilon
+            total = (total, 0.0)
         else:
             total = (max(self._total[0], comp.epsilon), max(self._total[1], comp.delta))
         return total, comp
 
-    def _refuse_if_over(self, event, total):
-        ev = _as_event(event)
+    def _refuse_if_over(self, new_events, total):
         if total[0] > self.epsilon * (1 + _SLACK) or total[1] > self.delta * (1 + _SLACK):
+            evs = [_as_event(e) for e in new_events]
+            what = (f"a fit with epsilon={evs[0].epsilon:g}, delta={evs[0].delta:g} "
+                    f"({type(evs[0]).__name__})" if len(evs) == 1 else
+                    f"{len(evs)} releases (epsilon {', '.join(f'{e.epsilon:g}' for e in evs)})")
             raise BudgetExceededError(
-                f"a fit with epsilon={ev.epsilon:g}, delta={ev.delta:g} "
-                f"({type(ev).__name__}) would exceed the budget "
+                f"{what} would exceed the budget "
                 f"(epsilon={self.epsilon:g}, delta={self.delta:g}): spent "
                 f"epsilon={self.spent:g}, delta={self.spent_delta:g}; the total after it "
                 f"would be epsilon={total[0]:g}, delta={total[1]:g}; "
@@ -457,19 +462,34 @@ class BudgetAccountant:
         would exceed the budget; return it (a float validated, an event as is)."""
         event = self._validated(event_or_epsilon)
         with self._lock:
-            total, _ = self._after(event)
-            self._refuse_if_over(event, total)
+            total, _ = self._after([event])
+            self._refuse_if_over([event], total)
         return event
 
     def spend(self, event_or_epsilon, label=None):
         """Record a release (checks first; refused releases spend nothing)."""
-        event = self._validated(event_or_epsilon)
+        self.spend_all([event_or_epsilon], label=label)
+
+    def check_all(self, events):
+        """check() for several releases made together (e.g. the K models of a
+        one-vs-rest fit): all of them fit in the budget, or BudgetExceededError."""
+        events = [self._validated(e) for e in events]
         with self._lock:
-            total, comp = self._after(event)
-            self._refuse_if_over(event, total)
+            total, _ = self._after(events)
+            self._refuse_if_over(events, total)
+        return events
+
+    def spend_all(self, events, label=None):
+        """Record several releases at once, all or none (checks first)."""
+        events = [self._validated(e) for e in events]
+        if not events:
+            return
+        with self._lock:
+            total, comp = self._after(events)
+            self._refuse_if_over(events, total)
             self._total = total
             self._composition = comp
-            self.history.append((label, event))
+            self.history.extend((label, ev) for ev in events)
 
     @staticmethod
     def _validated(event_or_epsilon):

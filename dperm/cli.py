@@ -718,13 +718,13 @@ def _print_privacy(rec, source, shape):
           f"d = {shape[1]} features")
     rows = [("epsilon", rec.get("epsilon"))]
     if mech == "objective":
-        rows += [("epsilon'", rec.get("epsilon_prime")), ("Delta", rec.get("delta"))]
+        rows += [("epsilon'", rec.get("epsilon_prime")), ("Delta", rec.get("extra_l2"))]
     rows += [("beta", rec.get("beta")),
              ("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
              ("row norm bound R", rec.get("data_norm"))]
     for k, v in rows:
         print(f"  {k:<17} {_fmt(v)}")
-    if mech == "objective" and rec.get("delta", 0) > 0:
+    if mech == "objective" and (rec.get("extra_l2") or 0) > 0:
         print("  (Delta > 0: Lambda is small for this n and epsilon, so Algorithm 2 added "
               "Delta to the regularizer and used epsilon' = epsilon/2)")
 

@@ -1,5 +1,6 @@
 """PrivateLinearClassifier: the scikit-learn face of Algorithms 1 and 2."""
 import functools as _functools
+import math
 import numbers
 import warnings
 
@@ -19,13 +20,14 @@ from dperm.accountant import BudgetAccountant
 from dperm.exceptions import (BudgetExceededError, ClippingWarning, NoiseDominatedWarning,
                               PrivacyLeakWarning)
 from dperm.losses import get_loss
-from dperm.mechanisms import objective_perturbation, output_perturbation
+from dperm.mechanisms import (MULTINOMIAL, NEIGHBOURING, check_privacy_params,
+                               objective_perturbation, output_perturbation, privacy_events)
 from dperm.noise import warn_if_seeded
 from dperm.regularization import auto_alpha, expected_noise_shift, noise_dominates
 
 __all__ = ["PrivateLinearClassifier"]
 
-PERTURBATIONS = {"objective", "output", "none"}
+PERTURBATIONS = {"objective", "output", "amp", "none"}
 
 
 def augment_intercept(X, data_norm):
@@ -155,11 +157,15 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         noise-free minimizer itself); never publish it beside the model.
     """
 
-    def __init__(self, loss="logistic", perturbation="objective", epsilon=1.0, alpha="auto", h=0.5,
+    def __init__(self, loss="logistic", perturbation="objective", epsilon=1.0, delta=0.0,
+                 neighbouring="replace_one", n_public=None, alpha="auto", h=0.5,
                  data_norm=1.0, norm_policy="clip", fit_intercept=True, classes=None, tol=None,
                  max_iter=None, n_threads=None, random_state=None, accountant=None,
                  solver="auto"):
         self.loss = loss
+        self.delta = delta
+        self.neighbouring = neighbouring
+        self.n_public = n_public
         self.solver = solver
         self.perturbation = perturbation
         self.epsilon = epsilon
@@ -182,6 +188,11 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         check_choice(self.perturbation, "perturbation", PERTURBATIONS)
         if self.perturbation != "none":
             check_epsilon(self.epsilon, "epsilon")
+        check_privacy_params(self.delta, self.neighbouring, self.n_public, 2,
+                             warn=False)
+        if self.perturbation == "amp" and float(self.delta) == 0:
+            raise ValueError("delta: perturbation='amp' is an (epsilon, delta) mechanism; "
+                             "give delta > 0 (e.g. 1/n**2)")
         if isinstance(self.alpha, str):
             if self.alpha != "auto":
                 raise ValueError(f"alpha: must be 'auto' or a positive number, got {self.alpha!r}")
@@ -205,25 +216,56 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
             raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got {type(self.accountant).__name__}")
         check_random_state(None if isinstance(self.random_state, np.random.Generator) else self.random_state)
 
-    def _resolve_alpha(self, n, d, lo):
+    def _equivalent_epsilon(self, n, d, lo, eps, delta, nb, n_classes):
+        """The pure, replace-one epsilon whose noise has the norm this fit's noise has:
+        the public rules of dperm.regularization were calibrated on that mechanism.
+        Pure: eps (replace_one) or 2 eps (add_remove: half the sensitivity).  Gaussian:
+        the Laplace-type norm d * sens / eps equals the Gaussian norm sqrt(d) sigma."""
+        if self.perturbation == "none":
+            return 1.0
+        if delta == 0:
+            return eps * (2.0 if nb == "add_remove" else 1.0)
+        from dperm import calibration
+
+        R = float(self.data_norm)
+        if self.perturbation == "output":
+            # sigma scales as 1/(n alpha): the ratio does not depend on alpha
+            sens = (2.0 if nb == "replace_one" else 1.0) * R
+            sigma = calibration.analytic_gaussian_sigma(eps, delta, sens)
+            return 2.0 * R * math.sqrt(d) / sigma
+        K = n_classes
+        curvature = (1 - 1 / K) * R * R if K > 2 else lo.curvature(self.h, R)
+        provisional = auto_alpha(n, d, eps, perturbation="objective", loss=lo.name,
+                                 data_norm=R, h=float(self.h))
+        cal = calibration.objective_gaussian_calibration(
+            eps, delta, n=n, alpha=provisional, data_norm=R, curvature=curvature,
+            neighbouring=nb, n_classes=K, nonincreasing_loss=K == 2)
+        return 2.0 * R * math.sqrt(d) / cal.sigma
+
+    def _resolve_alpha(self, n, d, lo, eps, delta, nb, n_classes=2):
         """Lambda for this fit: the public rule for "auto", else the user's value (with a
         warning when, by public quantities alone, the noise would swamp the model)."""
-        kw = dict(perturbation=self.perturbation, loss=lo.name, data_norm=float(self.data_norm),
+        pert = "output" if self.perturbation == "output" else \
+            "none" if self.perturbation == "none" else "objective"
+        kw = dict(perturbation=pert, loss=lo.name, data_norm=float(self.data_norm),
                   h=float(self.h))
-        eps = float(self.epsilon) if self.perturbation != "none" else 1.0
+        eps = self._equivalent_epsilon(n, d, lo, eps, delta, nb, n_classes)
         if isinstance(self.alpha, str):
             return auto_alpha(n, d, eps, **kw)
         alpha = float(self.alpha)
         if self.perturbation != "none" and noise_dominates(n, d, eps, alpha, **kw):
             shift = expected_noise_shift(n, d, eps, alpha, **kw)
             warnings.warn(
-                f"alpha={alpha:g}: with n={n}, d={d} and epsilon={eps:g} the expected noise "
-                f"moves the coefficients by about {shift:.3g}, more than any non-private "
-                f"solution can measure; the model will be mostly noise. alpha='auto' would "
-                f"use {auto_alpha(n, d, eps, **kw):.3g}.", NoiseDominatedWarning, stacklevel=3)
+                f"alpha={alpha:g}: with n={n}, d={d} and epsilon={float(self.epsilon):g} the "
+                f"expected noise moves the coefficients by about {shift:.3g}, more than any "
+                f"non-private solution can measure; the model will be mostly noise. "
+                f"alpha='auto' would use {auto_alpha(n, d, eps, **kw):.3g}.",
+                NoiseDominatedWarning, stacklevel=3)
         return alpha
 
     def _check_classes(self, y):
+        """(classes (K,), codes (n,) in 0..K-1) with K >= 2; the label set is public
+        (classes=) or read from y with a PrivacyLeakWarning."""
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             warnings.warn("A column-vector y was passed when a 1d array was expected; "
@@ -240,28 +282,21 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError("y: Unknown label type: the labels cannot be sorted "
                                  "(mixed types?)") from None
             y_type = type_of_target(y, input_name="y")
-            if classes.size != 2 and y_type.startswith("continuous"):
-                # two distinct float labels are fine; many are a regression target
+            if y_type.startswith("continuous") and classes.size > 2:
                 raise ValueError(f"y: Unknown label type: {y_type} (a continuous target was "
-                                 "passed to a classifier; exactly two classes are needed)")
-            if classes.size > 2:
-                raise ValueError(
-                    f"y: Only binary classification is supported. Found {classes.size} classes "
-                    f"({classes[:5].tolist()}{'...' if classes.size > 5 else ''}). For K classes "
-                    "use sklearn.multiclass.OneVsRestClassifier(PrivateLinearClassifier("
-                    "classes=[0, 1], epsilon=total_epsilon / K)): it trains K binary models on "
-                    "all rows, so their epsilons add up.")
-            if classes.size != 2:
-                raise ValueError(f"y: Only binary classification is supported; exactly two "
-                                 f"classes are needed, found {classes.size} "
+                                 "passed to a classifier)")
+            if classes.size < 2:
+                raise ValueError(f"y: at least two classes are needed, found {classes.size} "
                                  f"({classes[:5].tolist()})")
             warnings.warn(
-                "classes: the label set was read from the private y; pass classes=[neg, pos] "
-                "(public knowledge) to avoid this leak", PrivacyLeakWarning, stacklevel=3)
+                "classes: the label set was read from the private y; pass classes=[...] "
+                "(public knowledge: every label that may occur) to avoid this leak",
+                PrivacyLeakWarning, stacklevel=3)
         else:
             classes = np.asarray(self.classes)
-            if classes.ndim != 1 or classes.size != 2 or classes[0] == classes[1]:
-                raise ValueError(f"classes: must list exactly two distinct labels, got {self.classes!r}")
+            if classes.ndim != 1 or classes.size < 2 or np.unique(classes).size != classes.size:
+                raise ValueError(f"classes: must list at least two distinct labels, got "
+                                 f"{self.classes!r}")
             if y.dtype.kind in "OUS" and classes.dtype.kind not in "OUS" or \
                     classes.dtype.kind in "OUS" and y.dtype.kind not in "OUS":
                 raise ValueError(f"y: labels {np.unique(y)[:5].tolist()} do not match classes={self.classes!r}")
@@ -269,12 +304,28 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
             if not inside.all():
                 raise ValueError(f"y: values {np.unique(y[~inside])[:5].tolist()} are not in "
                                  f"classes={classes.tolist()}")
-        y_pm = np.where(y == classes[1], 1.0, -1.0)
-        return classes, y_pm
+        codes = np.zeros(y.shape[0], dtype=np.intp)
+        for k, c in enumerate(classes):
+            codes[y == c] = k
+        return classes, codes
+
+    def _multiclass_mode(self, K):
+        """How K classes are fitted: "binary" (K = 2), "multinomial" (softmax; the
+        logistic loss with delta > 0 or without noise) or "ovr" (one-vs-rest)."""
+        if K == 2:
+            return "binary"
+        if self.loss == "logistic" and (float(self.delta) > 0 or self.perturbation == "none"):
+            return "multinomial"
+        return "ovr"
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, **fit_params):
         """Fit privately. X: (n, d) floats with row norms <= data_norm; y: (n,) labels.
+
+        Two classes: one binary model.  K > 2 classes: the softmax (multinomial
+        logistic) model when loss="logistic" and delta > 0; otherwise one-vs-rest, K
+        binary models on all rows, each with epsilon/K (and delta/K), the K noise draws
+        independent (privacy_ records the split and the total).
 
         A failed fit (bad input, exceeded budget) leaves the estimator as it was.
         ``sample_weight`` is refused: weights change how much one row can move
@@ -312,49 +363,104 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         yy = np.asarray(y)
         if yy.ndim == 0 or yy.shape[0] != n:
             raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
-        classes, y_pm = self._check_classes(y)
+        classes, codes = self._check_classes(y)
+        K = classes.size
+        mode = self._multiclass_mode(K)
+        if distributed and mode != "binary":
+            raise ValueError(f"y: {K} classes with a Dask array X are not supported yet; "
+                             "fit one-vs-rest binary models (sklearn.multiclass.OneVsRestClassifier)")
+        delta, nb, n_norm = check_privacy_params(self.delta, self.neighbouring, self.n_public, n)
+        n_fits = K if mode == "ovr" else 1
+        eps_fit = float(self.epsilon) / n_fits if self.perturbation != "none" else float("inf")
         if distributed:
-            X = _dask.as_rows(X, y_pm, min_samples=2)
+            X = _dask.as_rows(X, np.where(codes == 1, 1.0, -1.0), min_samples=2)
         lo = get_loss(self.loss)
-        if self.accountant is not None:
-            self.accountant.check(self.epsilon)
         R = float(self.data_norm)
         # rows over R get a clipping factor the kernels apply as they read them: no copy
         X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True)
-        _warn_clipped(clipped, n, R)
         # the intercept's constant column is added by the kernels as they read each
         # row: X (a memory map, say) is never copied to make room for it
         Xa = WithInterceptColumn(X, R) if self.fit_intercept else X
-        alpha = self._resolve_alpha(n, Xa.shape[1], lo)
-        common = dict(loss=lo.name, alpha=alpha, h=float(self.h), tol=self.tol,
-                      max_iter=self.max_iter, n_threads=self.n_threads, solver=self.solver)
-        if self.perturbation == "none":
-            res = erm.minimize(Xa, y_pm, **common)
-            w = res.coef
-            record = {"mechanism": "none", "loss": lo.name, "epsilon": float("inf"),
-                      "epsilon_prime": float("inf"), "delta": 0.0, "beta": float("inf"),
-                      "alpha": alpha, "data_norm": R, "h": float(self.h),
-                      "n_samples": n, "curvature": lo.curvature(self.h, R)}
-            diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
-                           "n_iter": int(res.n_iter)}
-        else:
-            mech = objective_perturbation if self.perturbation == "objective" else output_perturbation
-            fit = mech(Xa, y_pm, epsilon=float(self.epsilon), data_norm=R, norm_policy="clip",
-                       n_draws=1, random_state=self._fit_generator(), **common)
-            w = fit.coef[0]
-            record = fit.record()
-            diagnostics = fit.diagnostics()
-        diagnostics["rows_clipped"] = int(clipped)
-        if self.fit_intercept:
-            coef, intercept = split_intercept(w, R)
-        else:
-            coef, intercept = w, 0.0
+        dim = Xa.shape[1] * (K if mode == "multinomial" else 1)
+        alpha = self._resolve_alpha(int(n_norm), dim, lo, eps_fit, delta / n_fits, nb,
+                                    K if mode == "multinomial" else 2)
+        events = None
         if self.accountant is not None:
-            self.accountant.spend(self.epsilon, label=repr(self))
+            events = self._planned_events(lo, mode, K, n_norm, alpha, eps_fit, delta / n_fits,
+                                          nb, R, Xa.shape[1])
+            self.accountant.check_all(events)
+        _warn_clipped(clipped, n, R)
+        common = dict(alpha=alpha, h=float(self.h), tol=self.tol, max_iter=self.max_iter,
+                      n_threads=self.n_threads, solver=self.solver)
+        private = dict(delta=delta / n_fits, neighbouring=nb,
+                       n_public=n_norm if nb == "add_remove" else None)
+        rng = self._fit_generator()
+        if self.perturbation == "none":
+            if mode == "multinomial":
+                from dperm._multinomial import minimize_multinomial
+
+                res = minimize_multinomial(Xa, codes, K, alpha=alpha, tol=self.tol,
+                                           max_iter=self.max_iter, n_threads=self.n_threads)
+                W = res.coef[0]
+            else:
+                targets = [codes == 1] if mode == "binary" else [codes == k for k in range(K)]
+                Y = [np.where(t, 1.0, -1.0) for t in targets]
+                res = [erm.minimize(Xa, yk, loss=lo.name, **common) for yk in Y]
+                W = np.stack([r.coef for r in res])
+                res = res[0]
+            record = {"mechanism": "none", "noise": None, "loss": lo.name if mode != "multinomial"
+                      else MULTINOMIAL, "neighbouring": nb, "epsilon": float("inf"),
+                      "delta": 0.0, "epsilon_prime": None, "extra_l2": 0.0, "beta": None,
+                      "sigma": None, "sigma_output": None, "grid": None, "alpha": alpha,
+                      "data_norm": R, "h": float(self.h), "n_samples": int(n_norm),
+                      "curvature": lo.curvature(self.h, R), "n_classes": K}
+            diagnostics = {"grad_norm": float(np.max(res.grad_norm)),
+                           "converged": bool(np.all(res.converged)),
+                           "n_iter": int(np.max(res.n_iter))}
+        else:
+            mech = output_perturbation if self.perturbation == "output" else objective_perturbation
+            extra = {} if self.perturbation == "output" else {"perturbation": self.perturbation}
+            with warnings.catch_warnings():
+                # the add_remove count warning was given above, once
+                warnings.filterwarnings("ignore", message="n_public: not given")
+                if mode == "multinomial":
+                    fit = mech(Xa, codes, loss=MULTINOMIAL, n_classes=K, epsilon=eps_fit,
+                               data_norm=R, norm_policy="clip", n_draws=1, random_state=rng,
+                               **private, **extra, **common)
+                    W, fits = fit.coef[0], [fit]
+                else:
+                    targets = [codes == 1] if mode == "binary" else [codes == k for k in range(K)]
+                    fits = []
+                    for t in targets:
+                        # one generator for all K fits: K independent noise draws
+                        fits.append(mech(Xa, np.where(t, 1.0, -1.0), loss=lo.name,
+                                         epsilon=eps_fit, data_norm=R, norm_policy="clip",
+                                         n_draws=1, random_state=rng, **private, **extra,
+                                         **common))
+                    W = np.stack([f.coef[0] for f in fits])
+            record = fits[0].record()
+            diags = [f.diagnostics() for f in fits]
+            diagnostics = {"grad_norm": max(d["grad_norm"] for d in diags),
+                           "converged": all(d["converged"] for d in diags),
+                           "n_iter": max(d["n_iter"] for d in diags)}
+        record["n_classes"] = K
+        record["multiclass"] = {"binary": None, "multinomial": "multinomial", "ovr": "ovr"}[mode]
+        record["epsilon_total"] = float(self.epsilon) if self.perturbation != "none" else float("inf")
+        record["delta_total"] = delta if self.perturbation != "none" else 0.0
+        diagnostics["rows_clipped"] = int(clipped)
+        W = np.asarray(W, dtype=np.float64).reshape(-1, Xa.shape[1])
+        if self.fit_intercept:
+            coef, intercept = split_intercept(W, R)
+        else:
+            coef, intercept = W, np.zeros(W.shape[0])
+        if mode == "binary":
+            coef, intercept = coef[:1], intercept[:1]
+        if self.accountant is not None:
+            self._spend_events(events)
         # everything below only assigns: a fit that failed above changed nothing
         self.classes_ = classes
-        self.coef_ = np.asarray(coef, dtype=np.float64).reshape(1, -1)
-        self.intercept_ = np.array([float(intercept)])
+        self.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1, X.shape[1])
+        self.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(-1)
         self.n_features_in_ = X.shape[1]
         if feature_names is not None:
             self.feature_names_in_ = feature_names
@@ -364,6 +470,30 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         self.privacy_ = record
         self.fit_diagnostics_ = diagnostics
         return self
+
+    def _planned_events(self, lo, mode, K, n_norm, alpha, eps_fit, delta_fit, nb, R, d):
+        """The accountant events of this fit, from public values only (computed before
+        the data are touched, so that a refused fit costs nothing)."""
+        from dperm import calibration
+
+        if delta_fit == 0:
+            # pure epsilon: a float is a PureEvent, recorded as the float
+            return [eps_fit] * (K if mode == "ovr" else 1)
+        rec = {"epsilon": eps_fit, "delta": delta_fit, "mechanism": self.perturbation,
+               "n_samples": n_norm, "alpha": alpha, "data_norm": R, "neighbouring": nb,
+               "loss": MULTINOMIAL if mode == "multinomial" else lo.name,
+               "n_classes": K if mode == "multinomial" else 2,
+               "curvature": (1 - 1 / K) * R * R if mode == "multinomial" else lo.curvature(self.h, R)}
+        if self.perturbation == "objective":
+            cal = calibration.objective_gaussian_calibration(
+                eps_fit, delta_fit, n=n_norm, alpha=alpha, data_norm=R,
+                curvature=rec["curvature"], neighbouring=nb, n_classes=rec["n_classes"],
+                nonincreasing_loss=mode != "multinomial")
+            rec.update(sigma=cal.sigma, extra_l2=cal.extra_l2)
+        return privacy_events(rec, K if mode == "ovr" else 1)
+
+    def _spend_events(self, events):
+        self.accountant.spend_all(events, label=repr(self))
 
     def _fit_generator(self):
         """This fit's randomness: fresh entropy (None), a seeded generator (an int, already
@@ -445,17 +575,21 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         factor = None
         if isinstance(X, DesignRows):
             X, factor = X.X, X.factor
-        score = matmul_rows(X, self.coef_[0])   # in row blocks: no float64 copy of X
+        # in row blocks: no float64 copy of X
+        score = np.column_stack([matmul_rows(X, w) for w in self.coef_])
         if factor is not None:
-            score = score * factor
-        return score + self.intercept_[0]
+            score = score * np.asarray(factor).reshape(-1, 1)
+        score = score + self.intercept_
+        return score[:, 0] if score.shape[1] == 1 else score
 
     def predict(self, X):
-        """Predicted labels, shape (n,), taken from classes_."""
+        """Predicted labels, shape (n,), taken from classes_ (the largest score for K > 2)."""
         if _dask.is_dask_array(X):
             return self._on_workers(X, "predict", dtype=self.classes_.dtype)
         scores = self.decision_function(X)  # checks fitted-ness before classes_ is read
-        return self.classes_[(scores > 0).astype(int)]
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
 
     def _has_proba(self):
         if self.loss != "logistic":
@@ -464,24 +598,31 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
 
     @available_if(_has_proba)
     def predict_proba(self, X):
-        """Class probabilities (n, 2) in the order of classes_ (logistic loss only)."""
+        """Class probabilities (n, K) in the order of classes_ (logistic loss only).
+
+        Binary: sigmoid of the score.  Multinomial (softmax) model: softmax of the K
+        scores.  One-vs-rest: the K sigmoids normalised to sum to 1."""
         if _dask.is_dask_array(X):
-            return self._on_workers(X, "predict_proba", out_cols=2)
-        s = self.decision_function(X)
-        # sigmoid(s) and sigmoid(-s) computed separately: 1 - p would round to 0 for s > 37
-        return np.column_stack([expit(-s), expit(s)])
+            return self._on_workers(X, "predict_proba", out_cols=len(self.classes_))
+        return np.exp(self.predict_log_proba(X))
 
     @available_if(_has_proba)
     def predict_log_proba(self, X):
-        """log of predict_proba, (n, 2) (logistic loss only); finite for every finite score.
+        """log of predict_proba, (n, K) (logistic loss only); finite for every finite score.
 
         log sigmoid(s) = -log(1 + e^-s) = -logaddexp(0, -s), exact where
         log(predict_proba) would give -inf.
         """
         if _dask.is_dask_array(X):
-            return self._on_workers(X, "predict_log_proba", out_cols=2)
+            return self._on_workers(X, "predict_log_proba", out_cols=len(self.classes_))
         s = self.decision_function(X)
-        return np.column_stack([-np.logaddexp(0.0, s), -np.logaddexp(0.0, -s)])
+        if s.ndim == 1:
+            return np.column_stack([-np.logaddexp(0.0, s), -np.logaddexp(0.0, -s)])
+        from scipy.special import logsumexp
+
+        if self.privacy_.get("multiclass") == "ovr":
+            s = -np.logaddexp(0.0, -s)   # log sigmoid of each one-vs-rest score
+        return s - logsumexp(s, axis=1, keepdims=True)
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on (X, y).  With a Dask array X the rows are predicted and
@@ -511,6 +652,6 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         # sklearn's meaning: "not deterministic given a fixed random_state"; a private fit
         # with a fixed seed is reproducible (random_state=None is what makes it random)
         tags.non_deterministic = False
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         tags.input_tags.sparse = True
         return tags

@@ -1,45 +1,83 @@
-"""Algorithms 1 and 2 of Chaudhuri, Monteleoni & Sarwate (2011), with the
-corrections of SPEC.md.  All privacy constants are computed here, in
-`output_perturbation_constants` and `objective_perturbation_constants`, and
-recorded on every result.
+"""The private mechanisms: Algorithms 1 and 2 of Chaudhuri, Monteleoni & Sarwate (2011)
+with the corrections of SPEC.md (pure epsilon-DP, ``delta=0``), and their (epsilon, delta)
+Gaussian counterparts (``delta > 0``); approximate minima perturbation.
 
-Rows must satisfy ||x_i|| <= R (`data_norm`, public).  With R != 1 the loss
-gradient bound is R and the curvature bound is c R^2:
-    output perturbation:    beta = n Lambda eps / (2 R)    (sensitivity 2R/(n Lambda))
-    objective perturbation: eps' = eps - log(1 + 2cR^2/(n Lambda) + (cR^2/(n Lambda))^2)
-                            Delta branch if eps' <= 0; beta = eps' / (2R).
+Every privacy constant is computed here (pure epsilon: `output_perturbation_constants`,
+`objective_perturbation_constants`; Gaussian: dperm.calibration) and recorded on the
+result.  The derivations are in docs/privacy_analysis.md.
+
+Rows satisfy ||x_i|| <= R (`data_norm`, public).  The loss gradient bound is R and the
+curvature bound c R^2.  With q = c R^2 / (n Lambda):
+
+    pure output perturbation:     beta = eps / sens, sens = 2R/(n Lambda) (replace_one)
+                                  or R/(n Lambda) (add_remove)
+    pure objective perturbation:  eps' = eps - log(1 + 2q + q^2) (replace_one)
+                                  or eps - log(1 + q) (add_remove);
+                                  Delta branch if eps' <= 0;  beta = eps' / (2R) or eps' / R.
+
+Neighbouring relations.  "replace_one" (the paper's, SPEC.md): n is public.  "add_remove"
+(the relation DP-SGD libraries use): the data set's size is itself private, so the mean
+objective is normalised by a PUBLIC count `n_public` (sum loss / n_public); with
+n_public=None the row count of X is used and a PrivacyLeakWarning says that the guarantee
+then holds only for data sets of that size.
+
+Floating point (Mironov 2012).  Released coefficients lie on a public grid g Z^d (g a
+power of two recorded as `grid`): Gaussian output noise is sampled exactly on it
+(dperm.exact_noise, integer arithmetic only) around the minimiser rounded to it, with
+the rounding's sqrt(d) g added to the sensitivity (output perturbation and AMP, whose
+releases are therefore float-safe); Laplace output noise is added to the rounded
+minimiser and the sum rounded to the grid.  Objective perturbation releases its
+minimiser as solved: like the paper's proof, its guarantee assumes exact arithmetic
+(docs/privacy_analysis.md, section "floating point").
 """
+import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dperm import erm
-from dperm._validation import (bound_rows, check_alpha, check_epsilon, check_pm1_labels,
-                               check_positive, check_random_state, check_X)
+from dperm._validation import (bound_rows, check_alpha, check_choice, check_epsilon,
+                               check_pm1_labels, check_positive, check_random_state, check_X)
+from dperm.exceptions import PrivacyLeakWarning
 from dperm.losses import get_loss
 from dperm.noise import sample_l2_laplace, warn_if_seeded
 
 __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_output_noise",
-           "output_perturbation_constants", "objective_perturbation_constants"]
+           "output_perturbation_constants", "objective_perturbation_constants",
+           "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events"]
+
+NEIGHBOURING = ("replace_one", "add_remove")
+#: the loss name of the softmax (multinomial logistic) model, labels 0..K-1
+MULTINOMIAL = "multinomial"
+#: bits of the exact-noise grid below the noise scale (dperm.exact_noise.grid_for)
+GRID_BITS = 20
 
 
 @dataclass
 class PrivateFit:
     """Result of a private mechanism.
 
-    Releasable (a function of public inputs and the noisy model only): `coef`
-    and the public constants, the fields of `record()`.
+    Releasable (a function of public inputs and the noisy model only): `coef` and the
+    public constants, the fields of `record()`.
 
-    NOT releasable, for the analyst who holds the data: `grad_norm`,
-    `converged` and `n_iter` describe the solve on the private data (for output
-    perturbation, the noise-free minimizer itself) and differ between
-    neighbouring data sets; `diagnostics()` gathers them.  They are left out of
-    the repr so that printing a result does not show them.
+    NOT releasable, for the analyst who holds the data: `grad_norm`, `converged` and
+    `n_iter` describe the solve on the private data (for output perturbation, the
+    noise-free minimizer itself) and differ between neighbouring data sets;
+    `diagnostics()` gathers them.  They are left out of the repr so that printing a
+    result does not show them.
 
-    coef : (len(alpha), n_draws, d), or (n_draws, d) when alpha was a scalar.
-    alpha, epsilon_prime, delta, beta : (len(alpha),) or scalars, the constants used
-        (`delta` is the paper's extra regularizer Delta, not an (epsilon, delta) parameter).
-    grad_norm, converged, n_iter : per fit, shaped like coef[..., 0].
+    coef : (len(alpha), n_draws, d), or (n_draws, d) when alpha was a scalar; with
+        loss="multinomial" a (K, d) matrix per fit: (len(alpha), n_draws, K, d).
+    epsilon, delta : the (epsilon, delta) of each released coefficient vector
+        (delta = 0: pure epsilon-DP).
+    alpha, epsilon_prime, extra_l2, beta, sigma, sigma_output, grid : (len(alpha),) or
+        scalars: Lambda, the epsilon left for the noise after the log-det term,
+        the paper's extra regulariser Delta (mean units), the Laplace rate beta
+        (pure; else nan), the Gaussian scale sigma (objective noise, SUM units; output
+        perturbation: coefficient units; else nan), AMP's output-noise sigma
+        (coefficient units; else nan), and the public grid of the released values.
+    grad_norm, converged, n_iter : per fit, shaped like coef[..., 0] (or [..., 0, 0]).
     """
 
     mechanism: str
@@ -51,25 +89,45 @@ class PrivateFit:
     curvature: float
     alpha: np.ndarray
     epsilon_prime: np.ndarray
-    delta: np.ndarray
+    extra_l2: np.ndarray
     beta: np.ndarray
     coef: np.ndarray
     grad_norm: np.ndarray = field(repr=False)
     converged: np.ndarray = field(repr=False)
     n_iter: np.ndarray = field(repr=False)
+    delta: float = 0.0
+    neighbouring: str = "replace_one"
+    noise: str = "l2_laplace"
+    sigma: np.ndarray = np.nan
+    sigma_output: np.ndarray = np.nan
+    grid: np.ndarray = np.nan
+    n_classes: int = 2
 
     def _pick(self, a, i, j):
         a = np.asarray(a)
         return a.item() if a.ndim == 0 else a.reshape(-1)[i] if a.ndim == 1 else a[i, j]
 
     def record(self, i=0, j=0):
-        """The releasable privacy record of fit (alpha index i, draw j): public values only."""
+        """The releasable privacy record of fit (alpha index i, draw j): public values only.
+
+        Keys: mechanism, noise, loss, neighbouring, epsilon, delta, epsilon_prime,
+        extra_l2, beta, sigma, sigma_output, grid, alpha, data_norm, h, n_samples (the
+        public normalisation count), curvature, n_classes.  Values that do not apply to
+        the mechanism are None.
+        """
+        def num(a):
+            v = float(self._pick(a, i, j))
+            return None if math.isnan(v) else v
+
         return {
-            "mechanism": self.mechanism, "loss": self.loss, "epsilon": self.epsilon,
-            "epsilon_prime": float(self._pick(self.epsilon_prime, i, j)),
-            "delta": float(self._pick(self.delta, i, j)), "beta": float(self._pick(self.beta, i, j)),
-            "alpha": float(self._pick(self.alpha, i, j)), "data_norm": self.data_norm, "h": self.h,
-            "n_samples": self.n_samples, "curvature": self.curvature,
+            "mechanism": self.mechanism, "noise": self.noise, "loss": self.loss,
+            "neighbouring": self.neighbouring, "epsilon": self.epsilon,
+            "delta": float(self.delta), "epsilon_prime": num(self.epsilon_prime),
+            "extra_l2": num(self.extra_l2), "beta": num(self.beta), "sigma": num(self.sigma),
+            "sigma_output": num(self.sigma_output), "grid": num(self.grid),
+            "alpha": float(self._pick(self.alpha, i, j)), "data_norm": self.data_norm,
+            "h": self.h, "n_samples": self.n_samples, "curvature": self.curvature,
+            "n_classes": int(self.n_classes),
         }
 
     def diagnostics(self, i=0, j=0):
@@ -79,56 +137,135 @@ class PrivateFit:
                 "n_iter": int(self._pick(self.n_iter, i, j))}
 
 
-def output_perturbation_constants(n, alpha, epsilon, data_norm=1.0):
-    """beta of Algorithm 1: the L2 sensitivity of the minimizer is 2R/(n Lambda)."""
+# ----------------------------------------------------------------------------- constants
+def output_perturbation_constants(n, alpha, epsilon, data_norm=1.0, neighbouring="replace_one"):
+    """beta of Algorithm 1: the L2 sensitivity of the minimizer is 2R/(n Lambda)
+    (replace_one) or R/(n Lambda) (add_remove, n the public normalisation)."""
     alpha = np.asarray(alpha, dtype=np.float64)
-    return n * alpha * epsilon / (2.0 * data_norm)
+    factor = 2.0 if neighbouring == "replace_one" else 1.0
+    return n * alpha * epsilon / (factor * data_norm)
 
 
-def objective_perturbation_constants(n, alpha, epsilon, curvature, data_norm=1.0):
+def objective_perturbation_constants(n, alpha, epsilon, curvature, data_norm=1.0,
+                                     neighbouring="replace_one"):
     """(epsilon_prime, Delta, beta) of Algorithm 2 for each alpha.
 
     `curvature` is the bound on phi'' for rows of norm <= data_norm, i.e. c R^2
-    (Loss.curvature(h, data_norm) gives it).
+    (Loss.curvature(h, data_norm) gives it).  replace_one: the Jacobian ratio is at most
+    (1 + q)^2 and the noise moves by <= 2R; add_remove: (1 + q) and R.
     """
     alpha = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
     q = curvature / (n * alpha)
-    eps_p = epsilon - np.log1p(2.0 * q + q * q)
+    replace = neighbouring == "replace_one"
+    eps_p = epsilon - (np.log1p(2.0 * q + q * q) if replace else np.log1p(q))
     delta = np.zeros_like(alpha)
     low = eps_p <= 0
     if np.any(low):
         # Delta makes the Jacobian factor exactly e^{eps/2}; half the budget is left for b
-        delta[low] = curvature / (n * np.expm1(epsilon / 4.0)) - alpha[low]
+        denom = np.expm1(epsilon / 4.0) if replace else np.expm1(epsilon / 2.0)
+        delta[low] = curvature / (n * denom) - alpha[low]
         eps_p = np.where(low, epsilon / 2.0, eps_p)
-    beta = eps_p / (2.0 * data_norm)
+    beta = eps_p / ((2.0 if replace else 1.0) * data_norm)
     return eps_p, delta, beta
 
 
-def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_state=None):
+def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_state=None,
+                     neighbouring="replace_one"):
     """The noise step of Algorithm 1, for exact minimizers already computed.
 
     minimizers: (len(alpha), d) non-private solutions on n rows of norm <= data_norm.
     Returns (beta (len(alpha),), coef (len(alpha), n_draws, d)).  Experiments that
-    need the non-private solution anyway use this to avoid solving twice.
+    need the non-private solution anyway use this to avoid solving twice.  (The
+    continuous noise of the paper, not rounded to a grid: output_perturbation rounds.)
     """
     minimizers = np.atleast_2d(np.asarray(minimizers, dtype=np.float64))
     alpha = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
-    beta = output_perturbation_constants(n, alpha, epsilon, data_norm)
+    beta = output_perturbation_constants(n, alpha, epsilon, data_norm, neighbouring)
     noise = sample_l2_laplace(beta[:, None], minimizers.shape[1], size=(alpha.size, n_draws),
                               random_state=random_state)
     return beta, minimizers[:, None, :] + noise
 
 
-def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws):
+# ----------------------------------------------------------------------------- inputs
+def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
+    """(delta, neighbouring, n used for normalisation): validated, with a
+    PrivacyLeakWarning when add_remove has to read the count from the data."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) \
+            or not (0.0 <= float(delta) < 1.0):
+        raise ValueError(f"delta: must be a number in [0, 1) (0 for pure epsilon-DP), got {delta!r}")
+    delta = float(delta)
+    check_choice(neighbouring, "neighbouring", set(NEIGHBOURING))
+    if n_public is not None:
+        if neighbouring != "add_remove":
+            raise ValueError("n_public: only used with neighbouring='add_remove' (under "
+                             "replace_one the row count n is public and is used as it is)")
+        check_positive(n_public, "n_public")
+        return delta, neighbouring, float(n_public)
+    if neighbouring == "add_remove" and warn:
+        warnings.warn(
+            "n_public: not given, so the objective is normalised by the row count of X. Under "
+            "neighbouring='add_remove' the size of the data set is private: the guarantee then "
+            "covers neighbours of the same size only. Pass n_public (a public count, e.g. the "
+            "planned sample size) for the full add/remove guarantee.", PrivacyLeakWarning,
+            stacklevel=4)
+    return delta, neighbouring, float(n)
+
+
+def privacy_events(record, n_fits=1):
+    """The dperm.accountant events of `n_fits` releases described by `record` (a
+    PrivateFit.record(): public values only), for a BudgetAccountant.
+
+    Pure epsilon: PureEvent.  Gaussian objective perturbation: an
+    ObjectiveGaussianEvent with its RDP curve (dperm.calibration.objective_gaussian_rdp).
+    Gaussian output perturbation and AMP: ApproxEvents with their stated (epsilon,
+    delta) (the output noise's grid term depends on d, which a record does not hold;
+    AMP's chain has no RDP form), composed by the accountant's basic / PLD bounds.
+    """
+    from dperm import accountant, calibration
+
+    eps, dlt = float(record["epsilon"]), float(record["delta"])
+    if dlt == 0:
+        ev = accountant.PureEvent(eps)
+    elif record["mechanism"] == "objective":
+        K = int(record.get("n_classes", 2))
+        lam_tot = record["n_samples"] * (record["alpha"] + (record["extra_l2"] or 0.0))
+        curve = calibration.objective_gaussian_rdp(
+            np.asarray(accountant.RDP_ORDERS), record["sigma"], data_norm=record["data_norm"],
+            curvature=record["curvature"], lambda_total=lam_tot,
+            neighbouring=record["neighbouring"], n_classes=K,
+            nonincreasing_loss=record["loss"] != MULTINOMIAL)
+        ev = accountant.ObjectiveGaussianEvent(eps, dlt, accountant.RDP_ORDERS, curve)
+    else:
+        # output perturbation's exact-grid Gaussian (its sensitivity includes the rounding
+        # term) and AMP: stated (epsilon, delta) only, composed by the accountant's
+        # basic / PLD bounds
+        ev = accountant.ApproxEvent(eps, dlt)
+    return [ev] * int(n_fits)
+
+
+def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes):
     from dperm import _dask
 
+    multinomial = loss == MULTINOMIAL
     if _dask.is_distributed(X):
+        if multinomial:
+            raise TypeError("loss='multinomial': a Dask array is not supported yet; fit "
+                            "one-vs-rest binary models or compute X first")
         # a Dask array: rows, labels, validation and clipping stay on the workers
         X, y = _dask.as_rows(X, y, min_samples=2), None
     else:
         X = check_X(X, name="X", min_samples=2, accept_sparse=True)
-        y = check_pm1_labels(y, X.shape[0], name="y")
-    lo = get_loss(loss)
+        if multinomial:
+            from dperm._multinomial import check_class_labels
+
+            if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) \
+                    or n_classes < 2:
+                raise ValueError(f"n_classes: loss='multinomial' needs the public number of "
+                                 f"classes, an integer >= 2, got {n_classes!r}")
+            y = check_class_labels(y, X.shape[0], int(n_classes), name="y")
+        else:
+            y = check_pm1_labels(y, X.shape[0], name="y")
+    lo = None if multinomial else get_loss(loss)
     alphas, scalar = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
     h = check_positive(h, "h")
@@ -140,81 +277,238 @@ def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws):
 
 
 def _shape(a, scalar):
+    a = np.asarray(a)
     return a[0] if scalar else a
 
 
-def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_norm=1.0,
-                        norm_policy="clip", n_draws=1, random_state=None, tol=None,
-                        max_iter=None, n_threads=None, solver="auto"):
-    """Algorithm 1 (sensitivity method): f* + b, ||b|| ~ Gamma(d, 1/beta), beta = n Lambda eps / (2R).
+def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max_iter,
+           n_threads, solver):
+    """One batched solve, binary GLM or multinomial; coef (k, d) or (k, K, d)."""
+    if lo is None:
+        from dperm._multinomial import minimize_multinomial
 
+        return minimize_multinomial(X, y, n_classes, alpha=alpha, extra_l2=extra_l2,
+                                    linear=linear, tol=tol, max_iter=max_iter,
+                                    n_threads=n_threads)
+    return erm.minimize(X, y, loss=lo.name, alpha=alpha, h=h, linear=linear,
+                        extra_l2=extra_l2, tol=tol, max_iter=max_iter, n_threads=n_threads,
+                        solver=solver)
+
+
+def _curvature(lo, h, R, n_classes):
+    # multinomial: the bound on the trace of one row's Hessian block, (1 - 1/K) R^2
+    return lo.curvature(h, R) if lo is not None else (1.0 - 1.0 / n_classes) * R * R
+
+
+def _fit(mechanism, noise, lo, n_classes, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
+         n_draws, coef, res, consts):
+    per_fit = lambda a: np.repeat(np.asarray(a)[:, None], n_draws, axis=1) \
+        if np.ndim(a) == 1 and np.size(a) == alphas.size else np.asarray(a)
+    full = lambda name: _shape(np.broadcast_to(np.asarray(consts.get(name, np.nan), dtype=np.float64),
+                                               alphas.shape).copy(), scalar)
+    shape2 = (alphas.size, n_draws)
+    diag = lambda a: _shape(np.asarray(a).reshape(shape2) if np.size(a) == alphas.size * n_draws
+                            else per_fit(a), scalar)
+    return PrivateFit(
+        mechanism=mechanism, loss=lo.name if lo is not None else MULTINOMIAL, epsilon=epsilon,
+        data_norm=R, h=h, n_samples=int(round(n_norm)), curvature=c,
+        alpha=_shape(alphas, scalar), epsilon_prime=full("epsilon_prime"),
+        extra_l2=full("extra_l2"), beta=full("beta"), coef=_shape(coef, scalar),
+        grad_norm=diag(res.grad_norm), converged=diag(res.converged), n_iter=diag(res.n_iter),
+        delta=delta, neighbouring=nb, noise=noise, sigma=full("sigma"),
+        sigma_output=full("sigma_output"), grid=full("grid"), n_classes=n_classes)
+
+
+def _normalised_alpha(alphas, n, n_norm):
+    # the solver's mean is over the n rows it holds; sum loss / n_norm + (alpha/2)||f||^2
+    # has the same minimiser as sum loss / n + (alpha n_norm / n / 2)||f||^2
+    return alphas * (n_norm / n)
+
+
+# ----------------------------------------------------------------------------- mechanisms
+_COMMON_DOC = """
     Parameters
     ----------
-    X : (n, d) rows with ||x_i|| <= data_norm (clipped or refused per norm_policy).
-    y : (n,) labels in {-1, +1}.
-    loss : "logistic", "huber" or "smooth_hinge".
-    alpha : Lambda > 0, a scalar or a sequence (one minimizer per value, solved as one batch).
-    epsilon : privacy parameter > 0 (each released coefficient vector is epsilon-DP).
+    X : (n, d) rows with ||x_i|| <= data_norm (clipped or refused per norm_policy): dense,
+        CSR, float32/float64, a memory map, or (binary losses) a Dask array.
+    y : (n,) labels in {-1, +1}; with loss="multinomial", class indices 0..n_classes-1.
+    loss : "logistic", "huber", "smooth_hinge", or "multinomial" (softmax over
+        n_classes classes; coefficients (K, d) per fit).
+    alpha : Lambda > 0, a scalar or a sequence (one fit per value, solved as one batch).
+    epsilon : > 0; each released coefficient vector is (epsilon, delta)-DP.
+    delta : 0 (default: the paper's pure epsilon-DP mechanism, Laplace-type noise) or in
+        (0, 1): Gaussian noise calibrated by dperm.calibration (the tight analysis of
+        docs/privacy_analysis.md).  loss="multinomial" needs delta > 0.
+    neighbouring : "replace_one" (default; n public) or "add_remove".
+    n_public : add_remove only: the public count that normalises the objective.
+    n_classes : loss="multinomial" only: the public number of classes K.
     h : Huber / smoothed-hinge width.
-    n_draws : independent noise draws per alpha (each one a separate epsilon-DP release).
+    n_draws : independent noise draws per alpha (each one a separate release).
     random_state : None (fresh OS entropy, the default), int or numpy Generator.
         An int seed makes the run reproducible and voids the guarantee
         (PrivacyLeakWarning): for experiments and tests only.
     tol, max_iter, n_threads, solver : passed to dperm.erm.minimize ("lbfgs",
         "newton" or "auto"; every solver meets the same gradient-norm tolerance).
+"""
 
+
+def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
+                        neighbouring="replace_one", n_public=None, n_classes=None, h=0.5,
+                        data_norm=1.0, norm_policy="clip", n_draws=1, random_state=None,
+                        tol=None, max_iter=None, n_threads=None, solver="auto"):
+    """Algorithm 1 (sensitivity method): f* + b.
+
+    delta = 0: ||b|| ~ Gamma(d, 1/beta), beta = eps / sens (sens = 2R/(n Lambda) for
+    replace_one, R/(n Lambda) for add_remove), the result rounded to the public grid.
+    delta > 0: b ~ N(0, sigma^2 I) sampled exactly on the grid (dperm.exact_noise), sigma
+    the analytic Gaussian scale (Balle & Wang 2018) for sens + sqrt(d) g.
+    Multinomial: the Frobenius sensitivity is sqrt(2) times larger.
+    """ + _COMMON_DOC + """
     Returns
     -------
     PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).
     """
+    from dperm import calibration, exact_noise
+
     X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
-        X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws)
+        X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes)
+    n, d = X.shape
+    delta, nb, n_norm = check_privacy_params(delta, neighbouring, n_public, n)
+    K = 2 if lo is not None else int(n_classes)
+    if lo is None and delta == 0:
+        raise ValueError("delta: loss='multinomial' is an (epsilon, delta) mechanism; give "
+                         "delta > 0 (pure epsilon multi-class models are one-vs-rest: "
+                         "PrivateLinearClassifier does that)")
     warn_if_seeded(random_state)
     rng = check_random_state(random_state)
-    n, d = X.shape
-    res = erm.minimize(X, y, loss=lo.name, alpha=alphas, h=h, tol=tol, max_iter=max_iter,
-                       n_threads=n_threads, solver=solver)
-    beta, coef = add_output_noise(res.coef, n, alphas, epsilon, R, n_draws, rng)
-    per_fit = lambda a: np.repeat(np.asarray(a)[:, None], n_draws, axis=1)
-    return PrivateFit(
-        mechanism="output", loss=lo.name, epsilon=epsilon, data_norm=R, h=h, n_samples=n,
-        curvature=lo.curvature(h, R), alpha=_shape(alphas, scalar),
-        epsilon_prime=_shape(np.full(alphas.size, epsilon), scalar),
-        delta=_shape(np.zeros(alphas.size), scalar), beta=_shape(beta, scalar),
-        coef=_shape(coef, scalar), grad_norm=_shape(per_fit(res.grad_norm), scalar),
-        converged=_shape(per_fit(res.converged), scalar), n_iter=_shape(per_fit(res.n_iter), scalar))
+    res = _solve(X, y, lo, K, _normalised_alpha(alphas, n, n_norm), h=h, tol=tol,
+                 max_iter=max_iter, n_threads=n_threads, solver=solver)
+    center = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size,) + res.coef.shape[-(1 if lo else 2):])
+    dim = int(np.prod(center.shape[1:]))
+    factor = (2.0 if nb == "replace_one" else 1.0) * (1.0 if lo is not None else math.sqrt(2.0))
+    sens = factor * R / (n_norm * alphas)
+    consts = {"epsilon_prime": np.full(alphas.size, epsilon), "extra_l2": np.zeros(alphas.size)}
+    coef = np.empty((alphas.size, n_draws) + center.shape[1:])
+    grids, scales = np.empty(alphas.size), np.empty(alphas.size)
+    for a in range(alphas.size):
+        c_a = np.broadcast_to(center[a], (n_draws,) + center.shape[1:])
+        if delta > 0:
+            sigma, g = exact_noise.calibrate_on_grid(
+                lambda s: calibration.analytic_gaussian_sigma(epsilon, delta, s),
+                sens[a], dim, bits=GRID_BITS)
+            coef[a], g = exact_noise.gaussian_on_grid(c_a, sigma, rng, bits=GRID_BITS)
+        else:
+            # Laplace scale 1/beta covering the rounded center's sensitivity sens + sqrt(d) g
+            sigma, g = exact_noise.calibrate_on_grid(lambda s: s / epsilon, sens[a], dim,
+                                                     bits=GRID_BITS)
+            b = sample_l2_laplace(1.0 / sigma, dim, size=n_draws, random_state=rng)
+            rounded = exact_noise.round_to_grid(c_a, g)
+            coef[a] = exact_noise.round_to_grid(rounded + b.reshape(c_a.shape), g)
+        grids[a], scales[a] = g, sigma
+    consts["grid"] = grids
+    if delta > 0:
+        consts["sigma"], noise = scales, "gaussian"
+    else:
+        consts["beta"], noise = 1.0 / scales, "l2_laplace"
+    return _fit("output", noise, lo, K, epsilon, delta, nb, R, h, n_norm, _curvature(lo, h, R, K),
+                alphas, scalar, n_draws, coef, res, consts)
 
 
-def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, h=0.5, data_norm=1.0,
-                           norm_policy="clip", n_draws=1, random_state=None, tol=None,
-                           max_iter=None, n_threads=None, solver="auto"):
+def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
+                           neighbouring="replace_one", n_public=None, n_classes=None, h=0.5,
+                           data_norm=1.0, norm_policy="clip", n_draws=1, random_state=None,
+                           tol=None, max_iter=None, n_threads=None, solver="auto",
+                           perturbation="objective", amp_output_fraction=0.05):
     """Algorithm 2: argmin J(f) + b.f/n + (Delta/2)||f||^2 with the constants of SPEC.md.
 
-    Same parameters and result layout as `output_perturbation`; every (alpha, draw)
-    pair is one problem of a single batched solve.  The logistic, Huber and
-    smoothed-hinge losses all qualify (twice differentiable, |phi'| <= 1,
-    phi'' <= c).  The proof assumes the exact minimizer: a ConvergenceWarning
-    is raised when the tolerance was missed, and `diagnostics()` gives the
-    final gradient norms (analyst-only: they are not covered by epsilon).
+    delta = 0: the paper's mechanism (b with density ~ exp(-beta ||b||)).  delta > 0:
+    b ~ N(0, sigma^2 I) with sigma and Delta from dperm.calibration
+    (objective_gaussian_calibration: the tight bound of docs/privacy_analysis.md).
+    Every (alpha, draw) pair is one problem of a single batched solve.  The logistic,
+    Huber and smoothed-hinge losses all qualify (|phi'| <= 1, 0 <= phi'' <= c), and the
+    multinomial logistic loss with delta > 0.  The proof assumes the exact minimizer: a
+    ConvergenceWarning is raised when the tolerance was missed, and `diagnostics()`
+    gives the final gradient norms (analyst-only).
+
+    perturbation="amp" (approximate minima perturbation, delta > 0): the guarantee
+    holds for any solution whose gradient norm is <= tol (checked; a fit that misses it
+    raises RuntimeError and releases nothing), by adding exact Gaussian noise on the
+    grid to the approximate minimiser (dperm.calibration.amp_calibration: a fraction
+    `amp_output_fraction` of epsilon and delta pays for it).
+    """ + _COMMON_DOC + """
+    Returns
+    -------
+    PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).
     """
+    from dperm import calibration, exact_noise
+
+    check_choice(perturbation, "perturbation", {"objective", "amp"})
     X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
-        X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws)
+        X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes)
+    n, d = X.shape
+    delta, nb, n_norm = check_privacy_params(delta, neighbouring, n_public, n)
+    K = 2 if lo is not None else int(n_classes)
+    if delta == 0 and (lo is None or perturbation == "amp"):
+        raise ValueError(f"delta: {'loss=multinomial' if lo is None else 'perturbation=amp'} "
+                         "is an (epsilon, delta) mechanism; give delta > 0")
     warn_if_seeded(random_state)
     rng = check_random_state(random_state)
-    n, d = X.shape
-    c = lo.curvature(h, R)
-    eps_p, delta, beta = objective_perturbation_constants(n, alphas, epsilon, c, R)
-    b = sample_l2_laplace(beta[:, None], d, size=(alphas.size, n_draws), random_state=rng)
+    c = _curvature(lo, h, R, K)
+    tol_used = erm.DEFAULT_TOL if tol is None else check_positive(tol, "tol")
+    shape = (d,) if lo is not None else (K, d)
+    dim = int(np.prod(shape))
+    consts = {}
+    if delta == 0:
+        eps_p, extra, beta = objective_perturbation_constants(n_norm, alphas, epsilon, c, R, nb)
+        b = sample_l2_laplace(beta[:, None], dim, size=(alphas.size, n_draws), random_state=rng)
+        consts.update(epsilon_prime=eps_p, extra_l2=extra, beta=beta)
+        noise = "l2_laplace"
+    else:
+        cals = []
+        for a in alphas:
+            # the binary losses all have loss' <= 0: the tighter one-signed bound applies
+            kw = dict(n=n_norm, alpha=float(a), data_norm=R, curvature=c, neighbouring=nb,
+                      n_classes=K, nonincreasing_loss=lo is not None)
+            if perturbation == "amp":
+                cals.append(calibration.amp_calibration(
+                    epsilon, delta, grad_tol=tol_used, output_fraction=amp_output_fraction, **kw))
+            else:
+                cals.append(calibration.objective_gaussian_calibration(epsilon, delta, **kw))
+        sig = np.array([getattr(cc, "sigma_objective", None) or getattr(cc, "sigma") for cc in cals])
+        extra = np.array([cc.extra_l2 for cc in cals])
+        b = rng.standard_normal((alphas.size, n_draws, dim)) * sig[:, None, None]
+        eps_noise = np.array([getattr(cc, "epsilon_objective", epsilon) - cc.epsilon_det
+                              for cc in cals])
+        consts.update(epsilon_prime=eps_noise, extra_l2=extra, sigma=sig)
+        noise = "gaussian"
     k = alphas.size * n_draws
-    res = erm.minimize(X, y, loss=lo.name, alpha=np.repeat(alphas, n_draws), h=h,
-                       linear=b.reshape(k, d), extra_l2=np.repeat(delta, n_draws),
-                       tol=tol, max_iter=max_iter, n_threads=n_threads, solver=solver)
-    shape2 = (alphas.size, n_draws)
-    return PrivateFit(
-        mechanism="objective", loss=lo.name, epsilon=epsilon, data_norm=R, h=h, n_samples=n,
-        curvature=c, alpha=_shape(alphas, scalar), epsilon_prime=_shape(eps_p, scalar),
-        delta=_shape(delta, scalar), beta=_shape(beta, scalar),
-        coef=_shape(res.coef.reshape(alphas.size, n_draws, d), scalar),
-        grad_norm=_shape(res.grad_norm.reshape(shape2), scalar),
-        converged=_shape(res.converged.reshape(shape2), scalar),
-        n_iter=_shape(res.n_iter.reshape(shape2), scalar))
+    n_scale = n / n_norm   # b.f / n_norm on the mean over n_norm = (n/n_norm) b.f / n on the solver's
+    res = _solve(X, y, lo, K, np.repeat(_normalised_alpha(alphas, n, n_norm), n_draws),
+                 linear=(b * n_scale).reshape((k,) + shape),
+                 extra_l2=np.repeat(extra * (n_norm / n), n_draws), h=h, tol=tol_used * n_norm / n,
+                 max_iter=max_iter, n_threads=n_threads, solver=solver)
+    W = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size, n_draws) + shape)
+    if perturbation == "amp":
+        gn = np.asarray(res.grad_norm).reshape(alphas.size, n_draws) * (n / n_norm)
+        if np.any(gn > tol_used):
+            raise RuntimeError(
+                f"perturbation='amp': the solver stopped above the gradient tolerance "
+                f"tol={tol_used:g} that the output noise was calibrated for; nothing is "
+                "released. Raise max_iter (or tol, which raises the output noise).")
+        coef = np.empty_like(W)
+        grids, sig_out = np.empty(alphas.size), np.empty(alphas.size)
+        for a, cc in enumerate(cals):
+            shift = tol_used / (alphas[a] + cc.extra_l2)
+            s_out, g = exact_noise.calibrate_on_grid(
+                lambda s, cc=cc: calibration.analytic_gaussian_sigma(
+                    cc.epsilon_output, cc.delta_output, s), shift, dim, bits=GRID_BITS)
+            coef[a], g = exact_noise.gaussian_on_grid(W[a], s_out, rng, bits=GRID_BITS)
+            grids[a], sig_out[a] = g, s_out
+        consts.update(grid=grids, sigma_output=sig_out)
+    else:
+        # released as solved: rounding a minimiser to a grid would not make the exact-
+        # arithmetic proof cover floating point (docs/privacy_analysis.md, "floating
+        # point"); perturbation="amp" is the float-safe member of this family
+        coef = W
+    return _fit(perturbation, noise, lo, K, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
+                n_draws, coef, res, consts)

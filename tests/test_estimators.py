@@ -52,8 +52,7 @@ def test_fit_predict_attributes(loss, perturbation):
     assert not hasattr(est, "n_iter_")  # data-dependent: in fit_diagnostics_ only
     assert est.n_features_in_ == 4
     rec = est.privacy_
-    assert set(rec) == {"mechanism", "loss", "epsilon", "epsilon_prime", "delta", "beta",
-                        "alpha", "data_norm", "h", "curvature", "n_samples"}
+    assert set(rec) == RECORD_KEYS
     assert rec["mechanism"] == perturbation
     diag = est.fit_diagnostics_
     assert diag["converged"] and diag["grad_norm"] <= 1e-8 and diag["n_iter"] >= 1
@@ -251,7 +250,7 @@ def test_estimator_matches_mechanism():
                      n_threads=1)
         np.testing.assert_allclose(dense.coef, fit.coef, rtol=1e-9)
         assert est.privacy_["beta"] == pytest.approx(float(fit.beta))
-        assert est.privacy_["delta"] == pytest.approx(float(fit.delta))
+        assert est.privacy_["delta"] == pytest.approx(float(fit.extra_l2))
 
 
 def test_rows_over_data_norm_clipped_by_default():
@@ -373,15 +372,19 @@ def test_sample_weight_refused_with_the_reason():
         est.fit(X, y, weights=1)
 
 
-def test_multiclass_message_and_one_vs_rest():
+def test_multiclass_native_and_one_vs_rest():
     from sklearn.multiclass import OneVsRestClassifier
 
     rng = np.random.default_rng(0)
     centers = np.array([[0.6, 0], [-0.3, 0.5], [-0.3, -0.5]])
     lab = rng.integers(0, 3, 600)
     X = centers[lab] + 0.1 * rng.standard_normal((600, 2))
-    with pytest.raises(ValueError, match="OneVsRestClassifier"):
-        PLC().fit(X, lab)
+    with pytest.warns(dperm.PrivacyLeakWarning, match="classes"):
+        est = PLC(epsilon=3.0).fit(X, lab)     # one-vs-rest, epsilon/3 each
+    assert est.coef_.shape == (3, 2) and est.privacy_["multiclass"] == "ovr"
+    assert est.privacy_["epsilon"] == pytest.approx(1.0)
+    assert est.privacy_["epsilon_total"] == 3.0
+    assert est.score(X, lab) > 0.8
     ovr = OneVsRestClassifier(PLC(classes=[0, 1], epsilon=1.0)).fit(X, lab)
     assert ovr.score(X, lab) > 0.8
 
@@ -480,6 +483,12 @@ if _SK >= (1, 6):
 
 
 # ---------------------------------------------------------------------------- bad input
+RECORD_KEYS = {"mechanism", "noise", "loss", "neighbouring", "epsilon", "delta", "epsilon_prime",
+               "extra_l2", "beta", "sigma", "sigma_output", "grid", "alpha", "data_norm", "h",
+               "curvature", "n_samples", "n_classes", "multiclass", "epsilon_total",
+               "delta_total"}
+
+
 def fit_raises(est, X, y, exc, match):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dperm.PrivacyLeakWarning)
@@ -497,14 +506,13 @@ def test_nonfinite_X(bad):
 def test_y_one_class():
     X, y = make_data()
     fit_raises(PLC(), X, np.ones(len(y), dtype=int), ValueError,
-               r"^y: Only binary classification.*found 1")
+               r"^y: at least two classes are needed, found 1")
 
 
 def test_y_three_classes():
     X, y = make_data()
     y3 = y.copy()
     y3[:7] = 2
-    fit_raises(PLC(), X, y3, ValueError, r"^y: Only binary classification.*Found 3.*OneVsRest")
     fit_raises(PLC(classes=[0, 1]), X, y3, ValueError, r"^y: values \[2\] are not in classes")
 
 
@@ -535,7 +543,7 @@ def test_y_none():
     fit_raises(PLC(classes=[0, 1]), X, None, ValueError, r"^y: .*y is None")
 
 
-@pytest.mark.parametrize("classes", [[0], [0, 1, 2], [1, 1], [[0, 1]]])
+@pytest.mark.parametrize("classes", [[0], [1, 1], [0, 1, 1], [[0, 1]]])
 def test_bad_classes(classes):
     X, y = make_data()
     fit_raises(PLC(classes=classes), X, y, ValueError, r"^classes")

@@ -39,7 +39,7 @@ def test_scalar_alpha_shapes(mech):
     assert fit.coef.shape == (5, 3)
     for a in (fit.grad_norm, fit.converged, fit.n_iter):
         assert np.shape(a) == (5,)
-    for a in (fit.alpha, fit.epsilon_prime, fit.delta, fit.beta):
+    for a in (fit.alpha, fit.epsilon_prime, fit.extra_l2, fit.beta):
         assert np.ndim(a) == 0
     assert np.all(np.isfinite(fit.coef))
 
@@ -52,7 +52,7 @@ def test_sequence_alpha_shapes(mech):
     assert fit.coef.shape == (4, 6, 3)
     for a in (fit.grad_norm, fit.converged, fit.n_iter):
         assert np.shape(a) == (4, 6)
-    for a in (fit.alpha, fit.epsilon_prime, fit.delta, fit.beta):
+    for a in (fit.alpha, fit.epsilon_prime, fit.extra_l2, fit.beta):
         assert np.shape(a) == (4,)
     np.testing.assert_array_equal(fit.alpha, alphas)
     # a one-element sequence keeps its axis
@@ -66,8 +66,9 @@ def test_record_is_plain_dict(mech):
     fit = mech(X, y, alpha=[0.01, 0.1], epsilon=0.5, n_draws=2, random_state=0)
     rec = fit.record(1, 1)
     # public values only: the solver's diagnostics depend on the data
-    assert set(rec) == {"mechanism", "loss", "epsilon", "epsilon_prime", "delta", "beta", "alpha",
-                        "data_norm", "h", "n_samples", "curvature"}
+    assert set(rec) == {"mechanism", "noise", "loss", "neighbouring", "epsilon", "delta",
+                        "epsilon_prime", "extra_l2", "beta", "sigma", "sigma_output", "grid",
+                        "alpha", "data_norm", "h", "n_samples", "curvature", "n_classes"}
     assert rec["alpha"] == 0.1
     assert rec["beta"] == pytest.approx(float(fit.beta[1]))
     diag = fit.diagnostics(1, 1)
@@ -84,8 +85,14 @@ def test_output_constants(R):
     alphas = np.array([1e-4, 1e-2, 1.0])
     fit = dperm.output_perturbation(X, y, alpha=alphas, epsilon=0.3, data_norm=R,
                                     random_state=0)
-    np.testing.assert_allclose(fit.beta, 50 * alphas * 0.3 / (2 * R), rtol=1e-14)
-    np.testing.assert_array_equal(fit.delta, 0.0)
+    # beta = eps / (sens + sqrt(d) g): the released value is rounded to the grid g, which
+    # can move the minimizer by sqrt(d) g / 2 more (and the sum by another half step)
+    sens = 2 * R / (50 * alphas)
+    expected = 0.3 / (sens + np.sqrt(X.shape[1]) * fit.grid)
+    np.testing.assert_allclose(fit.beta, expected, rtol=1e-12)
+    assert np.all(fit.beta < 50 * alphas * 0.3 / (2 * R))
+    np.testing.assert_allclose(fit.beta, 50 * alphas * 0.3 / (2 * R), rtol=2e-5)
+    np.testing.assert_array_equal(fit.extra_l2, 0.0)
     np.testing.assert_allclose(fit.epsilon_prime, 0.3)
     assert fit.epsilon == 0.3 and fit.data_norm == R and fit.n_samples == 50
 
@@ -115,11 +122,11 @@ def test_objective_constants(loss, h, R):
         eps_p, delta, branch = expected_objective_constants(n, a, eps, c)
         branches.append(branch)
         assert fit.epsilon_prime[k] == pytest.approx(eps_p, rel=1e-12)
-        assert fit.delta[k] == pytest.approx(delta, rel=1e-12, abs=0)
+        assert fit.extra_l2[k] == pytest.approx(delta, rel=1e-12, abs=0)
         assert fit.beta[k] == pytest.approx(eps_p / (2 * R), rel=1e-12)
         assert fit.epsilon_prime[k] > 0 and fit.beta[k] > 0
         if branch:
-            assert fit.delta[k] > 0
+            assert fit.extra_l2[k] > 0
     # the grid spans both branches: Delta at tiny Lambda, none at large Lambda
     assert branches[0] and not branches[-1]
 
@@ -128,12 +135,12 @@ def test_delta_branch_switch():
     """At tiny Lambda the Delta branch is taken; at large Lambda it is not."""
     X, y = make_data(n=50)
     tiny = dperm.objective_perturbation(X, y, alpha=1e-9, epsilon=1.0, random_state=0)
-    assert tiny.delta > 0 and tiny.epsilon_prime == pytest.approx(0.5)
+    assert tiny.extra_l2 > 0 and tiny.epsilon_prime == pytest.approx(0.5)
     assert tiny.beta == pytest.approx(0.25)
     # Lambda + Delta is the data-independent floor c / (n (e^{eps/4} - 1))
-    assert tiny.alpha + tiny.delta == pytest.approx(0.25 / (50 * math.expm1(0.25)))
+    assert tiny.alpha + tiny.extra_l2 == pytest.approx(0.25 / (50 * math.expm1(0.25)))
     large = dperm.objective_perturbation(X, y, alpha=1.0, epsilon=1.0, random_state=0)
-    assert large.delta == 0
+    assert large.extra_l2 == 0
     q = 0.25 / 50
     assert large.epsilon_prime == pytest.approx(1.0 - math.log((1 + q) ** 2))
     # the switch point: eps' = 0 exactly when c/(n Lambda) = e^{eps/2} - 1
@@ -142,7 +149,7 @@ def test_delta_branch_switch():
                                               random_state=0)
     just_below = dperm.objective_perturbation(X, y, alpha=a_star * 0.99, epsilon=1.0,
                                               random_state=0)
-    assert just_above.delta == 0 and just_below.delta > 0
+    assert just_above.extra_l2 == 0 and just_below.extra_l2 > 0
 
 
 def test_constant_functions_match_results():
@@ -167,14 +174,14 @@ def test_objective_batch_equals_single_solves(loss, R):
     alphas = np.array([1e-7, 1e-2, 5.0])  # the first takes the Delta branch, the last not
     fit = dperm.objective_perturbation(X, y, loss=loss, alpha=alphas, epsilon=eps, h=0.5,
                                        data_norm=R, n_draws=3, random_state=seed)
-    assert fit.delta[0] > 0 and fit.delta[-1] == 0
+    assert fit.extra_l2[0] > 0 and fit.extra_l2[-1] == 0
     # the mechanism's noise, reproduced from the same seed the same way
     b = sample_l2_laplace(fit.beta[:, None], d, size=(3, 3),
                           random_state=np.random.default_rng(seed))
     for i, a in enumerate(alphas):
         for j in range(3):
             single = erm.minimize(X, y, loss=loss, alpha=a, h=0.5, linear=b[i, j],
-                                  extra_l2=fit.delta[i])
+                                  extra_l2=fit.extra_l2[i])
             np.testing.assert_allclose(fit.coef[i, j], single.coef, rtol=1e-6, atol=1e-7)
 
 
@@ -192,7 +199,7 @@ def test_objective_release_is_a_stationary_point(loss):
     assert np.all(fit.grad_norm <= 1e-8)
     for i, a in enumerate(alphas):
         _, g = erm.objective(X, y, fit.coef[i], loss=loss, alpha=a, h=0.5)
-        b = -n * (g + fit.delta[i] * fit.coef[i])
+        b = -n * (g + fit.extra_l2[i] * fit.coef[i])
         assert np.all(np.isfinite(b))
         # ||b|| ~ Gamma(d, 1/beta): mean d / beta (loose: 200 draws)
         mean_norm = np.linalg.norm(b, axis=1).mean()
@@ -200,7 +207,7 @@ def test_objective_release_is_a_stationary_point(loss):
         # putting the recovered b back in gives a zero gradient
         k = b.shape[0]
         _, g2 = erm.objective(X, y, fit.coef[i], loss=loss, alpha=np.full(k, a), h=0.5,
-                              linear=b, extra_l2=np.full(k, fit.delta[i]))
+                              linear=b, extra_l2=np.full(k, fit.extra_l2[i]))
         assert np.abs(g2).max() < 1e-10
 
 
@@ -212,9 +219,14 @@ def test_output_is_minimizer_plus_noise(R):
     fit = dperm.output_perturbation(X, y, alpha=alphas, epsilon=2.0, data_norm=R,
                                     n_draws=4000, random_state=seed)
     f_star = erm.minimize(X, y, alpha=alphas).coef
-    b = sample_l2_laplace(fit.beta[:, None], d, size=(2, 4000),
-                          random_state=np.random.default_rng(seed))
-    np.testing.assert_allclose(fit.coef, f_star[:, None, :] + b, rtol=1e-7, atol=1e-9)
+    rng = np.random.default_rng(seed)
+    b = np.stack([sample_l2_laplace(fit.beta[a], d, size=4000, random_state=rng)
+                  for a in range(2)])
+    # released on the public grid: within a grid step of f* + b (f* rounded, then the sum)
+    assert np.all(fit.beta <= n * alphas * 2.0 / (2 * R))   # the grid term only lowers beta
+    for a in range(2):
+        assert dperm.exact_noise.on_grid(fit.coef[a], fit.grid[a])
+        np.testing.assert_allclose(fit.coef[a], f_star[a] + b[a], rtol=0, atol=fit.grid[a])
     # and the noise has the advertised scale: E||b|| = d / beta, beta = n Lambda eps / (2R)
     norms = np.linalg.norm(fit.coef - f_star[:, None, :], axis=-1)
     np.testing.assert_allclose(norms.mean(axis=1), d * 2 * R / (n * alphas * 2.0), rtol=0.05)

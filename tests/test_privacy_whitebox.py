@@ -224,7 +224,7 @@ def audit_objective(loss, h, R, q, constants, *, eps=EPS, seed=0):
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 fit = objective_perturbation(X, y, loss=loss, alpha=alpha, epsilon=eps, h=h,
                                              data_norm=R, n_draws=1500, random_state=seed + 5)
-            eps_p, delta, beta = map(float, (fit.epsilon_prime, fit.delta, fit.beta))
+            eps_p, delta, beta = map(float, (fit.epsilon_prime, fit.extra_l2, fit.beta))
             extra_f = fit.coef
         else:
             eps_p, delta, beta = constants(n, alpha, eps, get_loss(loss).curvature(h, R), R)
@@ -332,7 +332,7 @@ def test_mechanism_noise_recovered_from_outputs(R, branch, d):
         fit = objective_perturbation(X, y, loss=loss, alpha=alpha, epsilon=EPS, h=h,
                                      data_norm=R, n_draws=4000, random_state=23)
     eps_p, delta, beta = real_constants(n, alpha, EPS, get_loss(loss).curvature(h, R), R)
-    assert np.allclose([fit.epsilon_prime, fit.delta, fit.beta], [eps_p, delta, beta], rtol=1e-12)
+    assert np.allclose([fit.epsilon_prime, fit.extra_l2, fit.beta], [eps_p, delta, beta], rtol=1e-12)
     b, _ = noise_and_logdet(y[:, None] * X, fit.coef, loss, h, n * (alpha + delta))
     p = stats.kstest(np.linalg.norm(b, axis=1), "gamma", args=(d, 0, 1 / beta)).pvalue
     assert p > 1e-4, f"noise recovered from the outputs is not Gamma({d}, 1/beta): p = {p:.2e}"

@@ -197,7 +197,7 @@ def run_paper_table(X, y, table=TABLE1, *, epsilon=0.1, losses=("logistic", "hub
             errors[(lo, "objective")][:, f] = e.mean(axis=1)
             spread[(lo, "objective")][:, f] = e.std(axis=1)
             prev = info[lo]
-            info[lo] = {"epsilon_prime": obj.epsilon_prime, "delta": obj.delta, "beta": obj.beta,
+            info[lo] = {"epsilon_prime": obj.epsilon_prime, "extra_l2": obj.extra_l2, "beta": obj.beta,
                         "n_train": Xtr.shape[0],
                         # over all folds so far
                         "max_grad_norm": float(max(np.max(obj.grad_norm), np.max(exact.grad_norm),
@@ -234,9 +234,9 @@ def _delta_note(result):
     parts = []
     for lo in result["losses"]:
         inf = result["info"].get(lo) or {}
-        if "delta" not in inf:
+        if "extra_l2" not in inf:
             continue
-        delta = np.atleast_1d(inf["delta"])
+        delta = np.atleast_1d(inf["extra_l2"])
         eps_p = np.atleast_1d(inf["epsilon_prime"])
         lam = result["lambdas"]
         in_branch = [_fmt_exp(v) for v, dl in zip(lam, delta) if dl > 0]
