@@ -262,3 +262,69 @@ def test_nonprivate_logistic_fit_beats_constant():
     const = min(np.mean(y == 1), np.mean(y == -1))
     assert abs(const - 0.208) < 0.01
     assert err < 0.02
+
+
+# ---------------------------------------------------------------- target="five_class"
+N_FIVE = {0: 97278, 1: 391458, 2: 4107, 3: 1126, 4: 52}  # normal, DoS, probe, R2L, U2R
+
+
+def test_attack_categories_constant():
+    cats = _kddcup99.KDDCUP99_ATTACK_CATEGORIES
+    names = _kddcup99.KDDCUP99_FIVE_CLASS_NAMES
+    assert names == ("normal", "dos", "probe", "r2l", "u2r")
+    assert len(cats) == 23 and cats["normal"] == "normal"
+    assert {s for s, c in cats.items() if c == "dos"} == set(KDDCUP99_DOS_LABELS)
+    assert {s for s, c in cats.items() if c == "probe"} == {"ipsweep", "nmap", "portsweep", "satan"}
+    assert {s for s, c in cats.items() if c == "u2r"} == {
+        "buffer_overflow", "loadmodule", "perl", "rootkit"}
+    assert sum(c == "r2l" for c in cats.values()) == 8
+    # every label of the file is mapped
+    tab = _kddcup99._table(_kddcup99.DATA_DIR)
+    assert set(tab.label_levels) == set(cats)
+    with pytest.raises(TypeError):
+        cats["normal"] = "dos"
+
+
+def test_five_class_counts(public):
+    X, y = load_kddcup99(target="five_class")
+    assert y.dtype == np.int64 and y.shape == (N,)
+    counts = np.bincount(y, minlength=5)
+    assert counts.size == 5 and counts.sum() == N
+    assert dict(enumerate(counts.tolist())) == N_FIVE
+    assert (counts > 0).all()
+    # the rows are the default's; the binary task is the DoS class against the rest
+    np.testing.assert_array_equal(X, public[0])
+    np.testing.assert_array_equal(y == 1, public[1] == -1)
+
+
+def test_five_class_frame_and_subset():
+    b = load_kddcup99(return_frame=True, n_samples=30000, random_state=3, target="five_class")
+    assert b.target_names == ["normal", "dos", "probe", "r2l", "u2r"]
+    cats = _kddcup99.KDDCUP99_ATTACK_CATEGORIES
+    expect = [b.target_names.index(cats[s]) for s in b.frame["label"]]
+    np.testing.assert_array_equal(b.target, expect)
+    assert set(np.unique(b.target)) >= {0, 1, 2, 3}
+    d = load_kddcup99(return_frame=True, n_samples=30000, random_state=3)
+    np.testing.assert_array_equal(b.data, d.data)
+    np.testing.assert_array_equal(b.row_indices, d.row_indices)
+
+
+def test_default_target_unchanged(public):
+    X, y, names = load_kddcup99(target="dos", return_feature_names=True)
+    np.testing.assert_array_equal(X, public[0])
+    np.testing.assert_array_equal(y, public[1])
+    assert (y == 1).sum() == N_POS
+    assert "target_names" not in load_kddcup99(return_frame=True, n_samples=10, random_state=0)
+
+
+def test_five_class_unknown_label_raises():
+    with pytest.raises(DataChecksumError, match="teleport"):
+        _kddcup99._five_class_codes(("normal", "smurf", "teleport"))
+    np.testing.assert_array_equal(
+        _kddcup99._five_class_codes(("normal", "smurf", "satan", "phf", "perl")), [0, 1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("bad", ["binary", "five", None, 5])
+def test_bad_target(bad):
+    with pytest.raises(ValueError, match="target"):
+        load_kddcup99(target=bad, n_samples=10, random_state=0)

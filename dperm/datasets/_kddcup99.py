@@ -21,6 +21,8 @@ __all__ = [
     "KDDCUP99_PUBLIC_BOUNDS",
     "KDDCUP99_PUBLIC_CATEGORIES",
     "KDDCUP99_DOS_LABELS",
+    "KDDCUP99_ATTACK_CATEGORIES",
+    "KDDCUP99_FIVE_CLASS_NAMES",
     "load_kddcup99",
 ]
 
@@ -50,6 +52,38 @@ _LABEL = "label"
 
 # Labels of the denial-of-service attacks (the negative class, y = -1).
 KDDCUP99_DOS_LABELS = ("back", "land", "neptune", "pod", "smurf", "teardrop")
+
+# The five classes of target="five_class", in the order of their codes y = 0..4.
+KDDCUP99_FIVE_CLASS_NAMES = ("normal", "dos", "probe", "r2l", "u2r")
+
+# The standard KDD Cup 99 attack taxonomy (the task description's
+# "training_attack_types" file): each of the 23 labels of the 10% sample
+# (normal and 22 attacks) -> its category. Public: it is part of the task, not
+# read from the data. DoS: denial of service; probe: surveillance and probing;
+# r2l: unauthorized access from a remote machine; u2r: unauthorized access to
+# local superuser (root) privileges.
+KDDCUP99_ATTACK_CATEGORIES = types.MappingProxyType({
+    "normal": "normal",
+    **{s: "dos" for s in KDDCUP99_DOS_LABELS},
+    **{s: "probe" for s in ("ipsweep", "nmap", "portsweep", "satan")},
+    **{s: "r2l" for s in ("ftp_write", "guess_passwd", "imap", "multihop", "phf", "spy",
+                          "warezclient", "warezmaster")},
+    **{s: "u2r" for s in ("buffer_overflow", "loadmodule", "perl", "rootkit")},
+})
+assert set(KDDCUP99_ATTACK_CATEGORIES.values()) == set(KDDCUP99_FIVE_CLASS_NAMES)
+
+
+def _five_class_codes(label_levels):
+    """y in 0..4 (:data:`KDDCUP99_FIVE_CLASS_NAMES`) of each label level; a label
+    that is not in :data:`KDDCUP99_ATTACK_CATEGORIES` raises (never guessed)."""
+    unknown = [s for s in label_levels if s not in KDDCUP99_ATTACK_CATEGORIES]
+    if unknown:
+        raise DataChecksumError(
+            f"KDD Cup 99 label(s) {unknown} are not in KDDCUP99_ATTACK_CATEGORIES: "
+            "target='five_class' cannot place them in a category")
+    code = {c: k for k, c in enumerate(KDDCUP99_FIVE_CLASS_NAMES)}
+    return np.array([code[KDDCUP99_ATTACK_CATEGORIES[s]] for s in label_levels],
+                    dtype=np.int64)
 
 _RATES = (
     "serror_rate", "srv_serror_rate", "rerror_rate", "srv_rerror_rate", "same_srv_rate",
@@ -319,6 +353,7 @@ def load_kddcup99(
     n_samples=None,
     random_state=None,
     return_feature_names=False,
+    target="dos",
 ):
     """Load the KDD Cup 1999 data, 10% sample (shipped with dperm), as X, y.
 
@@ -386,6 +421,21 @@ def load_kddcup99(
         Seed or generator for the subset (only with ``n_samples``).
     return_feature_names : bool
         If True (and ``return_frame`` is False) return ``(X, y, feature_names)``.
+    target : {"dos", "five_class"}
+        ``"dos"`` (default): the paper's binary task, y = -1 for a DoS attack,
+        +1 otherwise (as described above).
+        ``"five_class"``: the standard KDD Cup 99 five-class task, y in
+        {0: normal, 1: DoS, 2: probe, 3: R2L, 4: U2R}
+        (:data:`KDDCUP99_FIVE_CLASS_NAMES`), each label placed by the public
+        attack taxonomy :data:`KDDCUP99_ATTACK_CATEGORIES` (DoS: back, land,
+        neptune, pod, smurf, teardrop; probe: ipsweep, nmap, portsweep, satan;
+        R2L: ftp_write, guess_passwd, imap, multihop, phf, spy, warezclient,
+        warezmaster; U2R: buffer_overflow, loadmodule, perl, rootkit). A label
+        not in the mapping raises :class:`DataChecksumError`. Counts in the
+        file: 97,278 normal, 391,458 DoS, 4,107 probe, 1,126 R2L, 52 U2R. The
+        label set {0, ..., 4} is public: pass ``classes=range(5)`` to a
+        private classifier. The Bunch of ``return_frame`` also gets
+        ``target_names`` (:data:`KDDCUP99_FIVE_CLASS_NAMES` as a list).
 
     Returns
     -------
@@ -393,9 +443,11 @@ def load_kddcup99(
         The 38 numeric columns in file order, then the one-hot groups
         protocol_type, service, flag ("column=category"). Every row norm <= 1.
     y : ndarray of shape (n,), int64
-        +1 if not a denial-of-service attack, -1 if one.
+        target="dos": +1 if not a denial-of-service attack, -1 if one.
+        target="five_class": the category code 0..4.
     """
     _check_choice("preprocess", preprocess, {"paper", "public"})
+    _check_choice("target", target, {"dos", "five_class"})
     if not isinstance(return_frame, bool):
         raise ValueError(f"return_frame must be a bool, got {return_frame!r}")
     if not isinstance(return_feature_names, bool):
@@ -425,12 +477,17 @@ def load_kddcup99(
         rows = rng.choice(_N_ROWS, size=int(n_samples), replace=False)
     u = tab.inv[rows]
     X = np.take(Xu, u, axis=0)  # a fresh C-contiguous float64 array
-    y = tab.sign[tab.label_codes[u]]
+    if target == "dos":
+        y = tab.sign[tab.label_codes[u]]
+    else:
+        y = _five_class_codes(tab.label_levels)[tab.label_codes[u]]
     names = list(names)
     if return_frame:
+        extra = {} if target == "dos" else {"target_names": list(KDDCUP99_FIVE_CLASS_NAMES)}
         return Bunch(
             data=X, target=y, feature_names=names, frame=_frame(tab, rows),
             row_indices=rows, preprocess=preprocess, n_samples=n_samples,
+            **extra,
         )
     if return_feature_names:
         return X, y, names
