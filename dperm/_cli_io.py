@@ -20,10 +20,16 @@ from dperm.schema import PublicSchema
 __all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normalize_schema", "infer_schema",
            "schema_to_json", "feature_names", "encode_rows", "encode_labels", "label_codes",
            "resolve_label", "apply_missing", "missing_masks", "parse_delimiter", "MISSING_MARKERS",
-           "model_to_json", "load_model", "MODEL_FORMAT", "MODEL_FORMAT_VERSION"]
+           "model_to_json", "load_model", "MODEL_FORMAT", "MODEL_FORMAT_VERSION",
+           "MODEL_FORMAT_VERSIONS"]
 
 MODEL_FORMAT = "dperm.linear-model"
-MODEL_FORMAT_VERSION = 1
+#: version 2: the privacy record of (epsilon, delta) mechanisms ("delta" is the DP
+#: parameter, the paper's extra regulariser Delta is "extra_l2"; noise, neighbouring,
+#: sigma, ...), the estimator's delta / neighbouring / n_public, and K > 2 classes.
+MODEL_FORMAT_VERSION = 2
+#: versions load_model reads (version 1 records are mapped to version 2 semantics)
+MODEL_FORMAT_VERSIONS = (1, 2)
 
 # Cells read as a missing value (compared case-insensitively, after stripping).
 # In a categorical column a marker that the schema lists as a category is that
@@ -472,10 +478,13 @@ def encode_labels(table, label, classes):
 
 
 def label_codes(table, label, classes):
-    """Labels as int8: 0 for classes[0] (negative), 1 for classes[1]; every label must
-    be one of the two (an error names the first row that is not)."""
+    """Labels as int8: k for classes[k] (two classes: 0 negative, 1 positive); every
+    label must be one of the classes (an error names the first row that is not)."""
     y = resolve_label(table, label)
-    code = {classes[0]: 0, classes[1]: 1}
+    if len(classes) > 127:
+        raise CLIError(f"label column {label!r}: {len(classes)} classes; at most 127 are "
+                       "supported")
+    code = {c: k for k, c in enumerate(classes)}
     out = np.empty(len(y), dtype=np.int8)
     for i, v in enumerate(y):
         k = code.get(v)
@@ -512,54 +521,108 @@ def model_to_json(model):
 
 def check_format_header(obj, fmt, version, keys, bad, hint=""):
     """A JSON document's 'format', 'format_version' and required keys (models and the
-    streamed binaries' manifests); `bad(msg)` builds the error to raise."""
+    streamed binaries' manifests); `version` is one int or a collection of the versions
+    read; `bad(msg)` builds the error to raise."""
     if not isinstance(obj, dict) or obj.get("format") != fmt:
         raise bad(f"'format' must be {fmt!r}{hint}")
-    if obj.get("format_version") != version:
-        raise bad(f"unsupported format_version {obj.get('format_version')!r} "
-                  f"(this dperm reads version {version})")
+    versions = (version,) if isinstance(version, int) else tuple(version)
+    got = obj.get("format_version")
+    if isinstance(got, bool) or got not in versions:
+        reads = (f"version {versions[0]}" if len(versions) == 1 else
+                 f"versions {', '.join(map(str, versions))}")
+        raise bad(f"unsupported format_version {got!r} (this dperm reads {reads})")
     for key in keys:
         if key not in obj:
             raise bad(f"missing key {key!r}")
 
 
+def _is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+#: the keys of a version 2 privacy record (dperm.mechanisms.PrivateFit.record() and the
+#: estimator's additions); a version 1 record is read into this form
+PRIVACY_KEYS = ("mechanism", "noise", "loss", "neighbouring", "epsilon", "delta",
+                "epsilon_prime", "extra_l2", "beta", "sigma", "sigma_output", "grid", "alpha",
+                "data_norm", "h", "n_samples", "curvature", "n_classes", "multiclass",
+                "epsilon_total", "delta_total")
+
+
+def upgrade_v1(obj):
+    """A version 1 model read with version 2 semantics: its privacy record's "delta" was
+    the paper's extra regulariser Delta (now "extra_l2"); every version 1 model is a pure
+    epsilon-DP (delta = 0), replace-one, binary fit with Laplace-type noise."""
+    obj = dict(obj)
+    rec = obj.get("privacy")
+    if isinstance(rec, dict):
+        rec = dict(rec)
+        mech = rec.get("mechanism")
+        rec["extra_l2"] = rec.pop("delta", None)
+        private = mech in ("objective", "output")
+        rec.update(delta=0.0, neighbouring="replace_one",
+                   noise="l2_laplace" if private else None, sigma=None, sigma_output=None,
+                   grid=None, n_classes=2, multiclass=None,
+                   epsilon_total=rec.get("epsilon"), delta_total=0.0)
+        obj["privacy"] = {k: rec.get(k) for k in PRIVACY_KEYS} | {
+            k: v for k, v in rec.items() if k not in PRIVACY_KEYS}
+    est = obj.get("estimator")
+    if isinstance(est, dict):
+        obj["estimator"] = dict(est, delta=0.0, neighbouring="replace_one", n_public=None)
+    return obj
+
+
 def load_model(path):
-    """Read and check a model written by `dperm fit`; returns the dict with a
-    normalized `schema` and numpy `coef`."""
+    """Read and check a model written by `dperm fit` (format version 1 or 2); returns
+    the dict with a normalized `schema`, numpy `coef` ((d,) for two classes, (K, d) for
+    K > 2) and `intercept` (a float, or (K,)).  A version 1 file is returned with its
+    privacy record and estimator in version 2 terms (upgrade_v1)."""
     where = f"model {path}"
     obj = _load_json(path, "model", lambda detail: f"{where}: not a dperm model ({detail})")
 
     def bad(msg):
         return CLIError(f"{where}: not a valid dperm model: {msg}")
 
-    check_format_header(obj, MODEL_FORMAT, MODEL_FORMAT_VERSION,
+    check_format_header(obj, MODEL_FORMAT, MODEL_FORMAT_VERSIONS,
                         ("coef", "intercept", "classes", "feature_names", "schema", "estimator"),
                         bad, hint=" (write models with `dperm fit`)")
+    if obj["format_version"] == 1:
+        obj = upgrade_v1(obj)
+    classes = obj["classes"]
+    if not (isinstance(classes, list) and len(classes) >= 2
+            and all(isinstance(c, str) for c in classes) and len(set(classes)) == len(classes)):
+        raise bad("'classes' must list two or more different labels ([negative, positive] "
+                  "for two)")
+    if len(classes) > 2 and obj["format_version"] < 2:
+        raise bad("a version 1 model has exactly two classes")
     try:
         schema = normalize_schema(obj["schema"], where="schema")
     except CLIError as exc:
         raise bad(str(exc)) from None
-    coef = obj["coef"]
-    if not (isinstance(coef, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                           for v in coef)):
-        raise bad("'coef' must be a list of numbers")
     names = obj["feature_names"]
     if names != feature_names(schema):
         raise bad("'feature_names' do not match the preprocessing schema")
-    if len(coef) != len(names):
-        raise bad(f"'coef' has {len(coef)} entries but there are {len(names)} features")
-    b = obj["intercept"]
-    if not isinstance(b, (int, float)) or isinstance(b, bool):
-        raise bad("'intercept' must be a number")
-    classes = obj["classes"]
-    if not (isinstance(classes, list) and len(classes) == 2 and all(isinstance(c, str) for c in classes)
-            and classes[0] != classes[1]):
-        raise bad("'classes' must list two different labels [negative, positive]")
+    coef, b, K = obj["coef"], obj["intercept"], len(classes)
+    if K == 2:
+        if not (isinstance(coef, list) and all(_is_num(v) for v in coef)):
+            raise bad("'coef' must be a list of numbers")
+        if len(coef) != len(names):
+            raise bad(f"'coef' has {len(coef)} entries but there are {len(names)} features")
+        if not _is_num(b):
+            raise bad("'intercept' must be a number")
+    else:
+        if not (isinstance(coef, list) and len(coef) == K and all(
+                isinstance(row, list) and all(_is_num(v) for v in row) for row in coef)):
+            raise bad(f"'coef' must be a list of {K} lists of numbers (one per class)")
+        if any(len(row) != len(names) for row in coef):
+            raise bad(f"each row of 'coef' must have {len(names)} entries (one per feature)")
+        if not (isinstance(b, list) and len(b) == K and all(_is_num(v) for v in b)):
+            raise bad(f"'intercept' must be a list of {K} numbers (one per class)")
     est = obj["estimator"]
     if not isinstance(est, dict) or not isinstance(est.get("loss"), str):
         raise bad("'estimator' must be an object with the 'loss'")
     coef = np.asarray(coef, dtype=np.float64)
-    if not np.isfinite(coef).all() or not math.isfinite(b):
+    b = float(b) if K == 2 else np.asarray(b, dtype=np.float64)
+    if not np.isfinite(coef).all() or not np.isfinite(b).all():
         raise bad("coefficients must be finite")
-    obj = dict(obj, coef=coef, intercept=float(b), schema=schema)
+    obj = dict(obj, coef=coef, intercept=b, schema=schema)
     return obj

@@ -86,16 +86,32 @@ streaming (a CSV larger than memory): --memory-budget SIZE reads DATA.csv in chu
   and the 1/sqrt(2) scaling. Besides the chunk, the fit itself needs a few
   float64 vectors of length n.
 
-model file (-o MODEL.json): plain JSON, no pickle: "format", "format_version",
-  "dperm_version", "estimator" (loss, perturbation, epsilon, alpha, h,
-  fit_intercept), "classes" [negative, positive], "label", "feature_names",
-  "coef", "intercept" (score = x.coef + intercept on the encoded row x; the
-  prediction is the positive class iff score > 0), "schema" (the full schema,
-  in the format above), "preprocessing" (how it is applied), "schema_from_data",
-  "read_from_data", "privacy" (epsilon, epsilon', Delta, beta, Lambda, curvature,
-  R, n: public values only), "training" (data file name, n, d).
+model file (-o MODEL.json): plain JSON, no pickle: "format", "format_version" (2;
+  `dperm predict` also reads version 1 files), "dperm_version", "estimator" (loss,
+  perturbation, epsilon, delta, neighbouring, n_public, alpha, h, fit_intercept),
+  "classes" ([negative, positive] for two classes; the K labels otherwise), "label",
+  "feature_names", "coef", "intercept" (two classes: a list of d numbers and a number,
+  score = x.coef + intercept on the encoded row x, the prediction is the positive class
+  iff score > 0; K > 2 classes: K lists of d numbers and K numbers, one score per class,
+  the prediction is the class with the largest score), "schema" (the full schema, in
+  the format above), "preprocessing" (how it is applied), "schema_from_data",
+  "read_from_data", "privacy" (public values only: mechanism, noise ("l2_laplace" or
+  "gaussian"), neighbouring, epsilon, delta (the (epsilon, delta) parameter, 0 for
+  pure), epsilon', extra_l2 (the paper's extra regularizer Delta), beta, sigma,
+  sigma_output, grid, Lambda, curvature, R, n (the normalising count), n_classes,
+  multiclass, epsilon_total, delta_total; null where it does not apply), "training"
+  (data file name, n, d).
   Nothing data-dependent besides the noisy coefficients is written: no seed, no
   timing, no solver diagnostics (those are printed for the analyst only).
+
+privacy options: --epsilon and --delta give the guarantee ((epsilon, delta)-DP;
+  --delta 0, the default, is pure epsilon-DP with the paper's Laplace-type noise,
+  --delta > 0 uses Gaussian noise). --neighbouring replace_one (default) protects
+  one row against being replaced; add_remove against being added or removed, with
+  the objective normalised by --n-public N (a public count). --perturbation amp
+  needs --delta > 0. With K > 2 classes: the logistic loss with --delta > 0 fits one
+  multinomial (softmax) model with the whole epsilon and delta; otherwise K
+  one-vs-rest models, each with epsilon/K and delta/K (their total is the guarantee).
 """
 
 PREDICT_HELP = """\
@@ -337,6 +353,19 @@ def _layout(args, schema):
     return "csr" if choice == "yes" else "dense"
 
 
+def _check_privacy_args(args):
+    """Combinations of --perturbation, --delta, --neighbouring and --n-public, checked
+    before any data is read."""
+    if args.perturbation == "amp" and args.delta == 0:
+        raise _UsageError("--perturbation amp is an (epsilon, delta) mechanism: give --delta "
+                          "> 0 (e.g. 1e-6, well below 1/n)")
+    if args.n_public is not None and args.neighbouring != "add_remove":
+        raise _UsageError("--n-public is only used with --neighbouring add_remove (under "
+                          "replace_one the row count n is public and used as it is)")
+    if args.perturbation == "none" and args.delta > 0:
+        _note("--delta is not used by --perturbation none (no noise, no privacy)")
+
+
 def _streaming(args):
     return any(v is not None for v in (args.memory_budget, args.work_dir, args.keep_binary))
 
@@ -348,6 +377,7 @@ def cmd_fit(args):
     from dperm.exceptions import PrivacyLeakWarning
 
     _check_output(args)
+    _check_privacy_args(args)
     if args.from_binary is not None:
         return _fit_from_binary(args)
     if _streaming(args):
@@ -402,7 +432,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
 
     import dperm
     from dperm import PrivateLinearClassifier
-    from dperm._cli_io import model_to_json, schema_to_json
+    from dperm._cli_io import MODEL_FORMAT, MODEL_FORMAT_VERSION, model_to_json, schema_to_json
     from dperm.estimators import split_intercept
     from dperm.exceptions import PrivacyLeakWarning
 
@@ -413,19 +443,36 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
     # The rows already carry the intercept's constant column (as the estimator would
     # append it), so the estimator fits them as they are: a memory-mapped binary is read
     # in place instead of copied to append a column.
+    K = len(classes)
+    delta = args.delta if args.perturbation != "none" else 0.0
     clf = PrivateLinearClassifier(
-        loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, alpha=args.alpha,
-        h=args.h, data_norm=1.0, fit_intercept=False, classes=[0, 1],
+        loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, delta=delta,
+        neighbouring=args.neighbouring, n_public=args.n_public, alpha=args.alpha,
+        h=args.h, data_norm=1.0, fit_intercept=False, classes=list(range(K)),
         n_threads=args.threads, random_state=args.seed)
+    if args.neighbouring == "add_remove" and args.n_public is None \
+            and args.perturbation != "none":
+        warnings.warn(
+            f"--n-public not given: under --neighbouring add_remove the objective is "
+            f"normalised by the row count of the data ({shape[0]}), so the guarantee covers "
+            "neighbouring data sets of that size only. Give --n-public N (a public count, "
+            "e.g. the planned sample size) for the full add/remove guarantee.",
+            PrivacyLeakWarning, stacklevel=2)
     t0 = time.perf_counter()
-    clf.fit(Xa, y)
+    with warnings.catch_warnings():
+        # the library's own wording of the warning above names its parameter, not the flag
+        warnings.filterwarnings("ignore", message="n_public: not given")
+        clf.fit(Xa, y)
     seconds = time.perf_counter() - t0
+    W = np.asarray(clf.coef_, dtype=np.float64)          # (1, d') for two classes, (K, d')
     if args.no_intercept:
-        coef, intercept = clf.coef_[0], 0.0
+        coef, intercept = W, np.zeros(W.shape[0])
     else:
-        coef, intercept = split_intercept(clf.coef_[0], 1.0)
-    coef = np.asarray(coef, dtype=np.float64)
-    intercept = float(intercept)
+        coef, intercept = split_intercept(W, 1.0)
+    coef = np.asarray(coef, dtype=np.float64).reshape(W.shape[0], -1)
+    intercept = np.asarray(intercept, dtype=np.float64).reshape(-1)
+    if K == 2:
+        coef, intercept = coef[0], float(intercept[0])
     rec = clf.privacy_
     # No accuracy on the training rows is printed: it is a statistic of the private data
     # computed outside the mechanism, so publishing it would not be covered by epsilon.
@@ -433,18 +480,19 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
     _print_privacy(rec, shown_name, shape)
     _print_diagnostics(clf.fit_diagnostics_, seconds)
     model = {
-        "format": "dperm.linear-model",
-        "format_version": 1,
+        "format": MODEL_FORMAT,
+        "format_version": MODEL_FORMAT_VERSION,
         "dperm_version": dperm.__version__,
         "estimator": {"class": "PrivateLinearClassifier", "loss": args.loss,
                       "perturbation": args.perturbation, "epsilon": args.epsilon,
-                      "alpha": args.alpha, "h": args.h, "fit_intercept": not args.no_intercept,
-                      "data_norm": 1.0},
+                      "delta": delta, "neighbouring": args.neighbouring,
+                      "n_public": args.n_public, "alpha": args.alpha, "h": args.h,
+                      "fit_intercept": not args.no_intercept, "data_norm": 1.0},
         "label": schema.label,
         "classes": classes,
         "feature_names": names,
         "coef": coef.tolist(),
-        "intercept": intercept,
+        "intercept": intercept if K == 2 else intercept.tolist(),
         "schema": schema_to_json(schema),
         "preprocessing": {
             "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
@@ -455,7 +503,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
         },
         "schema_from_data": bool(leaks),
         "read_from_data": leaks,
-        "privacy": rec,
+        "privacy": _public_record(rec),
         # public sizes only: no seed (it regenerates the noise), no wall time (a side
         # channel on the data), no solver diagnostics (they differ between neighbours)
         "training": {"data": source, "n_samples": int(shape[0]), "n_features": int(shape[1])},
@@ -709,22 +757,76 @@ def _note_dropped(dropped, remain, what, name):
           "this count is about the private data: for your eyes, not for publication)")
 
 
+def _public_record(rec):
+    """The privacy record written to the model: the public keys of format version 2 only
+    (a key the library might add later is not written until it is known to be public)."""
+    from dperm._cli_io import PRIVACY_KEYS
+
+    return {k: rec.get(k) for k in PRIVACY_KEYS}
+
+
+_NEIGHBOURING_TEXT = {
+    "replace_one": "replace_one (one row replaced by another; n public)",
+    "add_remove": "add_remove (one row added or removed)",
+}
+
+
 def _print_privacy(rec, source, shape):
+    """The guarantee, from the public record only (nothing data-dependent)."""
     mech = rec.get("mechanism")
     title = {"objective": "objective perturbation (Algorithm 2)",
              "output": "output perturbation (Algorithm 1)",
+             "amp": "approximate minima perturbation (AMP)",
              "none": "NON-PRIVATE (no noise)"}.get(mech, str(mech))
     print(f"fit on {source}: {title}, {rec.get('loss')} loss, n = {shape[0]} rows, "
           f"d = {shape[1]} features")
-    rows = [("epsilon", rec.get("epsilon"))]
-    if mech == "objective":
+    delta = rec.get("delta") or 0.0
+    K = rec.get("n_classes") or 2
+    split = rec.get("multiclass")
+    rows = []
+    if mech != "none":
+        eps_total = rec.get("epsilon_total", rec.get("epsilon"))
+        delta_total = rec.get("delta_total", delta)
+        rows += [("epsilon", eps_total),
+                 ("delta", f"{_fmt(float(delta_total))} "
+                           f"({'pure epsilon-DP' if not delta_total else '(epsilon, delta)-DP'})"),
+                 ("neighbouring", _NEIGHBOURING_TEXT.get(rec.get("neighbouring"),
+                                                         str(rec.get("neighbouring"))))]
+        if rec.get("noise") == "gaussian":
+            noise = (f"Gaussian, sigma = {_fmt(rec.get('sigma'))} "
+                     + ("(per coordinate of b in the objective's b.f/n)" if mech != "output"
+                        else "(per coordinate of the coefficients)"))
+        else:
+            noise = "Laplace-type (density ~ exp(-beta ||b||))"
+        rows.append(("noise", noise))
+        if mech == "amp":
+            rows.append(("sigma (output)", f"{_fmt(rec.get('sigma_output'))} (Gaussian noise "
+                                           "added to the approximate minimizer)"))
+    else:
+        rows += [("epsilon", rec.get("epsilon"))]
+    if mech in ("objective", "amp"):
         rows += [("epsilon'", rec.get("epsilon_prime")), ("Delta", rec.get("extra_l2"))]
-    rows += [("beta", rec.get("beta")),
-             ("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
-             ("row norm bound R", rec.get("data_norm"))]
+    if rec.get("beta") is not None:
+        rows.append(("beta", rec.get("beta")))
+    if rec.get("grid") is not None:
+        rows.append(("grid", f"{_fmt(rec.get('grid'))} (released coefficients are "
+                             "multiples of it)"))
+    rows += [("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
+             ("row norm bound R", rec.get("data_norm")),
+             ("n (normalising)", rec.get("n_samples"))]
+    if K > 2:
+        if split == "ovr":
+            rows.append(("classes", f"{K}: one-vs-rest, {K} binary models, each with "
+                                    f"epsilon = {_fmt(rec.get('epsilon'))}, delta = "
+                                    f"{_fmt(float(rec.get('delta') or 0.0))} (total "
+                                    f"epsilon = {_fmt(rec.get('epsilon_total'))}, delta = "
+                                    f"{_fmt(float(rec.get('delta_total') or 0.0))})"))
+        else:
+            rows.append(("classes", f"{K}: one multinomial (softmax) model: one release with "
+                                    "the whole epsilon and delta"))
     for k, v in rows:
         print(f"  {k:<17} {_fmt(v)}")
-    if mech == "objective" and (rec.get("extra_l2") or 0) > 0:
+    if mech == "objective" and not delta and (rec.get("extra_l2") or 0) > 0:
         print("  (Delta > 0: Lambda is small for this n and epsilon, so Algorithm 2 added "
               "Delta to the regularizer and used epsilon' = epsilon/2)")
 
@@ -766,8 +868,9 @@ def _report_holdout(path, schema, coef, intercept, args):
                 continue
             X, _ = encode_rows(table, schema, unknown="zero", sparse=layout == "csr")
             y = label_codes(table, label, classes)
-            score = np.asarray(apply_norm_bound(X, 1.0, "clip") @ coef) + intercept
-            right += int(((score > 0) == (y == 1)).sum())
+            score = np.asarray(apply_norm_bound(X, 1.0, "clip") @ np.transpose(coef)) + intercept
+            pred = (score > 0) if np.ndim(coef) == 1 else np.argmax(score, axis=1)
+            right += int((pred == y).sum())
             total += table.n_rows
     if dropped:
         _note_dropped(dropped, total, "holdout rows", path)
@@ -821,21 +924,36 @@ def cmd_predict(args):
     table = read_csv(args.data, delimiter=args.delimiter)
     apply_missing(table, model["schema"], policy="error", hint=MISSING_HINT_PREDICT)
     X, _ = encode_rows(table, model["schema"], unknown="zero")
-    score = X @ model["coef"] + model["intercept"]
+    coef = model["coef"]
     classes = model["classes"]
     logistic = model["estimator"]["loss"] == "logistic"
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["prediction", "score"] + (["probability"] if logistic else []))
-    if logistic:
-        # stable sigmoid: P(positive class)
-        e = np.exp(-np.abs(score))
-        prob = np.where(score >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-    for i, s in enumerate(score):
-        row = [classes[1] if s > 0 else classes[0], repr(float(s))]
+    if coef.ndim == 1:
+        score = X @ coef + model["intercept"]
+        w.writerow(["prediction", "score"] + (["probability"] if logistic else []))
         if logistic:
-            row.append(repr(float(prob[i])))
-        w.writerow(row)
+            # stable sigmoid: P(positive class)
+            e = np.exp(-np.abs(score))
+            prob = np.where(score >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+        for i, s in enumerate(score):
+            row = [classes[1] if s > 0 else classes[0], repr(float(s))]
+            if logistic:
+                row.append(repr(float(prob[i])))
+            w.writerow(row)
+    else:
+        # K > 2 classes: one score per class, the prediction is the largest
+        score = np.asarray(X @ coef.T) + model["intercept"]
+        pred = np.argmax(score, axis=1)
+        w.writerow(["prediction"] + [f"score:{c}" for c in classes]
+                   + ([f"probability:{c}" for c in classes] if logistic else []))
+        if logistic:
+            prob = _class_probabilities(score, (model.get("privacy") or {}).get("multiclass"))
+        for i in range(score.shape[0]):
+            row = [classes[pred[i]]] + [repr(float(v)) for v in score[i]]
+            if logistic:
+                row += [repr(float(v)) for v in prob[i]]
+            w.writerow(row)
     if args.output in (None, "-"):
         sys.stdout.write(buf.getvalue())
         sys.stdout.flush()
@@ -843,6 +961,17 @@ def cmd_predict(args):
         _write_text(args.output, buf.getvalue(), "predictions")
         _note(f"{table.n_rows} predictions written to {args.output}")
     return 0
+
+
+def _class_probabilities(score, multiclass):
+    """(n, K) probabilities of K > 2 classes, as PrivateLinearClassifier.predict_proba:
+    softmax of the scores (multinomial model), or the K one-vs-rest sigmoids normalised
+    to sum to 1."""
+    import numpy as np
+    from scipy.special import logsumexp
+
+    s = -np.logaddexp(0.0, -score) if multiclass == "ovr" else score
+    return np.exp(s - logsumexp(s, axis=1, keepdims=True))
 
 
 # ----------------------------------------------------------------------------- parser
@@ -858,6 +987,16 @@ def _positive_float(s):
 
 def _alpha(s):
     return "auto" if s == "auto" else _positive_float(s)
+
+
+def _delta(s):
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a number") from None
+    if not (0.0 <= v < 1.0):
+        raise argparse.ArgumentTypeError(f"must be in [0, 1) (0 for pure epsilon-DP), got {s!r}")
+    return v
 
 
 def _positive_int(s):
@@ -914,12 +1053,34 @@ def build_parser():
                    help="PUBLIC bounds, category lists and classes (format below)")
     f.add_argument("--positive", metavar="LABEL", help="the positive class (default: the schema's "
                    "second class, or the larger of the two labels)")
-    f.add_argument("--epsilon", type=_positive_float, default=1.0, help="privacy parameter (default 1.0)")
+    f.add_argument("--epsilon", type=_positive_float, default=1.0,
+                   help="privacy parameter epsilon > 0 (default 1.0): the released model is "
+                        "(epsilon, delta)-DP; a privacy-loss bound in nats (e^epsilon is the "
+                        "largest ratio of output probabilities between neighbouring data sets)")
+    f.add_argument("--delta", type=_delta, default=0.0,
+                   help="privacy parameter delta in [0, 1) (default 0): 0 is pure epsilon-DP "
+                        "with the paper's Laplace-type noise; delta > 0 is (epsilon, delta)-DP "
+                        "with Gaussian noise (a probability of failure of the epsilon bound: "
+                        "take it well below 1/n, e.g. 1e-6 for n = 10^5)")
+    f.add_argument("--neighbouring", choices=("replace_one", "add_remove"),
+                   default="replace_one",
+                   help="which data sets count as neighbours: replace_one (default, the "
+                        "paper's: one row replaced by another, n is public) or add_remove "
+                        "(one row added or removed: the row count is itself private, see "
+                        "--n-public)")
+    f.add_argument("--n-public", type=_positive_int, default=None, metavar="N",
+                   help="with --neighbouring add_remove: a PUBLIC number of rows (e.g. the "
+                        "planned sample size) that normalises the objective (sum of losses / "
+                        "N); without it the actual row count is used and the guarantee covers "
+                        "neighbours of that size only (a warning says so)")
     f.add_argument("--loss", choices=("logistic", "huber", "smooth_hinge"), default="logistic",
                    help="default logistic")
-    f.add_argument("--perturbation", choices=("objective", "output", "none"), default="objective",
-                   help="objective (Algorithm 2, default), output (Algorithm 1), or none "
-                        "(non-private baseline)")
+    f.add_argument("--perturbation", choices=("objective", "output", "amp", "none"),
+                   default="objective",
+                   help="objective (Algorithm 2, default), output (Algorithm 1), amp "
+                        "(approximate minima perturbation: objective perturbation whose "
+                        "guarantee holds for an approximate solution, plus a little Gaussian "
+                        "output noise; needs --delta > 0), or none (non-private baseline)")
     f.add_argument("--alpha", type=_alpha, default="auto",
                    help="regularization strength Lambda, or 'auto' (default): a rule of public "
                         "quantities only (n, d, epsilon; see dperm.regularization.auto_alpha), "

@@ -84,7 +84,7 @@ def test_fit_with_schema_then_predict(toy):
     text = (toy / "model.json").read_text()
     assert "pickle" not in text
     model = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
-    assert model["format"] == "dperm.linear-model" and model["format_version"] == 1
+    assert model["format"] == "dperm.linear-model" and model["format_version"] == 2
     assert model["dperm_version"] == dperm.__version__
     assert model["classes"] == ["no", "yes"] and model["label"] == "y"
     assert model["feature_names"] == ["a", "b", "color=red", "color=green", "color=blue"]
@@ -446,3 +446,161 @@ def test_fit_help_documents_fill_missing_and_delimiter(capsys):
     assert cli.main(["predict", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--delimiter" in out and "fill" in out
+
+
+# ----------------------------------------------------------------------------- (epsilon, delta), model format 2
+PUBLIC_PRIVACY_KEYS = {"mechanism", "noise", "loss", "neighbouring", "epsilon", "delta",
+                       "epsilon_prime", "extra_l2", "beta", "sigma", "sigma_output", "grid",
+                       "alpha", "data_norm", "h", "n_samples", "curvature", "n_classes",
+                       "multiclass", "epsilon_total", "delta_total"}
+
+
+def test_gaussian_fit_records_delta_sigma_and_neighbouring(toy, capsys, monkeypatch):
+    monkeypatch.chdir(toy)
+    code, out, err = _fit(toy, capsys, "train.csv", "--schema", "schema.json", "--epsilon", "2",
+                          "--delta", "1e-6", "--neighbouring", "add_remove", "--n-public", "1500",
+                          "-o", "g.json")
+    assert code == 0, err
+    block, _, diagnostics = out.partition("analyst-only diagnostics")
+    for word in ("delta", "1e-06", "add_remove", "Gaussian", "sigma", "Delta", "Lambda"):
+        assert word in block, word
+    assert "final |grad|" not in block and "final |grad|" in diagnostics
+    assert "n-public" not in err  # a public count was given: no warning about it
+    text = (toy / "g.json").read_text()
+    model = json.loads(text)
+    assert model["format_version"] == 2
+    est = model["estimator"]
+    assert est["delta"] == 1e-6 and est["neighbouring"] == "add_remove" and est["n_public"] == 1500
+    priv = model["privacy"]
+    # exactly the public record: no solver diagnostics, seed or timing
+    assert set(priv) == PUBLIC_PRIVACY_KEYS
+    for word in ("grad_norm", "converged", "n_iter", "rows_clipped", "seed", "seconds"):
+        assert word not in text
+    assert priv["delta"] == 1e-6 and priv["delta_total"] == 1e-6 and priv["epsilon"] == 2.0
+    assert priv["noise"] == "gaussian" and priv["sigma"] > 0 and priv["beta"] is None
+    assert priv["neighbouring"] == "add_remove" and priv["n_samples"] == 1500
+    assert priv["mechanism"] == "objective" and priv["extra_l2"] is not None
+    assert priv["n_classes"] == 2 and priv["multiclass"] is None
+    assert len(model["coef"]) == 5 and isinstance(model["intercept"], float)
+    assert cli.main(["predict", "g.json", "train.csv", "-o", "p.csv"]) == 0
+
+
+def test_pure_fit_prints_the_pure_guarantee(toy, capsys, monkeypatch):
+    monkeypatch.chdir(toy)
+    code, out, err = _fit(toy, capsys, "train.csv", "--schema", "schema.json", "-o", "p.json")
+    assert code == 0, err
+    block = out.partition("analyst-only diagnostics")[0]
+    for word in ("pure epsilon-DP", "replace_one", "Laplace-type", "beta", "Delta"):
+        assert word in block, word
+    priv = json.loads((toy / "p.json").read_text())["privacy"]
+    assert priv["delta"] == 0 and priv["noise"] == "l2_laplace" and priv["sigma"] is None
+    assert priv["neighbouring"] == "replace_one" and priv["extra_l2"] == 0
+
+
+def test_add_remove_without_n_public_warns_naming_the_flag(toy, capsys, monkeypatch):
+    monkeypatch.chdir(toy)
+    code, out, err = _fit(toy, capsys, "train.csv", "--schema", "schema.json",
+                          "--neighbouring", "add_remove", "-o", "a.json")
+    assert code == 0, err
+    assert "PrivacyLeakWarning" in err and "--n-public" in err
+    assert "n_public: not given" not in err  # the library's wording is replaced, not repeated
+
+
+def test_amp_fit_records_the_output_noise_and_grid(toy, capsys, monkeypatch):
+    monkeypatch.chdir(toy)
+    code, out, err = _fit(toy, capsys, "train.csv", "--schema", "schema.json", "--delta", "1e-5",
+                          "--perturbation", "amp", "-o", "amp.json")
+    assert code == 0, err
+    block = out.partition("analyst-only diagnostics")[0]
+    assert "AMP" in block and "sigma (output)" in block and "grid" in block
+    priv = json.loads((toy / "amp.json").read_text())["privacy"]
+    assert priv["mechanism"] == "amp" and priv["sigma_output"] > 0 and priv["grid"] > 0
+
+
+@pytest.mark.parametrize("value", ["1", "1.5", "-0.1", "nan", "abc"])
+def test_delta_out_of_range_names_the_flag(toy, capsys, monkeypatch, value):
+    monkeypatch.chdir(toy)
+    code, out, err = _fit(toy, capsys, "train.csv", "--schema", "schema.json", "--delta", value,
+                          "-o", "m.json")
+    assert code == 2 and "--delta" in err and "Traceback" not in err
+    assert not (toy / "m.json").exists()
+
+
+def test_amp_without_delta_and_n_public_without_add_remove_are_errors(toy, capsys, monkeypatch):
+    monkeypatch.chdir(toy)
+    code, _, err = _fit(toy, capsys, "train.csv", "--schema", "schema.json",
+                        "--perturbation", "amp", "-o", "m.json")
+    assert code == 2 and "--perturbation amp" in err and "--delta" in err
+    code, _, err = _fit(toy, capsys, "train.csv", "--schema", "schema.json", "--n-public", "100",
+                        "-o", "m.json")
+    assert code == 2 and "--n-public" in err and "add_remove" in err
+    code, _, err = _fit(toy, capsys, "train.csv", "--schema", "schema.json", "--neighbouring",
+                        "sideways", "-o", "m.json")
+    assert code == 2 and "--neighbouring" in err
+    assert not (toy / "m.json").exists()
+
+
+def _v1_model(toy):
+    """A model file in the layout of format version 1 (written by dperm before (epsilon,
+    delta)): its privacy record's "delta" is the paper's Delta, there is no noise,
+    neighbouring, sigma, ...; the estimator has no delta."""
+    return {
+        "format": "dperm.linear-model", "format_version": 1, "dperm_version": "0.1.0",
+        "estimator": {"class": "PrivateLinearClassifier", "loss": "logistic",
+                      "perturbation": "objective", "epsilon": 1.0, "alpha": "auto", "h": 0.5,
+                      "fit_intercept": True, "data_norm": 1.0},
+        "label": "y", "classes": ["no", "yes"],
+        "feature_names": ["a", "b", "color=red", "color=green", "color=blue"],
+        "coef": [3.0, 0.0, 1.0, 0.0, -1.0], "intercept": -1.5,
+        "schema": SCHEMA,
+        "preprocessing": {"row_divisor": math.sqrt(3), "row_norm_bound": 1.0},
+        "schema_from_data": False, "read_from_data": [],
+        "privacy": {"mechanism": "objective", "loss": "logistic", "epsilon": 1.0,
+                    "epsilon_prime": 0.5, "delta": 0.25, "beta": 0.25, "alpha": 0.001,
+                    "data_norm": 1.0, "h": 0.5, "n_samples": 1500, "curvature": 0.25},
+        "training": {"data": "train.csv", "n_samples": 1500, "n_features": 5},
+    }
+
+
+def test_version_1_model_still_loads_and_predicts(toy, capsys, monkeypatch):
+    from dperm._cli_io import load_model
+
+    monkeypatch.chdir(toy)
+    (toy / "v1.json").write_text(json.dumps(_v1_model(toy)))
+    model = load_model(str(toy / "v1.json"))
+    priv = model["privacy"]
+    # the old "delta" (the extra regulariser Delta) is read as extra_l2
+    assert priv["extra_l2"] == 0.25 and priv["delta"] == 0.0
+    assert priv["neighbouring"] == "replace_one" and priv["noise"] == "l2_laplace"
+    assert priv["epsilon_prime"] == 0.5 and priv["beta"] == 0.25 and priv["n_classes"] == 2
+    assert model["estimator"]["delta"] == 0.0
+    assert model["estimator"]["neighbouring"] == "replace_one"
+    assert cli.main(["predict", "v1.json", "train.csv", "-o", "p.csv"]) == 0
+    with open(toy / "p.csv", newline="") as fh:
+        pred = list(csv.DictReader(fh))
+    with open(toy / "train.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(pred) == len(rows)
+    # score = x.coef + intercept on the encoded row: a = 10, color red -> (3 + 1)/sqrt(3) - 1.5
+    for p, r in zip(pred[:20], rows):
+        a, red, blue = float(r["a"]) / 10, r["color"] == "red", r["color"] == "blue"
+        s = (3 * a + red - blue) / math.sqrt(3) - 1.5
+        assert math.isclose(float(p["score"]), s, rel_tol=1e-9, abs_tol=1e-12)
+        assert p["prediction"] == ("yes" if s > 0 else "no")
+
+
+def test_other_format_versions_are_refused(toy, capsys, monkeypatch):
+    monkeypatch.chdir(toy)
+    for version in (3, 0, "2", True, None):
+        model = _v1_model(toy)
+        model["format_version"] = version
+        (toy / "vx.json").write_text(json.dumps(model))
+        assert cli.main(["predict", "vx.json", "train.csv"]) == 2
+        err = capsys.readouterr().err
+        assert "unsupported format_version" in err and "versions 1, 2" in err, err
+    # a version 1 file cannot hold more than two classes
+    model = _v1_model(toy)
+    model["classes"] = ["no", "yes", "maybe"]
+    (toy / "v1k.json").write_text(json.dumps(model))
+    assert cli.main(["predict", "v1k.json", "train.csv"]) == 2
+    assert "not a valid dperm model" in capsys.readouterr().err
