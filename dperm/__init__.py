@@ -8,20 +8,24 @@ __version__ = "0.1.0"
 from dperm._config import get_config, show_config
 from dperm.exceptions import (BudgetExceededError, ClippingWarning, ConvergenceWarning,
                               NoiseDominatedWarning, PrivacyLeakWarning)
-from dperm.accountant import BudgetAccountant
+from dperm.accountant import (ApproxEvent, BudgetAccountant, GaussianEvent,
+                              ObjectiveGaussianEvent, PureEvent)
 from dperm.mechanisms import objective_perturbation, output_perturbation
 from dperm.estimators import PrivateLinearClassifier
 from dperm.features import RandomFourierFeatures
 from dperm.schema import PublicBoundsTransformer, PublicSchema
 from dperm.tuning import PrivateTuningResult, private_tuning
-from dperm import datasets, erm, losses, mechanisms, noise, regularization
+from dperm import (calibration, datasets, erm, exact_noise, losses, mechanisms, noise,
+                   regularization)
 
 __all__ = [
     "__version__", "get_config", "show_config",
     "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning", "ClippingWarning",
     "NoiseDominatedWarning",
-    "BudgetAccountant", "objective_perturbation", "output_perturbation",
+    "BudgetAccountant", "PureEvent", "GaussianEvent", "ObjectiveGaussianEvent", "ApproxEvent",
+    "objective_perturbation", "output_perturbation",
     "PrivateLinearClassifier", "RandomFourierFeatures", "PublicSchema", "PublicBoundsTransformer",
     "private_tuning", "PrivateTuningResult",
-    "datasets", "erm", "losses", "mechanisms", "noise", "regularization",
+    "calibration", "datasets", "erm", "exact_noise", "losses", "mechanisms", "noise",
+    "regularization",
 ]

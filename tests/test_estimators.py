@@ -693,3 +693,79 @@ def test_failed_fit_leaves_estimator_unchanged(name, breaker):
     np.testing.assert_array_equal(est.predict(X),
                                   np.where(X @ values["coef_"][0] + values["intercept_"][0] > 0,
                                            1, 0))
+
+
+# ---------------------------------------------------------------------------- (epsilon, delta)
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(delta=-1e-6), r"^delta"), (dict(delta=1.0), r"^delta"), (dict(delta="0"), r"^delta"),
+    (dict(neighbouring="swap"), r"^neighbouring"),
+    (dict(n_public=100), r"^n_public"),                       # replace_one takes no n_public
+    (dict(neighbouring="add_remove", n_public=0), r"^n_public"),
+    (dict(perturbation="amp"), r"^delta"),                    # amp needs delta > 0
+])
+def test_bad_privacy_params(kwargs, match):
+    X, y = make_data()
+    fit_raises(PLC(classes=[0, 1], **kwargs), X, y, ValueError, match)
+
+
+@pytest.mark.parametrize("perturbation", ["objective", "output", "amp"])
+@pytest.mark.parametrize("neighbouring", ["replace_one", "add_remove"])
+def test_gaussian_fit_records(perturbation, neighbouring):
+    X, y = make_data()
+    kw = dict(n_public=len(y)) if neighbouring == "add_remove" else {}
+    est = PLC(classes=[0, 1], epsilon=1.0, delta=1e-6, perturbation=perturbation,
+              neighbouring=neighbouring, random_state=0, **kw).fit(X, y)
+    rec = est.privacy_
+    assert set(rec) == RECORD_KEYS
+    assert rec["delta"] == 1e-6 and rec["noise"] == "gaussian" and rec["sigma"] > 0
+    assert rec["neighbouring"] == neighbouring and rec["mechanism"] == perturbation
+    assert rec["beta"] is None
+    assert (rec["grid"] is not None) == (perturbation != "objective")
+    assert est.score(X, y) > 0.7
+
+
+def test_add_remove_without_n_public_warns():
+    X, y = make_data()
+    with pytest.warns(dperm.PrivacyLeakWarning, match="n_public"):
+        PLC(classes=[0, 1], delta=1e-6, neighbouring="add_remove").fit(X, y)
+
+
+def test_gaussian_noise_is_smaller_for_add_remove():
+    X, y = make_data()
+    ro = PLC(classes=[0, 1], delta=1e-6, alpha=0.01, random_state=0).fit(X, y).privacy_
+    ar = PLC(classes=[0, 1], delta=1e-6, alpha=0.01, neighbouring="add_remove",
+             n_public=len(y), random_state=0).fit(X, y).privacy_
+    # half the sensitivity: about half the sigma (not exactly: the union over corners)
+    assert 0.4 < ar["sigma"] / ro["sigma"] < 0.6
+
+
+def test_multinomial_fit_and_proba():
+    rng = np.random.default_rng(1)
+    centers = np.array([[0.6, 0], [-0.3, 0.5], [-0.3, -0.5]])
+    lab = rng.integers(0, 3, 900)
+    X = centers[lab] + 0.1 * rng.standard_normal((900, 2))
+    names = np.array(["a", "b", "c"])[lab]
+    est = PLC(classes=["a", "b", "c"], epsilon=2.0, delta=1e-6, random_state=0).fit(X, names)
+    rec = est.privacy_
+    assert rec["multiclass"] == "multinomial" and rec["loss"] == "multinomial"
+    assert rec["n_classes"] == 3 and rec["epsilon"] == 2.0 and rec["epsilon_total"] == 2.0
+    assert est.coef_.shape == (3, 2) and est.intercept_.shape == (3,)
+    p = est.predict_proba(X)
+    assert p.shape == (900, 3)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
+    assert set(np.unique(est.predict(X))) <= {"a", "b", "c"}
+    assert est.score(X, names) > 0.8
+
+
+def test_ovr_splits_budget_and_spends_each(monkeypatch):
+    rng = np.random.default_rng(2)
+    lab = rng.integers(0, 4, 800)
+    X = np.eye(4)[lab] * 0.7 + 0.05 * rng.standard_normal((800, 4))
+    acc = dperm.BudgetAccountant(2.0)
+    est = PLC(classes=[0, 1, 2, 3], epsilon=2.0, accountant=acc).fit(X, lab)
+    assert est.privacy_["multiclass"] == "ovr" and est.privacy_["epsilon"] == pytest.approx(0.5)
+    assert [e for _, e in acc.history] == [0.5] * 4 and acc.spent == pytest.approx(2.0)
+    # a second fit does not fit in the budget: refused whole, nothing spent
+    with pytest.raises(dperm.BudgetExceededError):
+        PLC(classes=[0, 1, 2, 3], epsilon=0.4, accountant=acc).fit(X, lab)
+    assert len(acc.history) == 4
