@@ -9,7 +9,8 @@ The binary is a directory holding the rows exactly as the solver sees them:
     data.npy, indices.npy, indptr.npy
                                     CSR layout: values, int64 column indices, int64
                                     row pointers (n + 1)
-    y.npy                           int8 labels: 0 = classes[0], 1 = classes[1]
+    y.npy                           int8 labels: k = classes[k] (two classes: 0 negative,
+                                    1 positive)
 
 Each row is the public schema's encoding (norm <= 1), then, with the intercept, the
 constant feature appended and the row scaled by 1/sqrt(2) (the estimator's own

@@ -38,7 +38,8 @@ schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking a
                fitting, a value not in the list is an error; when predicting it gives
                an all-zero group for that column
   label        the label column and its two classes [negative, positive] (--label
-               and --positive override); labels and categories are compared as text
+               and --positive override), or all K > 2 classes it may hold (a K-class
+               model: one score per class); labels and categories are compared as text
   fill         optional: column -> PUBLIC value used for a missing cell of that
                column (a number for a numeric column, one of the listed categories
                for a categorical one), when fitting and when predicting
@@ -120,6 +121,9 @@ label column, if present, is ignored) and writes one output row per input row:
   prediction   the predicted class
   score        x.coef + intercept (positive means the positive class)
   probability  the probability of the positive class (logistic loss only)
+A model of K > 2 classes writes prediction (the class with the largest score), then
+score:CLASS for each class and, for the logistic loss, probability:CLASS (softmax of
+the scores for a multinomial model; the one-vs-rest sigmoids normalised to sum to 1).
 A category not in the model's list gives an all-zero group for that column (it is
 not an error); numeric values are clipped to the stored [low, high]. A missing cell
 (blank, NA, NaN, ?, ...) takes the schema's "fill" value for its column; without one
@@ -259,7 +263,7 @@ def _adult_table():
     from dperm._cli_io import Table
     from dperm.datasets import (ADULT_COLUMNS, ADULT_NUMERIC_COLUMNS, ADULT_PUBLIC_BOUNDS,
                                 ADULT_PUBLIC_CATEGORIES, load_adult)
-    from dperm.schema import PublicSchema
+    from dperm._cli_io import CLISchema
 
     bunch = load_adult(preprocess="public", return_frame=True)
     frame = bunch.frame
@@ -272,7 +276,7 @@ def _adult_table():
     columns["income"] = [">50K" if v > 0 else "<=50K" for v in frame["income"]]
     table = Table("Adult (shipped with dperm)", list(ADULT_COLUMNS) + ["income"], columns,
                   len(frame))
-    schema = PublicSchema(
+    schema = CLISchema(
         numeric={c: (0.0, float(ADULT_PUBLIC_BOUNDS[c])) for c in ADULT_NUMERIC_COLUMNS},
         categorical={c: list(v) for c, v in ADULT_PUBLIC_CATEGORIES.items()},
         label="income", classes=["<=50K", ">50K"])
@@ -280,26 +284,37 @@ def _adult_table():
 
 
 def _resolve_classes(args, table, label, schema, leaks):
-    """[negative, positive] as strings, from the schema or (with a warning) the data."""
+    """The classes as strings ([negative, positive] for two), from the schema or (with
+    a warning) the data."""
     from dperm._cli_io import CLIError, resolve_label
 
     classes = schema.classes
     pos = args.positive
     if classes is None:
         values = sorted(set(resolve_label(table, label)))
-        if len(values) != 2:
-            shown = values[:6] + (["..."] if len(values) > 6 else [])
-            raise CLIError(f"{table.name}: the label column {label!r} must hold exactly two "
-                           f"classes, found {len(values)}: {shown}")
+        if len(values) < 2:
+            raise CLIError(f"{table.name}: the label column {label!r} must hold at least two "
+                           f"classes, found {len(values)}: {values}")
         leaks.append("classes")
         classes = values
-        if pos is None:
+        if pos is None and len(values) == 2:
             _note(f"positive class: {classes[1]!r} (the larger of the two; use --positive to choose)")
+    return _positive_last(classes, pos)
+
+
+def _positive_last(classes, pos):
+    """--positive: the class put last (two classes only)."""
+    from dperm._cli_io import CLIError
+
+    classes = list(classes)
     if pos is not None:
+        if len(classes) > 2:
+            raise CLIError(f"--positive is for two classes; the label has {len(classes)} "
+                           f"({classes}): a K-class model scores every class")
         if pos not in classes:
-            raise CLIError(f"--positive {pos!r} is not one of the classes {list(classes)}")
+            raise CLIError(f"--positive {pos!r} is not one of the classes {classes}")
         classes = [c for c in classes if c != pos] + [pos]
-    return list(classes)
+    return classes
 
 
 def _check_output(args):
@@ -427,7 +442,8 @@ def cmd_fit(args):
 
 def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape):
     """Fit on the design rows Xa (intercept column included when fitting one) and int8
-    labels y (1 = the positive class); print the record, write the model."""
+    labels y (k = classes[k]; two classes: 1 = the positive class); print the record,
+    write the model."""
     import numpy as np
 
     import dperm
@@ -548,15 +564,11 @@ def _fit_streamed(args):
         _check_columns(Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), schema)
         classes = schema.classes
         if classes is None:
-            raise CLIError(f"{opt}: the schema must give the two classes (\"label\": "
-                           "{\"column\": ..., \"classes\": [negative, positive]}); a streamed "
-                           "fit never reads them from the data")
-        classes = list(classes)
-        if args.positive is not None:
-            if args.positive not in classes:
-                raise CLIError(f"--positive {args.positive!r} is not one of the classes "
-                               f"{classes}")
-            classes = [c for c in classes if c != args.positive] + [args.positive]
+            raise CLIError(f"{opt}: the schema must give the classes (\"label\": "
+                           "{\"column\": ..., \"classes\": [negative, positive]}, or every "
+                           "label for more than two); a streamed fit never reads them from "
+                           "the data")
+        classes = _positive_last(classes, args.positive)
         schema = schema.replace(label=label, classes=classes)
         if args.save_schema:
             _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
@@ -826,6 +838,9 @@ def _print_privacy(rec, source, shape):
                                     "the whole epsilon and delta"))
     for k, v in rows:
         print(f"  {k:<17} {_fmt(v)}")
+    if K > 2 and split == "ovr" and mech != "none":
+        print("  (epsilon', Delta, beta, sigma and Lambda above are those of each one-vs-rest "
+              "model)")
     if mech == "objective" and not delta and (rec.get("extra_l2") or 0) > 0:
         print("  (Delta > 0: Lambda is small for this n and epsilon, so Algorithm 2 added "
               "Delta to the regularizer and used epsilon' = epsilon/2)")
@@ -1047,7 +1062,8 @@ def build_parser():
         epilog=SCHEMA_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     f.add_argument("data", nargs="?", metavar="DATA.csv",
                    help="training data (CSV with a header row); default: the shipped Adult data")
-    f.add_argument("--label", metavar="COLUMN", help="the label column (two classes)")
+    f.add_argument("--label", metavar="COLUMN",
+                   help="the label column (two classes, or K > 2: a K-class model)")
     f.add_argument("-o", "--output", metavar="MODEL.json", help="where to write the model (required)")
     f.add_argument("--schema", metavar="SCHEMA.json",
                    help="PUBLIC bounds, category lists and classes (format below)")

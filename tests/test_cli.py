@@ -604,3 +604,131 @@ def test_other_format_versions_are_refused(toy, capsys, monkeypatch):
     (toy / "v1k.json").write_text(json.dumps(model))
     assert cli.main(["predict", "v1k.json", "train.csv"]) == 2
     assert "not a valid dperm model" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- K > 2 classes
+SCHEMA3 = {
+    "numeric": {"a": [0, 10], "b": [-5, 5]},
+    "categorical": {"color": ["red", "green", "blue"]},
+    "label": {"column": "y", "classes": ["lo", "mid", "hi"]},
+}
+
+
+def three_class_rows(n=1500, seed=0):
+    """lo / mid / hi by thirds of a (b and color are noise)."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0, 10, n)
+    b = rng.uniform(-5, 5, n)
+    color = rng.choice(["red", "green", "blue"], n)
+    y = np.where(a < 10 / 3, "lo", np.where(a < 20 / 3, "mid", "hi"))
+    return [[f"{a[i]:.4f}", f"{b[i]:.4f}", color[i], y[i]] for i in range(n)]
+
+
+@pytest.fixture
+def three(tmp_path, monkeypatch):
+    write_csv(tmp_path / "train3.csv", ["a", "b", "color", "y"], three_class_rows())
+    write_csv(tmp_path / "test3.csv", ["a", "b", "color", "y"], three_class_rows(600, seed=1))
+    (tmp_path / "schema3.json").write_text(json.dumps(SCHEMA3))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _predictions(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize("opts, multiclass", [
+    (("--delta", "1e-6"), "multinomial"),               # logistic, delta > 0: softmax
+    ((), "ovr"),                                         # pure: one-vs-rest, epsilon/K each
+    (("--loss", "huber", "--delta", "1e-6"), "ovr"),     # not logistic: one-vs-rest
+])
+def test_three_class_fit_predict_round_trip(three, capsys, opts, multiclass):
+    code, out, err = _fit(three, capsys, "train3.csv", "--schema", "schema3.json",
+                          "--epsilon", "6", *opts, "--holdout", "test3.csv", "-o", "m3.json")
+    assert code == 0, err
+    block, _, diagnostics = out.partition("analyst-only diagnostics")
+    assert "3: one-vs-rest" in block if multiclass == "ovr" else "multinomial" in block
+    if multiclass == "ovr":
+        assert "each with epsilon = 2" in block and "total epsilon = 6" in block
+    holdout = float(diagnostics.split("holdout accuracy:")[1].split()[0])
+    model = json.loads((three / "m3.json").read_text())
+    assert model["format_version"] == 2 and model["classes"] == ["lo", "mid", "hi"]
+    assert model["schema"]["label"] == {"column": "y", "classes": ["lo", "mid", "hi"]}
+    # K lists of d coefficients and K intercepts
+    assert len(model["coef"]) == 3 and all(len(r) == 5 for r in model["coef"])
+    assert len(model["intercept"]) == 3 and all(isinstance(v, float) for v in model["intercept"])
+    priv = model["privacy"]
+    assert set(priv) == PUBLIC_PRIVACY_KEYS
+    assert priv["n_classes"] == 3 and priv["multiclass"] == multiclass
+    assert priv["epsilon_total"] == 6.0
+    assert priv["epsilon"] == (2.0 if multiclass == "ovr" else 6.0)
+    # the class with the largest coefficient on a is hi, the smallest lo
+    wa = [r[0] for r in model["coef"]]
+    assert wa[2] > wa[1] or wa[2] > wa[0]
+
+    assert cli.main(["predict", "m3.json", "test3.csv", "-o", "p3.csv"]) == 0, \
+        capsys.readouterr().err
+    pred = _predictions(three / "p3.csv")
+    truth = [r["y"] for r in _predictions(three / "test3.csv")]
+    logistic = "huber" not in opts
+    assert list(pred[0]) == (["prediction", "score:lo", "score:mid", "score:hi"]
+                             + (["probability:lo", "probability:mid", "probability:hi"]
+                                if logistic else []))
+    for p in pred:
+        scores = [float(p[f"score:{c}"]) for c in ("lo", "mid", "hi")]
+        assert p["prediction"] == ("lo", "mid", "hi")[int(np.argmax(scores))]
+        if logistic:
+            probs = [float(p[f"probability:{c}"]) for c in ("lo", "mid", "hi")]
+            assert math.isclose(sum(probs), 1.0, rel_tol=1e-9)
+            assert int(np.argmax(probs)) == int(np.argmax(scores)) or multiclass == "ovr"
+    acc = np.mean([p["prediction"] == t for p, t in zip(pred, truth)])
+    assert acc > 0.5, acc                     # chance is 1/3
+    assert math.isclose(acc, holdout, abs_tol=5e-5)   # holdout uses the same argmax
+
+
+def test_three_class_model_matches_the_estimator(three, capsys):
+    """The model file's scores are the estimator's decision_function on the encoded rows."""
+    from dperm import PrivateLinearClassifier
+    from dperm._cli_io import encode_rows, label_codes, load_model, read_csv
+
+    code, _, err = _fit(three, capsys, "train3.csv", "--schema", "schema3.json", "--seed", "5",
+                        "--delta", "1e-6", "-o", "m3.json")
+    assert code == 0, err
+    model = load_model(str(three / "m3.json"))
+    assert model["coef"].shape == (3, 5) and model["intercept"].shape == (3,)
+    table = read_csv(str(three / "train3.csv"))
+    X, _ = encode_rows(table, model["schema"])
+    y = label_codes(table, "y", model["classes"])
+    assert sorted(set(y.tolist())) == [0, 1, 2]
+    clf = PrivateLinearClassifier(epsilon=1.0, delta=1e-6, classes=[0, 1, 2], random_state=5)
+    with pytest.warns(dperm.exceptions.PrivacyLeakWarning):   # the seed
+        clf.fit(X, y)
+    assert clf.privacy_["multiclass"] == "multinomial"
+    np.testing.assert_allclose(model["coef"], clf.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(model["intercept"], clf.intercept_, rtol=1e-7, atol=1e-9)
+
+
+def test_three_class_errors(three, capsys):
+    code, _, err = _fit(three, capsys, "train3.csv", "--schema", "schema3.json",
+                        "--positive", "hi", "-o", "m.json")
+    assert code == 2 and "--positive" in err and "two classes" in err
+    bad = dict(SCHEMA3, label={"column": "y", "classes": ["lo", "mid", "lo"]})
+    (three / "bad3.json").write_text(json.dumps(bad))
+    code, _, err = _fit(three, capsys, "train3.csv", "--schema", "bad3.json", "-o", "m.json")
+    assert code == 2 and "'lo'" in err and "more than once" in err
+    # a label outside the public list is an error naming the row
+    two = dict(SCHEMA3, label={"column": "y", "classes": ["lo", "mid", "top"]})
+    (three / "two.json").write_text(json.dumps(two))
+    code, _, err = _fit(three, capsys, "train3.csv", "--schema", "two.json", "-o", "m.json")
+    assert code == 2 and "'hi'" in err and "not one of the classes" in err
+    assert not (three / "m.json").exists()
+    # a K-class model file whose coef is not K rows of d numbers is refused
+    assert _fit(three, capsys, "train3.csv", "--schema", "schema3.json", "-o", "m3.json")[0] == 0
+    model = json.loads((three / "m3.json").read_text())
+    for key, value in (("coef", model["coef"][:2]), ("coef", [r[:-1] for r in model["coef"]]),
+                       ("intercept", model["intercept"][0]), ("intercept", model["intercept"][:2])):
+        (three / "broken.json").write_text(json.dumps(dict(model, **{key: value})))
+        assert cli.main(["predict", "broken.json", "test3.csv"]) == 2
+        err = capsys.readouterr().err
+        assert "not a valid dperm model" in err and f"'{key}'" in err, err

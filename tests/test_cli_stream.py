@@ -289,7 +289,7 @@ def test_streaming_needs_a_public_schema_with_classes(toy, capsys):
     (toy / "noclass.json").write_text(json.dumps(dict(SCHEMA, label={"column": "y"})))
     code, _, err = fit(capsys, "train.csv", "--schema", "noclass.json", "--work-dir", ".",
                        "-o", "m.json")
-    assert code == 2 and "--work-dir: the schema must give the two classes" in err
+    assert code == 2 and "--work-dir: the schema must give the classes" in err
     code, _, err = fit(capsys, "--memory-budget", "1M", "-o", "m.json")
     assert code == 2 and "give DATA.csv" in err
     code, _, err = fit(capsys, *BASE, "--memory-budget", "lots", "-o", "m.json")
@@ -299,6 +299,52 @@ def test_streaming_needs_a_public_schema_with_classes(toy, capsys):
     code, _, err = fit(capsys, *BASE, "--work-dir", "nowhere", "-o", "m.json")
     assert code == 2 and "--work-dir 'nowhere' is not an existing directory" in err
     assert not (toy / "m.json").exists()
+
+
+@pytest.mark.parametrize("opts", [
+    ("--delta", "1e-6", "--neighbouring", "add_remove", "--n-public", "2000"),
+    ("--delta", "1e-6", "--perturbation", "output", "--sparse", "yes"),
+    ("--delta", "1e-5", "--perturbation", "amp"),
+])
+def test_streamed_gaussian_fit_writes_the_in_memory_model(toy, capsys, opts):
+    code, _, err = fit(capsys, *BASE, *opts, "-o", "mem.json")
+    assert code == 0, err
+    code, _, err = fit(capsys, *BASE, *opts, *SMALL, "-o", "stream.json")
+    assert code == 0, err
+    assert (toy / "stream.json").read_bytes() == (toy / "mem.json").read_bytes()
+    model = json.loads((toy / "stream.json").read_text())
+    assert model["format_version"] == 2 and model["privacy"]["noise"] == "gaussian"
+    assert model["estimator"]["delta"] == float(opts[1])
+
+
+def test_streamed_three_class_fit_and_refit_from_the_binary(toy, capsys):
+    rows = toy_rows()
+    for r in rows:                       # a third class: a > 8
+        if float(r[0]) > 8:
+            r[3] = "top"
+    write_csv(toy / "train3.csv", rows)
+    schema = dict(SCHEMA, label={"column": "y", "classes": ["no", "yes", "top"]})
+    (toy / "schema3.json").write_text(json.dumps(schema))
+    base = ("train3.csv", "--schema", "schema3.json", "--seed", "3", "--epsilon", "5")
+    for opts in (("--delta", "1e-6"), ()):
+        code, _, err = fit(capsys, *base, *opts, "-o", "mem.json")
+        assert code == 0, err
+        code, out, err = fit(capsys, *base, *opts, *SMALL, "--keep-binary", "bin3",
+                             "--holdout", "train3.csv", "-o", "stream.json")
+        assert code == 0, err
+        assert "holdout accuracy" in out
+        assert (toy / "stream.json").read_bytes() == (toy / "mem.json").read_bytes()
+        model = json.loads((toy / "stream.json").read_text())
+        assert model["classes"] == ["no", "yes", "top"] and len(model["coef"]) == 3
+        assert model["privacy"]["multiclass"] == ("multinomial" if opts else "ovr")
+        assert set(np.unique(np.load(toy / "bin3" / "y.npy"))) == {0, 1, 2}
+        code, _, err = fit(capsys, "--from-binary", "bin3", "--seed", "3", "--epsilon", "5",
+                           *opts, "-o", "bin.json")
+        assert code == 0, err
+        assert (toy / "bin.json").read_bytes() == (toy / "mem.json").read_bytes()
+        _cli_stream.remove_binary(str(toy / "bin3"), True)
+        code, _, err = fit(capsys, *base, "--positive", "top", *SMALL, "-o", "x.json")
+        assert code == 2 and "--positive is for two classes" in err
 
 
 # ----------------------------------------------------------------------------- binaries
