@@ -827,7 +827,11 @@ def _print_privacy(rec, source, shape):
              ("row norm bound R", rec.get("data_norm")),
              ("n (normalising)", rec.get("n_samples"))]
     if K > 2:
-        if split == "ovr":
+        if mech == "none":
+            rows.append(("classes", f"{K}: " + ("one-vs-rest, one binary model per class"
+                                                if split == "ovr" else
+                                                "one multinomial (softmax) model")))
+        elif split == "ovr":
             rows.append(("classes", f"{K}: one-vs-rest, {K} binary models, each with "
                                     f"epsilon = {_fmt(rec.get('epsilon'))}, delta = "
                                     f"{_fmt(float(rec.get('delta') or 0.0))} (total "
