@@ -29,6 +29,7 @@ and the neighbours' outputs are two Gaussians whose means differ by exactly R / 
 """
 import copy
 import dataclasses
+import functools
 import math
 import warnings
 
@@ -184,14 +185,15 @@ def test_pair_stays_in_linear_region(relation):
     _pair_is_linear(relation)
 
 
-# measured bounds (confidence 0.99, 100000 fits per data set, d = 1) are in the report;
-# the floors sit well below them
+# measured (confidence 0.99, 100000 fits per data set, d = 1): real mechanisms 0.71
+# (objective) and 0.74 (output); sigma / 3: 2.96 and 2.92; calibrated at 8 eps: 4.9 and
+# 5.4.  The floors sit below the real mechanisms' bounds.
 BLACKBOX_CASES = [
     # mechanism, relation, floor for the real mechanism
-    ("objective", "add_remove", 0.7),
-    ("objective", "replace_one", 0.45),
-    ("output", "add_remove", 0.7),
-    ("output", "replace_one", 0.7),
+    ("objective", "add_remove", 0.55),
+    ("objective", "replace_one", 0.55),
+    ("output", "add_remove", 0.55),
+    ("output", "replace_one", 0.55),
 ]
 
 
@@ -202,10 +204,12 @@ def test_gaussian_blackbox(monkeypatch, mechanism, relation, floor):
                 n_samples=100000)
 
 
+# measured (confidence 0.999, 1000000 fits per data set): real 0.85-0.90 (objective d = 2:
+# 0.87, output d = 2: 0.84, output d = 1: 0.90); sigma / 3: 3.1-3.6; 8 eps: 5.8-6.0
 SLOW_BLACKBOX = [
     # mechanism, relation, d, loss, floor
     ("objective", "add_remove", 2, "huber", 0.75),
-    ("objective", "replace_one", 2, "huber", 0.5),
+    ("objective", "replace_one", 2, "huber", 0.75),
     ("output", "add_remove", 2, "huber", 0.75),
     ("output", "replace_one", 2, "huber", 0.75),
     ("objective", "add_remove", 1, "huber", 0.8),
@@ -487,6 +491,10 @@ def _reusing_one_draw(real):
 
 @pytest.mark.parametrize("delta", [0.0, 1e-5], ids=["laplace", "gaussian"])
 def test_ovr_noises_are_independent(monkeypatch, delta):
+    # analytic_gaussian_sigma is a pure function of public numbers taking ~7 ms a call
+    # (dozens of calls per fit): memoised here only to keep 400 fits within seconds
+    monkeypatch.setattr(calibration, "analytic_gaussian_sigma",
+                        functools.lru_cache(maxsize=None)(calibration.analytic_gaussian_sigma))
     M = 400
     noise, priv = ovr_noises(M, delta)
     # each class's noise is calibrated for epsilon / K = 1 (and delta / K)
@@ -622,7 +630,7 @@ def test_accountant_pure_ovr_sums_parts():
     assert len(acc.history) == 6 and acc.spent == pytest.approx(2.0, rel=1e-12)
     # the budget is spent: the next fit is refused and spends nothing
     with pytest.raises(BudgetExceededError):
-        PrivateLinearClassifier(loss="huber", epsilon=0.1, alpha=0.5, classes=[0, 1, 2],
+        PrivateLinearClassifier(loss="huber", epsilon=0.1, classes=[0, 1, 2],
                                 accountant=acc).fit(X, c)
     assert len(acc.history) == 6 and acc.spent == pytest.approx(2.0, rel=1e-12)
 
