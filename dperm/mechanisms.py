@@ -482,9 +482,10 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
         consts.update(epsilon_prime=eps_noise, extra_l2=extra, sigma=sig)
         noise = "gaussian"
     k = alphas.size * n_draws
-    n_scale = n / n_norm   # b.f / n_norm on the mean over n_norm = (n/n_norm) b.f / n on the solver's
+    # the objective normalised by n_norm, times n_norm / n, is the solver's mean over n rows
+    # with alpha and Delta times n_norm / n and the SAME linear term b.f / n
     res = _solve(X, y, lo, K, np.repeat(_normalised_alpha(alphas, n, n_norm), n_draws),
-                 linear=(b * n_scale).reshape((k,) + shape),
+                 linear=b.reshape((k,) + shape),
                  extra_l2=np.repeat(extra * (n_norm / n), n_draws), h=h, tol=tol_used * n_norm / n,
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
     W = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size, n_draws) + shape)
