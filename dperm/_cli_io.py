@@ -17,8 +17,8 @@ import numpy as np
 
 from dperm.schema import PublicSchema
 
-__all__ = ["CLIError", "CLISchema", "Table", "read_csv", "CSVReader", "load_schema", "normalize_schema", "infer_schema",
-           "schema_to_json", "feature_names", "encode_rows", "encode_labels", "label_codes",
+__all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normalize_schema",
+           "infer_schema", "schema_to_json", "feature_names", "encode_rows", "encode_labels", "label_codes",
            "resolve_label", "apply_missing", "missing_masks", "parse_delimiter", "MISSING_MARKERS",
            "model_to_json", "load_model", "MODEL_FORMAT", "MODEL_FORMAT_VERSION",
            "MODEL_FORMAT_VERSIONS"]
@@ -227,62 +227,12 @@ def _check_header(header, path, delimiter=","):
 
 
 # ----------------------------------------------------------------------------- schema
-class CLISchema(PublicSchema):
-    """The command line's PublicSchema: its label may list K >= 2 classes (the command
-    line fits K-class models: multinomial or one-vs-rest).  Two classes are
-    [negative, positive], exactly PublicSchema's; with more, the list is the public
-    set of every label that may occur, in the order of the model's scores."""
-
-    __slots__ = ()
-
-    def __init__(self, numeric=None, categorical=None, *, label=None, classes=None, fill=None):
-        many = isinstance(classes, (list, tuple)) and len(classes) > 2
-        super().__init__(numeric, categorical, label=label, classes=None if many else classes,
-                         fill=fill)
-        if many:
-            classes = tuple(classes)
-            if len(set(classes)) != len(classes):
-                dup = sorted({c for c in classes if classes.count(c) > 1}, key=classes.index)
-                raise ValueError(f"classes: {dup} listed more than once")
-            self._classes = classes
-
-    @classmethod
-    def of(cls, schema):
-        """A PublicSchema as a CLISchema (the same columns, label, classes, fill)."""
-        if isinstance(schema, cls):
-            return schema
-        return cls(dict(schema.numeric), dict(schema.categorical), label=schema.label,
-                   classes=schema.classes, fill=dict(schema.fill))
-
-    def replace(self, **changes):
-        """A copy with some of numeric, categorical, label, classes, fill replaced."""
-        kw = dict(numeric=self.numeric, categorical=self.categorical, label=self.label,
-                  classes=self.classes, fill=self.fill)
-        unknown = set(changes) - set(kw)
-        if unknown:
-            raise TypeError(f"replace() got unexpected keyword argument(s) {sorted(unknown)}")
-        kw.update(changes)
-        return CLISchema(dict(kw.pop("numeric")), dict(kw.pop("categorical")), **kw)
-
-
 def normalize_schema(obj, where="schema"):
-    """Validate a schema object (the JSON form); returns a :class:`CLISchema` whose
+    """Validate a schema object (the JSON form); returns a :class:`PublicSchema` whose
     categories and classes are strings (cells are compared as text).  label.classes
     lists two labels [negative, positive], or the K > 2 labels of a K-class model."""
-    classes = None
-    if isinstance(obj, dict) and isinstance(obj.get("label"), dict) \
-            and isinstance(obj["label"].get("classes"), list) \
-            and len(obj["label"]["classes"]) > 2:
-        classes = obj["label"]["classes"]
-        obj = dict(obj, label=dict(obj["label"], classes=None))
-        for v in classes:
-            if not (isinstance(v, str) or isinstance(v, int) and not isinstance(v, bool)):
-                raise CLIError(f"{where}: label.classes: {v!r} must be a string (write labels "
-                               "as they appear in the CSV file, in quotes)")
-        classes = [str(v) for v in classes]
     try:
-        schema = CLISchema.of(PublicSchema.from_dict(obj, where=where, categories_as_text=True))
-        return schema if classes is None else schema.replace(classes=classes)
+        return PublicSchema.from_dict(obj, where=where, categories_as_text=True)
     except ValueError as exc:
         msg = str(exc)
         raise CLIError(msg if msg.startswith(where) else f"{where}: {msg}") from None
@@ -362,7 +312,7 @@ def infer_schema(table, label):
     if not num and not cat:
         raise CLIError(f"{table.name}: no feature columns besides the label {label!r}")
     try:
-        return CLISchema(num, cat, label=label)
+        return PublicSchema(num, cat, label=label)
     except ValueError as exc:
         raise CLIError(f"{table.name}: {exc}") from None
 

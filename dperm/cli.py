@@ -263,7 +263,7 @@ def _adult_table():
     from dperm._cli_io import Table
     from dperm.datasets import (ADULT_COLUMNS, ADULT_NUMERIC_COLUMNS, ADULT_PUBLIC_BOUNDS,
                                 ADULT_PUBLIC_CATEGORIES, load_adult)
-    from dperm._cli_io import CLISchema
+    from dperm.schema import PublicSchema
 
     bunch = load_adult(preprocess="public", return_frame=True)
     frame = bunch.frame
@@ -276,7 +276,7 @@ def _adult_table():
     columns["income"] = [">50K" if v > 0 else "<=50K" for v in frame["income"]]
     table = Table("Adult (shipped with dperm)", list(ADULT_COLUMNS) + ["income"], columns,
                   len(frame))
-    schema = CLISchema(
+    schema = PublicSchema(
         numeric={c: (0.0, float(ADULT_PUBLIC_BOUNDS[c])) for c in ADULT_NUMERIC_COLUMNS},
         categorical={c: list(v) for c, v in ADULT_PUBLIC_CATEGORIES.items()},
         label="income", classes=["<=50K", ">50K"])

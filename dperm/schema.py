@@ -2,7 +2,8 @@
 
 Differential privacy holds only if everything that shapes the design matrix is
 PUBLIC, fixed before the data are seen: the row-norm bound R, each numeric
-column's range, each categorical column's list of categories, the two classes,
+column's range, each categorical column's list of categories, the classes of
+the label (two, [negative, positive], or the K > 2 labels of a K-class model)
 and how missing values are filled.  :class:`PublicSchema` holds these, checks
 them, reads and writes them as JSON, and encodes raw columns into rows of norm
 <= R, each row on its own.  It is the one implementation behind the command
@@ -95,6 +96,28 @@ def _text(v, where):
                      "they appear in the CSV file, in quotes)")
 
 
+def _check_classes(classes, what):
+    """The label's classes as a tuple of K >= 2 distinct plain scalars (see `_scalar`);
+    errors name `what` ("classes", or "label.classes" in the JSON form)."""
+    if isinstance(classes, np.ndarray):
+        classes = classes.tolist()
+    if isinstance(classes, (str, bytes)) or not isinstance(classes, (list, tuple)) \
+            or len(classes) < 2:
+        raise ValueError(f"{what} must list at least two different labels ([negative, "
+                         f"positive] for two, every label that may occur for more), got "
+                         f"{classes!r}")
+    classes = tuple(_scalar(v, what) for v in classes)
+    if len(set(classes)) != len(classes):
+        seen, dup = set(), []
+        for v in classes:
+            if v in seen and v not in dup:
+                dup.append(v)
+            seen.add(v)
+        raise ValueError(f"{what}: {dup} listed more than once (the classes must be "
+                         f"different labels), got {list(classes)}")
+    return classes
+
+
 def _short(items, k=8):
     items = list(items)
     return repr(items[:k])[:-1] + (", ...]" if len(items) > k else "]")
@@ -144,8 +167,13 @@ class PublicSchema:
         columns.
     label : str, optional
         The label column (it may not also be a feature).
-    classes : pair, optional
-        The two classes ``[negative, positive]``.
+    classes : list of K >= 2 labels, optional
+        The public classes of the label, all different: two are
+        ``[negative, positive]``; K > 2 are the public set of every label
+        that may occur, in the order of the model's scores (pass
+        ``classes=list(schema.classes)`` to
+        :class:`~dperm.PrivateLinearClassifier`, which fits K classes
+        multinomially or one-vs-rest).
     fill : mapping column -> value, optional
         Public replacement of a missing value (None, NaN, pandas' NA): a
         number for a numeric column, one of the listed categories for a
@@ -222,15 +250,7 @@ class PublicSchema:
             if label in num or label in cat:
                 raise ValueError(f"the label column {label!r} is also listed as a feature")
         if classes is not None:
-            if isinstance(classes, np.ndarray):
-                classes = classes.tolist()
-            if isinstance(classes, (str, bytes)) or not isinstance(classes, (list, tuple)) \
-                    or len(classes) != 2:
-                raise ValueError("classes must list exactly two labels [negative, positive], "
-                                 f"got {classes!r}")
-            classes = tuple(_scalar(v, "classes") for v in classes)
-            if classes[0] == classes[1]:
-                raise ValueError(f"classes must be two different labels, got {list(classes)}")
+            classes = _check_classes(classes, "classes")
         fil = {}
         for c, v in fill.items():
             v = _plain(v)
@@ -259,7 +279,7 @@ class PublicSchema:
     categorical = property(lambda self: self._categorical,
                            doc="column -> tuple of categories, in encoding order")
     label = property(lambda self: self._label, doc="the label column, or None")
-    classes = property(lambda self: self._classes, doc="(negative, positive), or None")
+    classes = property(lambda self: self._classes, doc="tuple of the K >= 2 classes ((negative, positive) for two), or None")
     fill = property(lambda self: self._fill, doc="column -> public fill value")
 
     @property
@@ -369,7 +389,7 @@ class PublicSchema:
         if not isinstance(categorical, dict):
             raise bad("'categorical' must map column -> list of categories")
         if not isinstance(label, dict):
-            raise bad("'label' must be an object {\"column\": ..., \"classes\": [neg, pos]}")
+            raise bad("'label' must be an object {\"column\": ..., \"classes\": [...]}")
         if not isinstance(fill, dict):
             raise bad("'fill' must map column -> public fill value")
         extra = set(label) - {"column", "classes"}
@@ -379,8 +399,9 @@ class PublicSchema:
         if column is not None and not (isinstance(column, str) and column):
             raise bad(f"label.column must be a column name, got {column!r}")
         classes = label.get("classes")
-        if classes is not None and not (isinstance(classes, list) and len(classes) == 2):
-            raise bad("label.classes must list exactly two labels [negative, positive]")
+        if classes is not None and not isinstance(classes, list):
+            raise bad(f"label.classes must be a list of at least two different labels, got "
+                      f"{classes!r}")
         try:
             for c, b in numeric.items():
                 if isinstance(b, bool) or not (_is_real(b) or isinstance(b, list)):
@@ -395,8 +416,8 @@ class PublicSchema:
                         for c, v in fill.items()}
             elif classes is not None:
                 classes = [_scalar(v, "label.classes") for v in classes]
-            if classes is not None and classes[0] == classes[1]:
-                raise ValueError("label.classes must be two different labels")
+            if classes is not None:
+                classes = list(_check_classes(classes, "label.classes"))
             return cls(numeric, categorical, label=column, classes=classes, fill=fill)
         except ValueError as exc:
             raise bad(str(exc)) from None
@@ -757,7 +778,15 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
 
     @classmethod
     def from_schema(cls, schema, *, data_norm=1.0, unknown="ignore", sparse_output=False):
-        """A transformer applying a :class:`PublicSchema` (its label is not used)."""
+        """A transformer applying a :class:`PublicSchema` to the feature columns.
+
+        The schema's label and classes are not used here: y passes through
+        the transformer untouched (no recoding to 0/1 or -1/+1), so two or
+        K > 2 classes reach the classifier as they are.  Give the classifier
+        the schema's public label set, in its order:
+        ``PrivateLinearClassifier(classes=list(schema.classes))`` (two classes:
+        [negative, positive]; K > 2: the order of its scores and ``classes_``).
+        """
         if not isinstance(schema, PublicSchema):
             raise TypeError(f"schema must be a PublicSchema, got {type(schema).__name__}")
         return cls(numeric={c: tuple(b) for c, b in schema.numeric.items()},

@@ -121,6 +121,11 @@ def test_schema_unknown_categories_and_fill():
     (dict(numeric={"a": (0, 1)}, label="a"), ["label column 'a'", "feature"]),
     (dict(numeric={"a": (0, 1)}, classes=["x"]), ["classes", "two"]),
     (dict(numeric={"a": (0, 1)}, classes=["x", "x"]), ["classes", "different"]),
+    (dict(numeric={"a": (0, 1)}, classes=[]), ["classes", "at least two"]),
+    (dict(numeric={"a": (0, 1)}, classes="xy"), ["classes", "at least two"]),
+    (dict(numeric={"a": (0, 1)}, classes=["x", "y", "x"]), ["classes", "['x']", "more than once"]),
+    (dict(numeric={"a": (0, 1)}, classes=[0, 1, 2, 1.0]), ["classes", "[1.0]", "more than once"]),
+    (dict(numeric={"a": (0, 1)}, classes=["x", None, "y"]), ["classes", "None"]),
     (dict(numeric={"a": (0, 1)}, fill={"b": 1}), ["fill", "'b'", "not a feature"]),
     (dict(numeric={"a": (0, 1)}, fill={"a": "x"}), ["fill['a']", "number"]),
     (dict(numeric={"a": (0, 1)}, fill={"a": float("nan")}), ["fill['a']", "finite"]),
@@ -153,6 +158,93 @@ def test_schema_json_round_trip():
     plain = schema.replace(fill=None)
     assert "fill" not in plain.to_dict()
     assert PublicSchema.from_dict(plain.to_dict()) == plain
+
+
+CLASSES3 = ["lo", "mid", "hi"]
+
+
+def test_schema_with_k_classes_json_round_trip():
+    schema = PublicSchema(NUMERIC, CATEGORICAL, label="y", classes=CLASSES3,
+                          fill={"hours": 40})
+    assert schema.classes == ("lo", "mid", "hi")
+    d = schema.to_dict()
+    assert d["label"] == {"column": "y", "classes": ["lo", "mid", "hi"]}
+    assert PublicSchema.from_dict(json.loads(json.dumps(d))) == schema
+    back = PublicSchema.from_json(schema.to_json())
+    assert back == schema and hash(back) == hash(schema) and back.classes == schema.classes
+    assert "classes=['lo', 'mid', 'hi']" in repr(schema)
+    # the order is kept (it is the order of the model's scores), and replace keeps K
+    other = schema.replace(classes=["hi", "lo", "mid"])
+    assert other.classes == ("hi", "lo", "mid") and other != schema
+    assert schema.replace(label="z").classes == schema.classes
+    # integer classes survive the trip; the command line's reading turns them into text
+    ints = PublicSchema(categorical={"k": [1, 2, 3]}, classes=[0, 1, 2, 3])
+    assert PublicSchema.from_json(ints.to_json()) == ints
+    text = PublicSchema.from_dict(ints.to_dict(), categories_as_text=True)
+    assert text.classes == ("0", "1", "2", "3")
+    # two classes stay [negative, positive]
+    assert schema.replace(classes=["no", "yes"]).to_dict()["label"]["classes"] == ["no", "yes"]
+
+
+@pytest.mark.parametrize("classes, words", [
+    (["lo"], ["label.classes", "at least two"]),
+    ([], ["label.classes", "at least two"]),
+    ("lo", ["label.classes", "at least two"]),
+    (["lo", "lo"], ["label.classes", "['lo']", "more than once"]),
+    (["lo", "mid", "lo", "hi", "mid"], ["label.classes", "['lo', 'mid']", "more than once"]),
+    (["lo", None, "hi"], ["label.classes", "None"]),
+])
+@pytest.mark.parametrize("as_text", [False, True])
+def test_schema_json_refuses_bad_classes_naming_them(classes, words, as_text):
+    obj = {"numeric": {"a": [0, 1]}, "label": {"column": "y", "classes": classes}}
+    with pytest.raises(ValueError) as info:
+        PublicSchema.from_dict(obj, where="s.json", categories_as_text=as_text)
+    msg = str(info.value)
+    assert msg.startswith("s.json: ")
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def three_class_people(n=600, seed=1):
+    frame, _ = people(n, seed)
+    score = (frame["age"] - 17) / 73 + 0.4 * (frame["color"] == "red")
+    y = np.where(score < 0.45, "lo", np.where(score < 0.85, "mid", "hi")).astype(object)
+    return frame, y
+
+
+@pytest.mark.parametrize("kw, mode", [
+    (dict(epsilon=50.0, delta=1e-6), "multinomial"),
+    (dict(epsilon=50.0), "ovr"),
+    (dict(perturbation="none"), "multinomial"),
+])
+def test_pipeline_with_a_three_class_schema(kw, mode):
+    schema = PublicSchema(NUMERIC, CATEGORICAL, label="y", classes=CLASSES3,
+                          fill={"hours": 40})
+    frame, y = three_class_people()
+    before, y_before = frame.copy(), y.copy()
+    model = make_pipeline(
+        PublicBoundsTransformer.from_schema(schema),
+        PrivateLinearClassifier(classes=list(schema.classes), random_state=0, **kw))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dperm.PrivacyLeakWarning)   # the seeded fit
+        warnings.simplefilter("error", ClippingWarning)             # public bounds clip nothing
+        model.fit(frame, y)
+    pd.testing.assert_frame_equal(frame, before)
+    np.testing.assert_array_equal(y, y_before)            # the labels are handed on as they are
+    clf = model[-1]
+    assert list(clf.classes_) == CLASSES3                   # the schema's order
+    assert clf.privacy_["n_classes"] == 3 and clf.privacy_["multiclass"] == mode
+    assert clf.coef_.shape == (3, schema.n_features)
+    pred = model.predict(frame)
+    assert set(pred) <= set(CLASSES3)
+    assert np.mean(pred == y) > 0.6, np.mean(pred == y)
+    proba = model.predict_proba(frame)
+    assert proba.shape == (len(frame), 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(np.asarray(CLASSES3, dtype=object)[proba.argmax(axis=1)], pred)
+    # the transformer's output is the schema's encoding, whatever the label's classes
+    np.testing.assert_array_equal(model[0].transform(frame),
+                                  schema.encode(frame, unknown="ignore"))
 
 
 def test_schema_json_format_is_backward_compatible():
