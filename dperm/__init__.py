@@ -3,7 +3,7 @@
 After Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
 Minimization", JMLR 12 (2011).
 """
-__version__ = "0.1.0"
+from dperm._core._build_info import VERSION as __version__   # meson.build's version
 
 from dperm._config import get_config, show_config
 from dperm.exceptions import (BudgetExceededError, ClippingWarning, ConvergenceWarning,

@@ -7,9 +7,11 @@ __all__ = ["get_config", "show_config"]
 
 
 def get_config():
-    """A dict: version, whether the kernels were built with OpenMP, threads a fit uses."""
+    """A dict: version, whether the kernels were built with OpenMP, threads a fit uses,
+    and the SIMD kernel level in use (with the levels built and those this CPU runs)."""
+    from dperm import _core
     from dperm._core import _build_info
-    from dperm._core._objective import max_threads, openmp_enabled
+    from dperm._core._objective import max_threads, openmp_enabled, vector_width
 
     import numpy as np
 
@@ -21,6 +23,11 @@ def get_config():
         "openmp_max_threads": max_threads(),
         # a fit with n_threads=None uses every core the process may run on
         "default_n_threads": default_threads() if omp else 1,
+        # the kernel level chosen at import (DPERM_SIMD forces a lower one)
+        "simd": _core.level,
+        "simd_vector_width": vector_width(),
+        "simd_built": list(_core.built_levels),
+        "simd_cpu": list(_core.cpu_levels),
         "numpy": np.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),

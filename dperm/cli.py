@@ -159,7 +159,8 @@ def _config_line():
 
     cfg = get_config()
     omp = "on" if cfg["openmp"] else "off"
-    return (f"dperm {cfg['version']} (OpenMP {omp}, {cfg['default_n_threads']} thread(s) per fit; "
+    return (f"dperm {cfg['version']} (OpenMP {omp}, {cfg['default_n_threads']} thread(s) per fit, "
+            f"{cfg['simd']} kernels; "
             f"numpy {cfg['numpy']}, Python {cfg['python']})")
 
 

@@ -1,1 +1,62 @@
-"""Compiled kernels of dperm: arithmetic only, no validation or policy."""
+"""Compiled kernels of dperm: arithmetic only, no validation or policy.
+
+The kernel modules ``_objective`` and ``_lbfgs`` are built once per instruction-set
+level, each level in its own subpackage (``_baseline``, ``_avx2``, ``_avx512``; or
+``_native`` in a -Dnative_arch=true build).  Importing this package picks the best
+level that was built and that this CPU supports, and installs its modules as
+``dperm._core._objective`` and ``dperm._core._lbfgs``: the rest of the package, and
+the Cython cimport between the two modules, never name a level.
+
+``DPERM_SIMD=baseline|avx2|avx512`` (environment, read once at import) forces a
+level, for testing the paths against each other; a level this CPU cannot run or the
+build lacks is refused with ImportError rather than crashing on an illegal instruction.
+"""
+import importlib
+import os
+import sys
+
+from dperm._core import _build_info
+from dperm._core._cpu import supported_levels
+
+__all__ = ["LEVELS", "SIMD_ENV", "choose_level", "level", "built_levels", "cpu_levels"]
+
+#: every level name, lowest first ("native" is a build of its own and outranks none)
+LEVELS = ("baseline", "avx2", "avx512")
+SIMD_ENV = "DPERM_SIMD"
+
+
+def choose_level(built, supported, forced=None):
+    """The kernel level to load: `forced` if given (validated), else the highest level
+    in both `built` and `supported`.  A native build (`built` == ("native",)) is taken
+    as it is: it was compiled for this machine's CPU."""
+    built = tuple(built)
+    if forced is not None and forced != "":
+        if forced not in LEVELS + ("native",):
+            raise ImportError(f"{SIMD_ENV}={forced!r}: unknown kernel level; use one of "
+                              f"{', '.join(LEVELS)} (or unset it for the best available)")
+        if forced not in built:
+            raise ImportError(f"{SIMD_ENV}={forced!r}: this build of dperm has no such kernel "
+                              f"level (built: {', '.join(built)})")
+        if forced != "native" and forced not in supported:
+            raise ImportError(f"{SIMD_ENV}={forced!r}: this CPU does not support it "
+                              f"(supported: {', '.join(supported)})")
+        return forced
+    if built == ("native",):
+        return "native"
+    usable = [lv for lv in LEVELS if lv in built and lv in supported]
+    if not usable:
+        raise ImportError(f"dperm: no kernel level of this build runs on this CPU "
+                          f"(built: {', '.join(built)}; CPU: {', '.join(supported)})")
+    return usable[-1]
+
+
+built_levels = tuple(_build_info.KERNEL_LEVELS)
+cpu_levels = supported_levels()
+#: the kernel level in use in this process
+level = choose_level(built_levels, cpu_levels, os.environ.get(SIMD_ENV))
+
+for _name in ("_objective", "_lbfgs"):   # _lbfgs cimports _objective: that one first
+    _module = importlib.import_module(f"{__name__}._{level}.{_name}")
+    sys.modules[f"{__name__}.{_name}"] = _module
+    globals()[_name] = _module
+del _name, _module
