@@ -343,10 +343,11 @@ def objective_gaussian_rdp(orders, sigma, *, data_norm, curvature=None, lambda_t
         raise ValueError(f"orders: every order must be finite and > 1, got {orders!r}")
     sg, r, c, lam, nb, k = _objective_args(sigma, data_norm, curvature, lambda_total,
                                            neighbouring, n_classes)
+    nonincreasing = _flag(nonincreasing_loss)
     ed = _epsilon_det(c, lam, k)
     a = r / sg
     m1 = o - 1.0
-    if k == 2 and _flag(nonincreasing_loss):
+    if k == 2 and nonincreasing:
         # corners 0, w1, w2, w1 + w2 (docs section 4): 1 + 2 e^{..a^2} + e^{..(2a)^2}
         # (add_remove: 1 + e^{..a^2})
         terms = [np.zeros_like(m1), m1 * (m1 + 1.0) * a * a / 2.0]

@@ -813,11 +813,7 @@ def _call_with_flag(function, K, value):
 
 @pytest.mark.parametrize("function,K", [
     ("delta", 2), ("rdp", 2), ("calibration", 2), ("amp", 2),
-    ("delta", 3), ("calibration", 3), ("amp", 3),
-    pytest.param("rdp", 3, marks=pytest.mark.xfail(
-        strict=True, reason="objective_gaussian_rdp checks the flag only when n_classes == 2 "
-                            "(`k == 2 and _flag(...)` short-circuits); remove this mark once "
-                            "it validates for every n_classes")),
+    ("delta", 3), ("rdp", 3), ("calibration", 3), ("amp", 3),
 ])
 def test_nonincreasing_flag_must_be_a_bool(function, K):
     for value in [1, 0, 1.0, "True", None, [True]]:
