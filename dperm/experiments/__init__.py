@@ -176,7 +176,7 @@ def reproduce_learning_curves(out="dperm-results", quick=False, progress=True, n
 
 def reproduce_gaussian(out="dperm-results", quick=False, progress=True, n_threads=None,
                        seed=0):
-    """Full: 5 folds x 20 draws, logistic and Huber, epsilon 0.1 and 1, Lambda 10^-6 ...
+    """Full: 5 folds x 10 draws, logistic and Huber, epsilon 0.1 and 1, Lambda 10^-6 ...
     10^-1.5; --quick: 5 folds x 3 draws, logistic only.
 
     (epsilon, delta = 1/n^2) objective perturbation (both neighbouring relations) beside
