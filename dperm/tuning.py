@@ -31,6 +31,7 @@ import warnings
 import numpy as np
 
 from dperm import _dask
+from dperm.accountant import ApproxEvent
 from dperm._validation import (check_epsilon, check_positive, check_random_state, check_X,
                                spawn_generator)
 from dperm.exceptions import PrivacyLeakWarning
@@ -144,6 +145,8 @@ class PrivateTuningResult:
     train_sizes : ndarray (m,), the size of the part each model was trained on.
     validation_size : int, the size of part m + 1.
     epsilon : float, the privacy parameter of the whole procedure.
+    delta : float, its delta: 0 for pure-epsilon models, else the largest delta of
+        the models' settings (the procedure is (epsilon, delta)-DP).
     estimators_ : list of the m fitted estimators.
     fit_diagnostics_ : dict with "mistakes" (ndarray (m,), z_i) and
         "probabilities" (ndarray (m,), q_i). Not releasable.
@@ -157,6 +160,7 @@ class PrivateTuningResult:
     validation_size: int
     epsilon: float
     estimators_: list = field(default_factory=list, repr=False)
+    delta: float = 0.0
     fit_diagnostics_: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -203,6 +207,20 @@ def _keys(params, name):
     return [k for k in params if k == name or k.endswith("__" + name)]
 
 
+def _procedure_delta(base, grid):
+    """delta of the whole procedure: the largest delta any model is fitted with (0 for
+    pure-epsilon models).  Refuses add/remove models: the guarantee of the split into
+    m + 1 equal parts is argued for replace-one neighbours (n public)."""
+    for k in _keys(base, "neighbouring"):
+        values = {base[k]} | {p[k] for p in grid if k in p}
+        if values != {"replace_one"}:
+            raise ValueError(f"estimator: {k}={sorted(values)!r}; private_tuning splits the rows "
+                             "into m + 1 parts of public sizes, a guarantee argued for "
+                             "neighbouring='replace_one' (n public) only")
+    deltas = [float(p.get(k, base[k]) or 0.0) for k in _keys(base, "delta") for p in grid]
+    return max(deltas, default=0.0)
+
+
 def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
     """Choose among parameter settings with epsilon-differential privacy (Algorithm 4).
 
@@ -214,7 +232,9 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
     probability exp(-epsilon z_i / 2) / sum_k exp(-epsilon z_k / 2).
 
     The whole procedure is epsilon-DP (the paper's Theorem 8: disjoint parts
-    and the exponential mechanism), provided that the grid, the label set and
+    and the exponential mechanism) -- (epsilon, delta)-DP when the models are
+    (epsilon, delta)-DP (delta > 0; delta the largest of the grid's), since each row
+    reaches one model or the selection -- provided that the grid, the label set and
     every bound the estimator uses are public, i.e. fixed before seeing the
     data.  By Theorem 9, with probability >= 1 - delta the chosen model makes
     at most min_i z_i + 2 log(m / delta) / epsilon mistakes on part m + 1.
@@ -289,6 +309,7 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
                       "its label set is public", PrivacyLeakWarning, stacklevel=2)
 
     valid = set(base)
+    delta = _procedure_delta(base, grid)
     for i, p in enumerate(grid):
         for k in p:
             if k not in valid:
@@ -335,8 +356,9 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
         if a is not None and all(a is not b for b in accountants):
             accountants.append(a)
     warn_if_seeded(random_state, accountant=accountants[0] if accountants else None)
+    event = ApproxEvent(epsilon, delta) if delta > 0 else epsilon
     for a in accountants:
-        a.check(epsilon)
+        a.check(event)
 
     rng = check_random_state(random_state)
     parts = random_split(n, m + 1, rng)
@@ -380,9 +402,9 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
     # mistakes change by at most 1 when one validation row changes: sensitivity 1
     best, probabilities = exponential_mechanism(mistakes, epsilon, 1.0, rng)
     for a in accountants:
-        a.spend(epsilon, label=f"private_tuning({type(estimator).__name__}, m={m})")
+        a.spend(event, label=f"private_tuning({type(estimator).__name__}, m={m})")
     return PrivateTuningResult(
         best_estimator_=estimators[best], best_params_=dict(grid[best]), best_index_=best,
         params=grid, train_sizes=np.array([len(p) for p in parts[:-1]]),
-        validation_size=len(val), epsilon=epsilon, estimators_=estimators,
+        validation_size=len(val), epsilon=epsilon, delta=delta, estimators_=estimators,
         fit_diagnostics_={"mistakes": mistakes, "probabilities": probabilities})

@@ -349,3 +349,47 @@ def test_parameter_grid_object_accepted():
     grid = ParameterGrid([{"alpha": [1e-2, 1e-1]}, {"alpha": [1e-3], "loss": ["huber"]}])
     res = private_tuning(_clf(), X, y, grid, epsilon=1.0, random_state=2)
     assert res.params == list(grid) and res.n_candidates == 3
+
+
+@pytest.mark.parametrize("perturbation", ["objective", "output", "amp"])
+def test_gaussian_models_charge_epsilon_and_delta(perturbation):
+    """(epsilon, delta) models: the procedure is (epsilon, max delta)-DP, recorded on the
+    result and charged to the accountant as one (epsilon, delta) event."""
+    from dperm import ApproxEvent, BudgetAccountant
+
+    X, y = _linear_data(600, 3)
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-3)
+    grid = [{"alpha": 1e-2, "delta": 1e-6}, {"alpha": 1e-1, "delta": 1e-5}]
+    res = private_tuning(_clf(perturbation=perturbation, delta=1e-6, accountant=acc), X, y,
+                         grid, epsilon=0.8)
+    assert res.delta == 1e-5
+    assert res.best_estimator_.privacy_["delta"] in (1e-6, 1e-5)
+    assert [event for _, event in acc.history] == [ApproxEvent(0.8, 1e-5)]
+    assert 0.7 < acc.spent <= 0.8      # the composed bound at the budget's delta
+    # pure models stay pure
+    acc2 = BudgetAccountant(epsilon=2.0)
+    res2 = private_tuning(_clf(accountant=acc2), X, y, {"alpha": [1e-2, 1e-1]}, epsilon=0.8)
+    assert res2.delta == 0.0 and acc2.spent_delta == 0.0
+
+
+def test_gaussian_models_over_the_delta_budget_are_refused_before_any_fit():
+    from dperm import BudgetAccountant
+    from dperm.exceptions import BudgetExceededError
+
+    X, y = _linear_data(300, 4)
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-7)
+    with pytest.raises(BudgetExceededError):
+        private_tuning(_clf(delta=1e-6, accountant=acc), X, y, {"alpha": [1e-2, 1e-1]},
+                       epsilon=0.5)
+    assert acc.spent == 0.0
+
+
+def test_add_remove_models_are_refused():
+    X, y = _linear_data(300, 5)
+    with pytest.raises(ValueError, match="neighbouring.*replace_one"):
+        private_tuning(_clf(delta=1e-6, neighbouring="add_remove", n_public=300), X, y,
+                       {"alpha": [1e-2, 1e-1]}, epsilon=0.5)
+    with pytest.raises(ValueError, match="neighbouring"):
+        private_tuning(_clf(delta=1e-6), X, y,
+                       [{"alpha": 1e-2}, {"alpha": 1e-1, "neighbouring": "add_remove"}],
+                       epsilon=0.5)
