@@ -1,6 +1,7 @@
 """Runtime SIMD dispatch (dperm._core): level choice, DPERM_SIMD, and equal results on
 every kernel level this CPU can run (each forced in its own process)."""
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,9 @@ import dperm
 import dperm._core as core
 
 HERE = Path(__file__).resolve().parent
-WIDTH = {"baseline": 1, "avx2": 4, "avx512": 8}
+# float64 lanes of each level's kernels (AArch64's baseline is NEON: 2 lanes)
+WIDTH = {"baseline": 2 if platform.machine() in ("aarch64", "arm64") else 1, "avx2": 4,
+         "avx512": 8}
 
 
 def _env(level):

@@ -50,8 +50,8 @@ static inline int dperm_max_threads(void) {
 }
 
 /* ------------------------------------------------------------------------
- * A minimal vector layer: DPERM_VW float64 lanes.  AVX-512 and AVX2+FMA use
- * intrinsics (the build is ISO C, where the compiler may not fuse a*b+c on its
+ * A minimal vector layer: DPERM_VW float64 lanes.  AVX-512, AVX2+FMA and AArch64
+ * NEON use intrinsics (the build is ISO C, where the compiler may not fuse a*b+c on its
  * own); anything else falls back to scalar code with the same structure.
  */
 #if defined(__AVX512F__)
@@ -147,6 +147,38 @@ static inline double dv_hsum(dperm_v v) {
     __m128d t = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
     return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
 }
+
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+/* AArch64 Advanced SIMD (NEON, in every ARMv8-A core): 2 lanes, 32 registers.
+ * Same structure as the x86 paths; min/max/sel keep the scalar path's NaN rule. */
+#include <arm_neon.h>
+#define DPERM_VW 2
+#define DPERM_DOT_ROWS 2
+#define DPERM_GEMM_VECS 4
+typedef float64x2_t dperm_v;
+typedef uint64x2_t dperm_m;
+static inline dperm_v dv_zero(void) { return vdupq_n_f64(0.0); }
+static inline dperm_v dv_set1(double a) { return vdupq_n_f64(a); }
+static inline dperm_v dv_add(dperm_v a, dperm_v b) { return vaddq_f64(a, b); }
+static inline dperm_v dv_sub(dperm_v a, dperm_v b) { return vsubq_f64(a, b); }
+static inline dperm_v dv_mul(dperm_v a, dperm_v b) { return vmulq_f64(a, b); }
+static inline dperm_v dv_fma(dperm_v a, dperm_v b, dperm_v c) { return vfmaq_f64(c, a, b); }
+static inline dperm_v dv_min(dperm_v a, dperm_v b) { return vbslq_f64(vcltq_f64(a, b), a, b); }
+static inline dperm_v dv_max(dperm_v a, dperm_v b) { return vbslq_f64(vcgtq_f64(a, b), a, b); }
+static inline dperm_v dv_abs(dperm_v a) { return vabsq_f64(a); }
+static inline dperm_m dv_gt(dperm_v a, dperm_v b) { return vcgtq_f64(a, b); }
+static inline dperm_v dv_sel(dperm_m m, dperm_v a, dperm_v b) { return vbslq_f64(m, a, b); }
+static inline dperm_v dv_ld(const double *p) { return vld1q_f64(p); }
+static inline dperm_v dv_ldf(const float *p) { return vcvt_f64_f32(vld1_f32(p)); }
+static inline void dv_st(double *p, dperm_v v) { vst1q_f64(p, v); }
+static inline dperm_v dv_ldexp(dperm_v p, dperm_v k) {
+    /* as the AVX2 path: k + 1.5*2^52 holds k in its low bits; k + 1023 to the exponent */
+    int64x2_t b = vreinterpretq_s64_f64(vaddq_f64(k, vdupq_n_f64(6755399441055744.0)));
+    b = vshlq_n_s64(vaddq_s64(b, vdupq_n_s64(1023)), 52);
+    return vmulq_f64(p, vreinterpretq_f64_s64(b));
+}
+static inline dperm_v dv_recip(dperm_v x) { return vdivq_f64(vdupq_n_f64(1.0), x); }
+static inline double dv_hsum(dperm_v v) { return vgetq_lane_f64(v, 0) + vgetq_lane_f64(v, 1); }
 
 #else
 #define DPERM_VW 1
