@@ -27,11 +27,11 @@ problem's gradient of J_j is <= tol (default dperm.erm.DEFAULT_TOL).
 import numbers
 import warnings
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from dperm._validation import check_n_threads, check_positive, check_X
+from dperm.erm import _STATUS, MinimizeResult
 from dperm.exceptions import ConvergenceWarning
 
 __all__ = ["multinomial_value_grad", "minimize_multinomial", "multinomial_predict_proba",
@@ -40,26 +40,9 @@ __all__ = ["multinomial_value_grad", "minimize_multinomial", "multinomial_predic
 #: entries of one (rows x m K) float64 temporary per block: 2^21 entries = 16 MiB
 BLOCK_ENTRIES = 1 << 21
 
-_STATUS = {1: "converged", 2: "max_iter reached",
-           3: "line search failed (rounding error dominates)"}
-
-
-@dataclass
-class MultinomialResult:
-    """Per-problem results of `minimize_multinomial` (always batched).
-
-    coef: (m, K, d) float64; fun, grad_norm: (m,) float64 (objective value and
-    Frobenius norm of its gradient at coef); n_iter: (m,) int; converged: (m,)
-    bool; status: list of m strings.  fun, grad_norm, n_iter, converged and
-    status depend on the data: for the analyst, never for release.
-    """
-
-    coef: np.ndarray
-    fun: np.ndarray
-    n_iter: np.ndarray
-    grad_norm: np.ndarray
-    converged: np.ndarray
-    status: list = field(default_factory=list)
+#: per-problem results of `minimize_multinomial` (always batched): erm's result type,
+#: with coef (m, K, d) and fun, n_iter, grad_norm, converged, status of shape (m,)
+MultinomialResult = MinimizeResult
 
 
 # ------------------------------------------------------------------ validation

@@ -418,6 +418,20 @@ def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k, nonincreasing=False):
                                         lambda_total=lam)
 
 
+def _calibration_args(epsilon, delta, n, alpha, data_norm, curvature, neighbouring,
+                      n_classes):
+    """The validated public inputs of an objective-perturbation calibration."""
+    eps = _positive(epsilon, "epsilon")
+    dlt = _unit_open(delta, "delta")
+    nn = _positive(n, "n")
+    al = _positive(alpha, "alpha")
+    r = _positive(data_norm, "data_norm")
+    k = _n_classes(n_classes)
+    c = _curvature(curvature, r, k)
+    nb = _neighbouring(neighbouring)
+    return eps, dlt, nn, al, r, c, nb, k
+
+
 def objective_gaussian_calibration(epsilon, delta, *, n, alpha, data_norm, curvature=None,
                                    neighbouring, n_classes=2, nonincreasing_loss=False):
     """(sigma, Delta) of objective perturbation with Gaussian noise at (epsilon, delta).
@@ -431,14 +445,8 @@ def objective_gaussian_calibration(epsilon, delta, *, n, alpha, data_norm, curva
     regulariser.  data_norm : R.  curvature : c R^2 (binary) or the per-row Hessian trace
     bound (n_classes >= 3, default (1-1/K) R^2).  Returns ObjectiveGaussianCalibration.
     """
-    eps = _positive(epsilon, "epsilon")
-    dlt = _unit_open(delta, "delta")
-    nn = _positive(n, "n")
-    al = _positive(alpha, "alpha")
-    r = _positive(data_norm, "data_norm")
-    k = _n_classes(n_classes)
-    c = _curvature(curvature, r, k)
-    nb = _neighbouring(neighbouring)
+    eps, dlt, nn, al, r, c, nb, k = _calibration_args(epsilon, delta, n, alpha, data_norm,
+                                                      curvature, neighbouring, n_classes)
     return _calibrate_objective(eps, dlt, nn, al, r, c, nb, k, _flag(nonincreasing_loss))
 
 
@@ -533,14 +541,8 @@ def amp_calibration(epsilon, delta, *, n, alpha, data_norm, curvature=None, neig
     analytic Gaussian sigma for (eps_out, delta_out) and l2 shift gamma / lambda_total =
     grad_tol / (alpha + Delta) (coefficient units).  Returns AMPCalibration.
     """
-    eps = _positive(epsilon, "epsilon")
-    dlt = _unit_open(delta, "delta")
-    nn = _positive(n, "n")
-    al = _positive(alpha, "alpha")
-    r = _positive(data_norm, "data_norm")
-    k = _n_classes(n_classes)
-    c = _curvature(curvature, r, k)
-    nb = _neighbouring(neighbouring)
+    eps, dlt, nn, al, r, c, nb, k = _calibration_args(epsilon, delta, n, alpha, data_norm,
+                                                      curvature, neighbouring, n_classes)
     gt = _positive(grad_tol, "grad_tol")
     f = _finite(output_fraction, "output_fraction")
     if not 0.0 < f < 0.5:

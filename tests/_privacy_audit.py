@@ -94,6 +94,26 @@ def _interval_counts(s, edges):
     return c[None, :] - c[:, None]
 
 
+def _held_out_bound(a_d, b_d, a_d2, b_d2, edges, bounds):
+    """The interval of `edges` (and the numerator's data set) that maximizes
+    bounds(count, n, count', n') on the first halves a_d, a_d2, and that bound on the
+    second halves b_d, b_d2.  Returns (bound, lo, hi, order, kb, kb2, nb, nb2), the
+    held-out counts with the numerator's first (order 1: D' in the numerator)."""
+    h1, h2 = a_d.size, a_d2.size
+    ka, ka2 = _interval_counts(a_d, edges), _interval_counts(a_d2, edges)
+    iu = np.triu_indices(edges.size, k=1)
+    sel = np.stack([bounds(ka[iu], h1, ka2[iu], h2), bounds(ka2[iu], h2, ka[iu], h1)])
+    order, idx = np.unravel_index(np.argmax(sel), sel.shape)
+    lo, hi = edges[iu[0][idx]], edges[iu[1][idx]]
+    kb = np.count_nonzero((b_d >= lo) & (b_d < hi))
+    kb2 = np.count_nonzero((b_d2 >= lo) & (b_d2 < hi))
+    nb, nb2 = b_d.size, b_d2.size
+    if order == 1:
+        kb, kb2, nb, nb2 = kb2, kb, nb2, nb
+    bound = float(bounds(kb, nb, kb2, nb2))
+    return bound, lo, hi, order, kb, kb2, nb, nb2
+
+
 def epsilon_lower_bound(s_d, s_d2, *, confidence=0.95, n_edges=48):
     """Lower confidence bound on epsilon from samples of a scalar statistic under D and D'.
 
@@ -116,17 +136,8 @@ def epsilon_lower_bound(s_d, s_d2, *, confidence=0.95, n_edges=48):
         with np.errstate(divide="ignore"):
             return np.log(cp_lower(x, nx, a)) - np.log(cp_upper(y, ny, a))
 
-    ka, ka2 = _interval_counts(a_d, edges), _interval_counts(a_d2, edges)
-    iu = np.triu_indices(edges.size, k=1)
-    sel = np.stack([bounds(ka[iu], h1, ka2[iu], h2), bounds(ka2[iu], h2, ka[iu], h1)])
-    order, idx = np.unravel_index(np.argmax(sel), sel.shape)
-    lo, hi = edges[iu[0][idx]], edges[iu[1][idx]]
-    kb = np.count_nonzero((b_d >= lo) & (b_d < hi))
-    kb2 = np.count_nonzero((b_d2 >= lo) & (b_d2 < hi))
-    nb, nb2 = b_d.size, b_d2.size
-    if order == 1:
-        kb, kb2, nb, nb2 = kb2, kb, nb2, nb
-    bound = float(bounds(kb, nb, kb2, nb2))
+    bound, lo, hi, order, kb, kb2, nb, nb2 = _held_out_bound(a_d, b_d, a_d2, b_d2, edges,
+                                                             bounds)
     info = {"event": (float(lo), float(hi)), "numerator": "D" if order == 0 else "D'",
             "counts": (kb, kb2), "n": (nb, nb2),
             "empirical_log_ratio": float(np.log(max(kb, 1) / nb) - np.log(max(kb2, 1) / nb2))}
@@ -166,17 +177,8 @@ def epsilon_delta_lower_bound(s_d, s_d2, delta, *, confidence=0.95, n_edges=48,
             return np.where(num > 0, np.log(np.maximum(num, 1e-300)), -np.inf) \
                 - np.log(cp_upper(y, ny, a))
 
-    ka, ka2 = _interval_counts(a_d, edges), _interval_counts(a_d2, edges)
-    iu = np.triu_indices(edges.size, k=1)
-    sel = np.stack([bounds(ka[iu], h1, ka2[iu], h2), bounds(ka2[iu], h2, ka[iu], h1)])
-    order, idx = np.unravel_index(np.argmax(sel), sel.shape)
-    lo, hi = edges[iu[0][idx]], edges[iu[1][idx]]
-    kb = np.count_nonzero((b_d >= lo) & (b_d < hi))
-    kb2 = np.count_nonzero((b_d2 >= lo) & (b_d2 < hi))
-    nb, nb2 = b_d.size, b_d2.size
-    if order == 1:
-        kb, kb2, nb, nb2 = kb2, kb, nb2, nb
-    bound = float(bounds(kb, nb, kb2, nb2))
+    bound, lo, hi, order, kb, kb2, nb, nb2 = _held_out_bound(a_d, b_d, a_d2, b_d2, edges,
+                                                             bounds)
     info = {"event": (float(lo), float(hi)), "numerator": "D" if order == 0 else "D'",
             "counts": (kb, kb2), "n": (nb, nb2), "delta": delta,
             "empirical": float(np.log(max(kb / nb - delta, 1e-300))
