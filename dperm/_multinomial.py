@@ -75,7 +75,7 @@ def check_class_labels(y, n, n_classes, *, name="y"):
         vals = np.unique(arr[bad])[:5]
         raise ValueError(f"{name}: class labels must lie in 0..{n_classes - 1} "
                          f"(n_classes={n_classes}), found {vals.tolist()}")
-    return np.ascontiguousarray(arr, dtype=np.intp)
+    return np.ascontiguousarray(arr, dtype=np.int64)
 
 
 def _check_n_classes(n_classes):
@@ -158,6 +158,27 @@ class _Rows:
         self.sparse = hasattr(self.raw, "indptr")
         self.n, self.d_raw = self.raw.shape
         self.d = self.d_raw + (self.const is not None)
+        self.n_threads = None       # set by the entry points (None: all cores)
+        self._compiled = None
+
+    def compiled(self):
+        """Dense rows as the compiled kernels read them (dperm._core._objective.Data:
+        X in place, row weights scale t_i, the constant column c / t_i), else None."""
+        if self.sparse:
+            return None
+        if self._compiled is None:
+            from dperm._core._objective import Data
+
+            X = self.raw
+            if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
+                    and X.flags.c_contiguous):
+                X = np.ascontiguousarray(X, dtype=np.float64)
+            s = np.full(self.n, self.scale) if self.factor is None else self.scale * self.factor
+            icpt = None
+            if self.const is not None:   # row i's last entry s_i icpt_i = const
+                icpt = np.ascontiguousarray(self.const / s)
+            self._compiled = Data(X, np.ascontiguousarray(s), icpt)
+        return self._compiled
 
     def block_rows(self, width):
         """Rows per block so that an (rows, width) float64 temporary, and the float64
@@ -215,9 +236,17 @@ def _max_last(Z):
 
 def _data_term(rows, y, W):
     """sum_i [logsumexp(W_j x_i) - (W_j x_i)_{y_i}] (m,) and its gradient (m, K, d)
-    for W (m, K, d): one product per row block for all m problems."""
+    for W (m, K, d): one pass over the rows for all m problems (dense rows: the
+    compiled softmax pass; CSR: sparse products per row block)."""
     m, K, d = W.shape
     mK = m * K
+    data = rows.compiled()
+    if data is not None:
+        from dperm._core._objective import softmax_sums
+
+        nt = check_n_threads(rows.n_threads)
+        F, G = softmax_sums(data, y, np.ascontiguousarray(W.reshape(mK, d)), K, nt)
+        return F, G.reshape(m, K, d)
     Wall = W.reshape(mK, d)
     has_c = rows.const is not None
     Wx = np.ascontiguousarray(Wall[:, :rows.d_raw]) if has_c else Wall
@@ -300,6 +329,7 @@ def multinomial_value_grad(X, y, W, alpha, extra_l2=None, linear=None, n_threads
     m, K, d = W.shape
     y = check_class_labels(y, rows.n, K)
     l2, B = _batch_params(alpha, extra_l2, linear, K, d, m)
+    rows.n_threads = check_n_threads(n_threads)
     with _thread_limit(n_threads):
         F, G = _objective(rows, y, np.ascontiguousarray(W), l2, B)
     return (float(F[0]), G[0]) if single else (F, G)
@@ -367,6 +397,7 @@ def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, 
             or memory < 1:
         raise ValueError(f"memory: must be an integer >= 1, got {memory!r}")
     nt = check_n_threads(n_threads)
+    rows.n_threads = nt
     W0 = np.zeros((m, K, d))
     if coef_init is not None:
         c0 = np.asarray(coef_init, dtype=np.float64)

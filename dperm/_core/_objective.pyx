@@ -18,7 +18,8 @@ from libc.string cimport memcpy
 from dperm._core._rows cimport (
     floating, row_dot, row_syr, read_rows, dperm_openmp_enabled, dperm_max_threads,
     dperm_vector_width, dperm_padded_dim, dperm_rows_per_block, dperm_block_dots,
-    dperm_block_gemm, dperm_loss_vd, dperm_loss_d2, dperm_add_rows, dperm_mul)
+    dperm_block_gemm, dperm_loss_vd, dperm_loss_d2, dperm_add_rows, dperm_mul,
+    dperm_softmax_block)
 from dperm._core._losses cimport loss_second
 from libc.stdint cimport int32_t, int64_t
 
@@ -211,6 +212,88 @@ cdef int objective_pass(
             else:
                 acc = acc * inv_n + l2[kk] * V[kk * d + p]
             G[kk * d + p] = acc
+    free(raw)
+    return 0
+
+
+cdef int softmax_pass(const floating* X, const double* s, const int64_t* cls, Py_ssize_t n,
+                      Py_ssize_t dx, Py_ssize_t d, const double* icpt, const double* W,
+                      Py_ssize_t m, Py_ssize_t K, double* F, double* G,
+                      int n_threads) noexcept nogil:
+    """The data term of the multinomial (softmax) objective for m problems of K classes,
+    as SUMS over rows (no 1/n, no penalty): for W (m, K, d) and row weights s,
+        F[j] = sum_i [log sum_k e^{w_jk.x_i} - w_{j y_i}.x_i],
+        G[j K + k] = sum_i (softmax_k - [k == y_i]) x_i,   x_i = s_i [X_i, icpt_i].
+    The same blocks as objective_pass with m K weight vectors: margins by the register
+    tiles, the softmax of a block at once (dperm_softmax_block), the gradient update
+    from the rows while they are in L1; threads own fixed row ranges and are added
+    in order, so results depend on neither scheduling nor the batch.
+    Returns -1 if memory runs out."""
+    cdef Py_ssize_t mK = m * K
+    cdef Py_ssize_t nt = _threads_for(n, d, n_threads)
+    cdef Py_ssize_t rb = dperm_rows_per_block(d, mK)
+    cdef Py_ssize_t ldx = dperm_padded_dim(d)
+    # per thread: rows, mK gradient accumulators, m loss sums, margins / coefficients /
+    # scratch (rb mK each) and losses (rb m); whole cache lines per thread
+    cdef Py_ssize_t per = ((rb * ldx + mK * ldx + m + 3 * rb * mK + rb * m) + 7) // 8 * 8
+    cdef double* raw = <double*> calloc(nt * per + 8 + mK * ldx, sizeof(double))
+    if raw == NULL:
+        return -1
+    cdef double* buf = <double*> ((<size_t> raw + 63) & ~(<size_t> 63))
+    cdef double* Wp = buf + nt * per
+    cdef Py_ssize_t t, i0, i1, i, r, nr, j, p, nxt, pfb, pfh
+    cdef const char* pfp
+    cdef double* xb
+    cdef double* gacc
+    cdef double* lacc
+    cdef double* zb
+    cdef double* cb
+    cdef double* tb
+    cdef double* vb
+    cdef double acc
+    for j in range(mK):
+        memcpy(Wp + j * ldx, W + j * d, d * sizeof(double))
+    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+        xb = buf + t * per
+        gacc = xb + rb * ldx
+        lacc = gacc + mK * ldx
+        zb = lacc + m
+        cb = zb + rb * mK
+        tb = cb + rb * mK
+        vb = tb + rb * mK
+        i0 = (t * n) // nt
+        i1 = ((t + 1) * n) // nt
+        i = i0
+        while i < i1:
+            nr = i1 - i
+            if nr > rb:
+                nr = rb
+            read_rows(X + i * dx, s + i, nr, dx, xb, ldx)
+            if d > dx:
+                for r in range(nr):
+                    xb[r * ldx + dx] = s[i + r] * icpt[i + r]
+            nxt = i1 - i - nr
+            if nxt > rb:
+                nxt = rb
+            pfb = nxt * dx * <Py_ssize_t> sizeof(floating)
+            pfh = pfb // 128 * 64
+            pfp = <const char*> (X + (i + nr) * dx)
+            dperm_block_dots(xb, nr, d, ldx, Wp, mK, zb, pfp, pfh)
+            dperm_softmax_block(nr, m, K, zb, cls + i, vb, cb, tb)
+            dperm_add_rows(vb, nr, m, lacc)
+            dperm_block_gemm(xb, nr, d, ldx, cb, mK, gacc, pfp + pfh, pfb - pfh)
+            i = i + nr
+    for j in range(m):
+        acc = 0.0
+        for t in range(nt):
+            acc = acc + buf[t * per + rb * ldx + mK * ldx + j]
+        F[j] = acc
+    for j in range(mK):
+        for p in range(d):
+            acc = 0.0
+            for t in range(nt):
+                acc = acc + buf[t * per + rb * ldx + j * ldx + p]
+            G[j * d + p] = acc
     free(raw)
     return 0
 
@@ -425,6 +508,36 @@ def hess_vec(Data X, const double[:, ::1] W, const double[:, ::1] V, const doubl
     if rc != 0:
         raise MemoryError("objective pass: out of memory")
     return G
+
+
+def softmax_sums(Data X, const int64_t[::1] y, const double[:, ::1] W, Py_ssize_t K,
+                 int n_threads):
+    """Multinomial data term as sums over the rows of dense X (softmax_pass): W is
+    (m K, d), problem j's class k in row j K + k; y (n,) class indices in [0, K).
+    Returns F (m,) and G (m K, d).  Dense X only (CSR callers use their own path)."""
+    cdef Py_ssize_t d = X.view.d, mK = W.shape[0]
+    if X.view.kind != DATA_DENSE:
+        raise ValueError("softmax_sums: X must be dense")
+    if W.shape[1] != d or K < 2 or mK % K != 0 or mK == 0:
+        raise ValueError("softmax_sums: W must be (m K, d) with X's d and K >= 2")
+    if y.shape[0] != X.view.n:
+        raise ValueError("softmax_sums: y must have one entry per row of X")
+    cdef Py_ssize_t m = mK // K
+    cdef cnp.ndarray[double, ndim=1] F = np.zeros(m)
+    cdef cnp.ndarray[double, ndim=2] G = np.zeros((mK, d))
+    cdef int rc
+    with nogil:
+        if X.view.values_f32:
+            rc = softmax_pass(<const float*> X.view.values, X.view.s, &y[0], X.view.n,
+                              X.view.dx, d, X.view.icpt, &W[0, 0], m, K, <double*> F.data,
+                              <double*> G.data, n_threads)
+        else:
+            rc = softmax_pass(<const double*> X.view.values, X.view.s, &y[0], X.view.n,
+                              X.view.dx, d, X.view.icpt, &W[0, 0], m, K, <double*> F.data,
+                              <double*> G.data, n_threads)
+    if rc != 0:
+        raise MemoryError("softmax pass: out of memory")
+    return F, G
 
 
 def hessian(const floating[:, ::1] X, const double[::1] y, const double[:, ::1] W,

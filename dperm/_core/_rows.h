@@ -24,6 +24,7 @@
 #define DPERM_ROWS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <math.h>
 #ifdef _OPENMP
@@ -628,6 +629,59 @@ static inline __attribute__((always_inline)) void dperm_loss_loop(
             dv_st(t2, cc[0]);
             memcpy(d2 + q, t2, bytes);
         }
+    }
+}
+
+/* out[q] = e^-a[q] for q < cnt (a >= 0): the vector exp in groups, the last vector
+ * through a zero-padded copy, so each value depends on its own a[q] alone. */
+static void dperm_exp_neg_array(ptrdiff_t cnt, const double *restrict a,
+                                double *restrict out) {
+    dperm_v av[DPERM_LU], ev[DPERM_LU];
+    ptrdiff_t q = 0;
+    for (; q + DPERM_LU * DPERM_VW <= cnt; q += DPERM_LU * DPERM_VW) {
+        for (int u = 0; u < DPERM_LU; ++u) av[u] = dv_ld(a + q + u * DPERM_VW);
+        dv_exp_neg(DPERM_LU, av, ev);
+        for (int u = 0; u < DPERM_LU; ++u) dv_st(out + q + u * DPERM_VW, ev[u]);
+    }
+    for (; q < cnt; q += DPERM_VW) {
+        double ta[DPERM_VW] = {0.0}, te[DPERM_VW];
+        const ptrdiff_t nq = cnt - q < DPERM_VW ? cnt - q : DPERM_VW;
+        memcpy(ta, a + q, (size_t)nq * sizeof(double));
+        av[0] = dv_ld(ta);
+        dv_exp_neg(1, av, ev);
+        dv_st(te, ev[0]);
+        memcpy(out + q, te, (size_t)nq * sizeof(double));
+    }
+}
+
+/* Softmax cross-entropy of a block of nr rows for m problems of K classes: the
+ * margins of row r, problem j are z[(r*m + j)*K + k], k < K (the layout of
+ * dperm_block_dots with the m*K weight vectors of W (m, K, d)).  Writes
+ *   val[r*m + j] = log sum_k e^{z_k} - z_{y_r}        (>= 0)
+ *   c[(r*m + j)*K + k] = softmax_k - [k == y_r]        (the gradient coefficients)
+ * with tmp (nr*m*K doubles) for mx - z_k >= 0, whose exponentials go through
+ * the vector exp on the whole block at once. */
+static void dperm_softmax_block(ptrdiff_t nr, ptrdiff_t m, ptrdiff_t K,
+                                const double *restrict z, const int64_t *restrict y,
+                                double *restrict val, double *restrict c,
+                                double *restrict tmp) {
+    const ptrdiff_t groups = nr * m;
+    for (ptrdiff_t g = 0; g < groups; ++g) {
+        const double *zg = z + g * K;
+        double mx = zg[0];
+        for (ptrdiff_t k = 1; k < K; ++k) mx = zg[k] > mx ? zg[k] : mx;
+        for (ptrdiff_t k = 0; k < K; ++k) tmp[g * K + k] = mx - zg[k];
+    }
+    dperm_exp_neg_array(groups * K, tmp, c);
+    for (ptrdiff_t g = 0; g < groups; ++g) {
+        double *cg = c + g * K;
+        const ptrdiff_t yr = (ptrdiff_t)y[g / m];
+        double sum = 0.0;
+        for (ptrdiff_t k = 0; k < K; ++k) sum += cg[k];      /* >= 1: e^0 is in it */
+        val[g] = log(sum) + tmp[g * K + yr];                 /* + (mx - z_y) */
+        const double inv = 1.0 / sum;
+        for (ptrdiff_t k = 0; k < K; ++k) cg[k] *= inv;
+        cg[yr] -= 1.0;
     }
 }
 

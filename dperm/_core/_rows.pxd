@@ -1,4 +1,6 @@
 # The row-access seam (see _rows.h): the only place the kernels touch X.
+from libc.stdint cimport int64_t
+
 cdef extern from "_rows.h" nogil:
     int dperm_openmp_enabled()
     int dperm_max_threads()
@@ -25,6 +27,8 @@ cdef extern from "_rows.h" nogil:
                        double* d1)
     void dperm_loss_d2(int loss, double h, Py_ssize_t cnt, const double* z, double* d2)
     void dperm_add_rows(const double* v, Py_ssize_t nr, Py_ssize_t m, double* acc)
+    void dperm_softmax_block(Py_ssize_t nr, Py_ssize_t m, Py_ssize_t K, const double* z,
+                             const int64_t* y, double* val, double* c, double* tmp)
     void dperm_mul(double* c, const double* s, Py_ssize_t cnt)
 
 

@@ -41,6 +41,17 @@ int main(void) {
         dperm_block_gemm(x, NR, D, LDX, c, m, g, NULL, 0);
         put("gemm", g, m * LDX);
     }
+    /* softmax cross-entropy of a block: 23 rows, 3 problems of K = 3 classes */
+    {
+        static double zs[NR * M], vs[NR * 3], cs[NR * M], ts[NR * M];
+        static int64_t ys[NR];
+        for (int r = 0; r < NR; ++r) ys[r] = r % 3;
+        dperm_block_dots(x, NR, D, LDX, w, M, zs, NULL, 0);
+        for (int q = 0; q < NR * M; ++q) zs[q] *= 20.0;
+        dperm_softmax_block(NR, 3, 3, zs, ys, vs, cs, ts);
+        put("softmax_val", vs, NR * 3);
+        put("softmax_c", cs, NR * M);
+    }
     /* the losses and their derivatives, vectorized polynomials included */
     enum { CNT = 203 };
     static double zz[CNT], val[CNT], d1[CNT], d2[CNT];
