@@ -198,6 +198,7 @@ def test_concurrent_spending_never_overspends():
 # (epsilon, delta) budgets: privacy events composed by basic composition, RDP and PLD
 # ---------------------------------------------------------------------------------------
 import math
+import os
 import subprocess
 import sys
 
@@ -241,7 +242,9 @@ def test_rdp_orders_are_dp_accountings_defaults():
 
 def test_import_dperm_does_not_import_dp_accounting():
     code = "import sys, dperm; assert 'dp_accounting' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    # run in tests/: in the checkout's root `import dperm` would find the source tree
+    subprocess.run([sys.executable, "-c", code], check=True,
+                   cwd=os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_pure_events_sum_exactly_even_with_a_delta_budget():

@@ -2,6 +2,7 @@
 (PublicBoundsTransformer)."""
 import json
 import math
+import os
 import subprocess
 import sys
 import warnings
@@ -485,6 +486,7 @@ def test_public_names_and_no_pandas_needed():
             "X = t.fit_transform(np.full((3, 4), 5.0))\n"
             "assert abs(X[0, 0] - 0.25) < 1e-15\n"
             "print('ok')\n")
+    # run in tests/: in the checkout's root `import dperm` would find the source tree
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, cwd=os.path.dirname(os.path.abspath(__file__)))
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr

@@ -15,8 +15,14 @@ import importlib
 import os
 import sys
 
-from dperm._core import _build_info
-from dperm._core._cpu import supported_levels
+try:
+    from dperm._core import _build_info
+    from dperm._core._cpu import supported_levels
+except ImportError as exc:   # the meson build writes _build_info.py and compiles _cpu
+    raise ImportError(
+        f"dperm: the compiled core is missing from {os.path.dirname(__file__)}: this is "
+        "dperm's source tree, not a build. Install it (pip install .) and import it from "
+        "another directory.") from exc
 
 __all__ = ["LEVELS", "SIMD_ENV", "choose_level", "level", "built_levels", "cpu_levels"]
 
