@@ -162,16 +162,16 @@ class _Rows:
         self._compiled = None
 
     def compiled(self):
-        """Dense rows as the compiled kernels read them (dperm._core._objective.Data:
-        X in place, row weights scale t_i, the constant column c / t_i), else None."""
-        if self.sparse:
-            return None
+        """The rows as the compiled kernels read them (dperm._core._objective.Data:
+        dense or CSR X in place, row weights scale t_i, the constant column c / t_i)."""
         if self._compiled is None:
             from dperm._core._objective import Data
 
             X = self.raw
-            if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
-                    and X.flags.c_contiguous):
+            if self.sparse:
+                X = X if X.format == "csr" else X.tocsr()
+            elif not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
+                      and X.flags.c_contiguous):
                 X = np.ascontiguousarray(X, dtype=np.float64)
             s = np.full(self.n, self.scale) if self.factor is None else self.scale * self.factor
             icpt = None
@@ -236,8 +236,8 @@ def _max_last(Z):
 
 def _data_term(rows, y, W):
     """sum_i [logsumexp(W_j x_i) - (W_j x_i)_{y_i}] (m,) and its gradient (m, K, d)
-    for W (m, K, d): one pass over the rows for all m problems (dense rows: the
-    compiled softmax pass; CSR: sparse products per row block)."""
+    for W (m, K, d): one pass over the rows for all m problems, by the compiled
+    softmax pass (the numpy row blocks below are the reference it is tested against)."""
     m, K, d = W.shape
     mK = m * K
     data = rows.compiled()

@@ -220,11 +220,26 @@ static void dperm_csr_rows_##SUF(int mode, const VT *data, const IT *ind,       
         double h, const double *WT, const double *VTp, ptrdiff_t d, ptrdiff_t mp,    \
         ptrdiff_t rb, double *gacc, double *lacc, double *zb, double *z2, double *vb, \
         double *cb, ptrdiff_t n, ptrdiff_t m, double *curv, ptrdiff_t dx,            \
-        const double *icpt) {                                                        \
+        const double *icpt, const int64_t *cls, ptrdiff_t K) {                       \
     for (ptrdiff_t i = i0; i < i1; i += rb) {                                        \
         const ptrdiff_t e = i + rb < i1 ? i + rb : i1;                               \
         const ptrdiff_t cnt = (e - i) * mp;                                          \
-        if (mode == 0) {                                                             \
+        if (mode == 2) {                                                             \
+            /* softmax of the m / K problems of K classes: the block's margins packed */ \
+            /* (row stride m, not mp) so the softmax runs on the whole block at once */ \
+            const ptrdiff_t mm = m / K, nr = e - i;                                  \
+            dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, WT, d, mp, zb, dx, icpt); \
+            for (ptrdiff_t r = 0; r < nr; ++r)                                       \
+                memcpy(z2 + r * m, zb + r * mp, (size_t)m * sizeof(double));        \
+            dperm_softmax_block(nr, mm, K, z2, cls + i, vb, cb, zb);                 \
+            dperm_add_rows(vb, nr, mm, lacc);                                        \
+            /* back to row stride mp in place (last row first), times s: unsigned */ \
+            for (ptrdiff_t r = nr - 1; r >= 0; --r) {                                \
+                const double sr = s[i + r];                                          \
+                for (ptrdiff_t j = m - 1; j >= 0; --j) cb[r * mp + j] = cb[r * m + j] * sr; \
+                for (ptrdiff_t j = m; j < mp; ++j) cb[r * mp + j] = 0.0;             \
+            }                                                                        \
+        } else if (mode == 0) {                                                      \
             dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, WT, d, mp, zb, dx, icpt);      \
             dperm_loss_vd(loss, h, cnt, zb, vb, cb);                                 \
             for (ptrdiff_t r = 0; r < e - i; ++r) {                                  \
@@ -267,7 +282,7 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         const IT *indptr, const double *s, ptrdiff_t n, ptrdiff_t dx, ptrdiff_t d,   \
         const double *icpt, int loss, double h, const double *W, const double *V, const double *l2,                \
         const double *B, const ptrdiff_t *idx, ptrdiff_t m, double *F, double *G,    \
-        int nt, double *curv) {                                                      \
+        int nt, double *curv, const int64_t *cls, ptrdiff_t K) {                     \
     /* problems padded to whole tiles (zero weights in the padding lanes) */         \
     const ptrdiff_t mp = m == 1 ? 1 : (m + DPERM_CSR_TILE - 1) / DPERM_CSR_TILE * DPERM_CSR_TILE; \
     ptrdiff_t rb = dperm_csr_block_rows > 0 ? dperm_csr_block_rows : 256;           \
@@ -300,9 +315,25 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         double *zb = lacc + mp;                                                      \
         dperm_csr_rows_##SUF(mode, data, ind, indptr, s, i0, i1, loss, h, WT, VTp,   \
                              d, mp, rb, gacc, lacc, zb, zb + rb * mp, zb + 2 * rb * mp, \
-                             zb + 3 * rb * mp, n, m, curv, dx, icpt);                \
+                             zb + 3 * rb * mp, n, m, curv, dx, icpt, cls, K);        \
     }                                                                                \
     /* fixed-order reduction over threads, then the regularizer and linear terms */ \
+    if (mode == 2) {       /* softmax: sums only, F (m / K,) and G (m, d) */          \
+        for (ptrdiff_t j = 0; j < m / K; ++j) {                                      \
+            double acc = 0.0;                                                        \
+            for (int t = 0; t < nt; ++t) acc += buf[t * per + d * mp + j];           \
+            F[j] = acc;                                                              \
+        }                                                                            \
+        for (ptrdiff_t j = 0; j < m; ++j) {                                          \
+            const ptrdiff_t off = (j / tw) * tw * d + j % tw;                        \
+            for (ptrdiff_t p = 0; p < d; ++p) {                                      \
+                double acc = 0.0;                                                    \
+                for (int t = 0; t < nt; ++t) acc += buf[t * per + off + p * tw];     \
+                G[idx[j] * d + p] = acc;                                             \
+            }                                                                        \
+        }                                                                            \
+        return 0;                                                                    \
+    }                                                                                \
     const double inv_n = 1.0 / (double)n;                                            \
     for (ptrdiff_t j = 0; j < m; ++j) {                                              \
         const ptrdiff_t k = idx[j];                                                  \
@@ -337,16 +368,21 @@ DPERM_CSR_DEFINE(f32, float, int32_t)
 DPERM_CSR_DEFINE(d64, double, int64_t)
 DPERM_CSR_DEFINE(f64, float, int64_t)
 
-/* The one entry point: picks the variant for the value and index types. */
+/* The one entry point: picks the variant for the value and index types.
+ * mode 0: value + gradient, 1: Hessian-vector (as the dense pass); 2: the softmax
+ * (multinomial) data term as sums: the m weight vectors are m / K problems of K
+ * classes (problem j's class k at j K + k), cls (n,) the class of each row, F gets
+ * the m / K loss sums and G the m gradient sums (no 1/n, l2 or B; idx = 0..m-1). */
 static int dperm_csr_pass(int values_f32, int index_i64, int mode, const void *data,
         const void *ind, const void *indptr, const double *s, ptrdiff_t n, ptrdiff_t dx,
         ptrdiff_t d, const double *icpt, int loss, double h, const double *W,
         const double *V, const double *l2, const double *B, const ptrdiff_t *idx,
-        ptrdiff_t m, double *F, double *G, int nt, double *curv) {
+        ptrdiff_t m, double *F, double *G, int nt, double *curv, const int64_t *cls,
+        ptrdiff_t K) {
 #define DPERM_CSR_CALL(SUF, VT, IT)                                                  \
     return dperm_csr_pass_##SUF(mode, (const VT *)data, (const IT *)ind,             \
                                 (const IT *)indptr, s, n, dx, d, icpt, loss, h, W, V, \
-                                l2, B, idx, m, F, G, nt, curv)
+                                l2, B, idx, m, F, G, nt, curv, cls, K)
     if (index_i64) {
         if (values_f32) DPERM_CSR_CALL(f64, float, int64_t);
         DPERM_CSR_CALL(d64, double, int64_t);

@@ -30,7 +30,7 @@ cdef extern from "_csr.h" nogil:
                        Py_ssize_t dx, Py_ssize_t d, const double* icpt, int loss, double h,
                        const double* W, const double* V, const double* l2, const double* B,
                        const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
-                       double* curv)
+                       double* curv, const int64_t* cls, Py_ssize_t K)
 
 # The block kernels of the row-access seam (declared here; _rows.pxd holds the
 # single-row helpers used by the full Hessian).
@@ -425,6 +425,18 @@ cdef class Data:
         return self.view.kind == DATA_CSR
 
 
+cdef inline Py_ssize_t _csr_threads(const DataView* X, int n_threads) noexcept nogil:
+    # CSR: threads by non-zeros, the same rule as the dense pass uses for entries
+    cdef Py_ssize_t nt = n_threads if n_threads > 0 else 1
+    if nt > X.nnz // MIN_ENTRIES_PER_THREAD:
+        nt = X.nnz // MIN_ENTRIES_PER_THREAD
+    if nt > X.n // 4:
+        nt = X.n // 4
+    if nt < 1:
+        nt = 1
+    return nt
+
+
 cdef int data_pass(
         int mode, const DataView* X, int loss, double h, const double* W, const double* V,
         const double* l2, const double* B, const Py_ssize_t* idx, Py_ssize_t m,
@@ -437,17 +449,10 @@ cdef int data_pass(
                                   loss, h, W, V, l2, B, idx, m, F, G, n_threads, curv)
         return objective_pass(mode, <const double*> X.values, X.s, X.n, X.dx, X.d, X.icpt,
                               loss, h, W, V, l2, B, idx, m, F, G, n_threads, curv)
-    # CSR: threads by non-zeros, the same rule as the dense pass uses for entries
-    nt = n_threads if n_threads > 0 else 1
-    if nt > X.nnz // MIN_ENTRIES_PER_THREAD:
-        nt = X.nnz // MIN_ENTRIES_PER_THREAD
-    if nt > X.n // 4:
-        nt = X.n // 4
-    if nt < 1:
-        nt = 1
+    nt = _csr_threads(X, n_threads)
     return dperm_csr_pass(X.values_f32, X.index_i64, mode, X.values, X.indices, X.indptr, X.s,
                           X.n, X.dx, X.d, X.icpt, loss, h, W, V, l2, B, idx, m, F, G,
-                          <int> nt, curv)
+                          <int> nt, curv, NULL, 0)
 
 
 # ----------------------------------------------------------------------------
@@ -512,12 +517,10 @@ def hess_vec(Data X, const double[:, ::1] W, const double[:, ::1] V, const doubl
 
 def softmax_sums(Data X, const int64_t[::1] y, const double[:, ::1] W, Py_ssize_t K,
                  int n_threads):
-    """Multinomial data term as sums over the rows of dense X (softmax_pass): W is
-    (m K, d), problem j's class k in row j K + k; y (n,) class indices in [0, K).
-    Returns F (m,) and G (m K, d).  Dense X only (CSR callers use their own path)."""
+    """Multinomial data term as sums over the rows of X: W is (m K, d), problem j's
+    class k in row j K + k; y (n,) class indices in [0, K).  Returns F (m,) and
+    G (m K, d).  Dense X: softmax_pass; CSR: the CSR pass's softmax mode."""
     cdef Py_ssize_t d = X.view.d, mK = W.shape[0]
-    if X.view.kind != DATA_DENSE:
-        raise ValueError("softmax_sums: X must be dense")
     if W.shape[1] != d or K < 2 or mK % K != 0 or mK == 0:
         raise ValueError("softmax_sums: W must be (m K, d) with X's d and K >= 2")
     if y.shape[0] != X.view.n:
@@ -526,8 +529,16 @@ def softmax_sums(Data X, const int64_t[::1] y, const double[:, ::1] W, Py_ssize_
     cdef cnp.ndarray[double, ndim=1] F = np.zeros(m)
     cdef cnp.ndarray[double, ndim=2] G = np.zeros((mK, d))
     cdef int rc
+    cdef Py_ssize_t[::1] idx = np.arange(mK, dtype=np.intp)
+    cdef double dummy = 0.0
     with nogil:
-        if X.view.values_f32:
+        if X.view.kind == DATA_CSR:
+            rc = dperm_csr_pass(X.view.values_f32, X.view.index_i64, 2, X.view.values,
+                                X.view.indices, X.view.indptr, X.view.s, X.view.n, X.view.dx,
+                                d, X.view.icpt, 0, 0.0, &W[0, 0], NULL, &dummy, NULL, &idx[0],
+                                mK, <double*> F.data, <double*> G.data,
+                                <int> _csr_threads(&X.view, n_threads), NULL, &y[0], K)
+        elif X.view.values_f32:
             rc = softmax_pass(<const float*> X.view.values, X.view.s, &y[0], X.view.n,
                               X.view.dx, d, X.view.icpt, &W[0, 0], m, K, <double*> F.data,
                               <double*> G.data, n_threads)

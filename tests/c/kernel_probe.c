@@ -81,11 +81,22 @@ int main(void) {
             for (int t = 0; t < 3; ++t) {
                 const void *vals = f32 ? (const void *)dataf : (const void *)data;
                 if (dperm_csr_pass(f32, 0, 0, vals, ind, indptr, s, N, D, D, NULL, loss, 0.5,
-                                   W, NULL, l2, B, idx, ms[t], F, G, 1, NULL) != 0) return 1;
+                                   W, NULL, l2, B, idx, ms[t], F, G, 1, NULL, NULL, 0) != 0) return 1;
                 put("csrF", F, ms[t]); put("csrG", G, ms[t] * D);
                 if (dperm_csr_pass(f32, 0, 1, vals, ind, indptr, s, N, D, D, NULL, loss, 0.5,
-                                   W, V, l2, NULL, idx, ms[t], F, G, 1, NULL) != 0) return 1;
+                                   W, V, l2, NULL, idx, ms[t], F, G, 1, NULL, NULL, 0) != 0) return 1;
                 put("csrHv", G, ms[t] * D);
             }
+    /* the CSR softmax mode: 3 problems of K = 3 classes (9 weight vectors) */
+    {
+        static int64_t cls[N];
+        for (int i = 0; i < N; ++i) cls[i] = i % 3;
+        for (int f32 = 0; f32 < 2; ++f32) {
+            const void *vals = f32 ? (const void *)dataf : (const void *)data;
+            if (dperm_csr_pass(f32, 0, 2, vals, ind, indptr, s, N, D, D, NULL, 0, 0.0, W, NULL,
+                               l2, NULL, idx, M, F, G, 1, NULL, cls, 3) != 0) return 1;
+            put("csrSoftF", F, 3); put("csrSoftG", G, M * D);
+        }
+    }
     return 0;
 }
