@@ -81,7 +81,7 @@ from dperm._validation import check_random_state
 __all__ = [
     "bernoulli_exp", "discrete_laplace", "discrete_gaussian",
     "grid_for", "round_to_grid", "on_grid", "grid_sensitivity",
-    "gaussian_on_grid", "calibrate_on_grid", "grid_variance",
+    "gaussian_on_grid", "calibrate_on_grid", "grid_variance", "grid_range", "clamp_to_range",
 ]
 
 _I64_MAX = np.iinfo(np.int64).max
@@ -471,12 +471,31 @@ def _grid_index(values, g, name="values"):
         raise ValueError(f"{name}: must be finite")
     bound = math.ldexp(1.0, 52 + ge) if 52 + ge < 1024 else math.inf
     if np.any(np.abs(v) >= bound):
-        raise ValueError(
-            f"{name}: |value| / g must be < 2**52 (g = {g!r}) for the grid rounding to be "
-            f"exact; largest |value| is {float(np.max(np.abs(v)))!r}")
+        # (no value in the message: a release's center is private)
+        raise ValueError(f"{name}: |value| / g must be < 2**52 (g = {g!r}) for the grid "
+                         "rounding to be exact")
     # v / g only shifts the exponent (exact unless it underflows, and then rint gives 0,
     # which is the nearest grid index anyway)
     return np.rint(v / g).astype(np.int64)
+
+
+def grid_range(g):
+    """(2**52 - 2**40) g: the largest |value| a release on the grid g * Z handles
+    exactly (room of 2**40 steps is left for the noise).  g is a power of two."""
+    ge = _grid_exponent(g)
+    return math.ldexp(2.0**52 - 2.0**40, ge) if 52 + ge < 1024 else math.inf
+
+
+def clamp_to_range(values, g):
+    """values clipped coordinate-wise to [-grid_range(g), grid_range(g)] (a new array).
+
+    The releases clamp their private center with this before rounding it, so that
+    no center aborts a release (an abort, or its message, would depend on the data).
+    A coordinate-wise clamp is 1-Lipschitz in every l_p norm: the sensitivity a
+    noise scale was calibrated for holds for the clamped centers too.  NaN stays NaN.
+    """
+    b = grid_range(g)
+    return np.clip(np.asarray(values, dtype=np.float64), -b, b)
 
 
 def round_to_grid(values, g):
@@ -599,7 +618,8 @@ def gaussian_on_grid(center, sigma, rng=None, *, bits=_DEFAULT_BITS):
     Parameters
     ----------
     center : array_like of float, any shape, e.g. (d,) or (m, d)
-        Noiseless values, in their own units; finite, |center| / g < 2**52.
+        Noiseless values, in their own units; finite.  Clamped coordinate-wise to
+        +-grid_range(g) before rounding (1-Lipschitz: the sensitivity holds).
         Not modified.
     sigma : float > 0
         Noise standard deviation, in the units of ``center``.
@@ -616,7 +636,11 @@ def gaussian_on_grid(center, sigma, rng=None, *, bits=_DEFAULT_BITS):
     """
     rng = _as_rng(rng)
     g = grid_for(sigma, bits)
-    k = _grid_index(center, g, name="center")
+    center = np.asarray(center, dtype=np.float64)
+    if not np.all(np.isfinite(center)):   # a solver failure, never a converged minimiser
+        raise ValueError("center: must be finite")
+    # clamped (see clamp_to_range): no finite center aborts the release
+    k = _grid_index(clamp_to_range(center, g), g, name="center")
     s2 = grid_variance(sigma, g)
     z = discrete_gaussian(s2.numerator, s2.denominator, size=k.shape, rng=rng)
     total = k + z                                      # |k| < 2^52, |z| << 2^52: no overflow

@@ -243,6 +243,21 @@ def privacy_events(record, n_fits=1):
     return [ev] * int(n_fits)
 
 
+def _warn_if_grid_clamps(g, scale):
+    """Warn (from public numbers only: the grid and a public bound on the coefficients'
+    size) when the release's grid range is below that size: larger coefficients are
+    clamped to +-grid_range(g), which keeps the guarantee but may cost accuracy."""
+    from dperm import exact_noise
+
+    limit = exact_noise.grid_range(g)
+    if limit < scale:
+        warnings.warn(
+            f"the release grid (step {g:.3g}, set by the noise scale) represents "
+            f"coefficients up to +-{limit:.3g} only, below the public bound {scale:.3g} on "
+            "their size: larger ones are clamped (the guarantee holds). The noise is tiny: "
+            "raise tol (perturbation='amp') or alpha.", UserWarning, stacklevel=3)
+
+
 def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes):
     from dperm import _dask
 
@@ -259,9 +274,13 @@ def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_cl
             from dperm._multinomial import check_class_labels
 
             if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) \
-                    or n_classes < 2:
+                    or n_classes < 3:
+                # (the multinomial calibration is derived for K >= 3; a 2-class softmax
+                # row gradient reaches sqrt(2) R, which the binary calibration for
+                # n_classes=2 does not cover: two classes are a binary loss's job)
                 raise ValueError(f"n_classes: loss='multinomial' needs the public number of "
-                                 f"classes, an integer >= 2, got {n_classes!r}")
+                                 f"classes, an integer >= 3 (for two classes use a binary "
+                                 f"loss such as 'logistic'), got {n_classes!r}")
             y = check_class_labels(y, X.shape[0], int(n_classes), name="y")
         else:
             y = check_pm1_labels(y, X.shape[0], name="y")
@@ -341,7 +360,8 @@ _COMMON_DOC = """
         docs/privacy_analysis.md).  loss="multinomial" needs delta > 0.
     neighbouring : "replace_one" (default; n public) or "add_remove".
     n_public : add_remove only: the public count that normalises the objective.
-    n_classes : loss="multinomial" only: the public number of classes K.
+    n_classes : loss="multinomial" only: the public number of classes K >= 3 (two classes: a
+        binary loss).
     h : Huber / smoothed-hinge width.
     n_draws : independent noise draws per alpha (each one a separate release).
     random_state : None (fresh OS entropy, the default), int or numpy Generator.
@@ -402,8 +422,11 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
             sigma, g = exact_noise.calibrate_on_grid(lambda s: s / epsilon, sens[a], dim,
                                                      bits=GRID_BITS)
             b = sample_l2_laplace(1.0 / sigma, dim, size=n_draws, random_state=rng)
-            rounded = exact_noise.round_to_grid(c_a, g)
-            coef[a] = exact_noise.round_to_grid(rounded + b.reshape(c_a.shape), g)
+            # clamped (1-Lipschitz) so that no center aborts the release
+            rounded = exact_noise.round_to_grid(exact_noise.clamp_to_range(c_a, g), g)
+            coef[a] = exact_noise.round_to_grid(
+                exact_noise.clamp_to_range(rounded + b.reshape(c_a.shape), g), g)
+        _warn_if_grid_clamps(g, R / alphas[a])
         grids[a], scales[a] = g, sigma
     consts["grid"] = grids
     if delta > 0:
@@ -504,6 +527,8 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
                 lambda s, cc=cc: calibration.analytic_gaussian_sigma(
                     cc.epsilon_output, cc.delta_output, s), shift, dim, bits=GRID_BITS)
             coef[a], g = exact_noise.gaussian_on_grid(W[a], s_out, rng, bits=GRID_BITS)
+            _warn_if_grid_clamps(g, (R + cc.sigma_objective * math.sqrt(dim) / n_norm)
+                                 / (alphas[a] + cc.extra_l2))
             grids[a], sig_out[a] = g, s_out
         consts.update(grid=grids, sigma_output=sig_out)
     else:

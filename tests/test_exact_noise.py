@@ -365,12 +365,13 @@ def test_gaussian_on_grid_noise_scale():
     assert abs(released.mean()) <= 5 * sigma / math.sqrt(n)
 
 
-def test_gaussian_on_grid_refuses_center_too_large():
+def test_gaussian_on_grid_clamps_a_large_center_and_refuses_a_non_finite_one():
     g = grid_for(1.0)
-    with pytest.raises(ValueError, match="center"):
-        gaussian_on_grid([2.0 ** 52 * g], 1.0, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="center"):
-        gaussian_on_grid([np.inf], 1.0, np.random.default_rng(0))
+    out, _ = gaussian_on_grid([2.0 ** 52 * g], 1.0, np.random.default_rng(0))
+    assert abs(out[0] - (2.0 ** 52 - 2.0 ** 40) * g) < 2.0 ** 30 * g
+    for bad in (np.inf, np.nan):
+        with pytest.raises(ValueError, match="center: must be finite"):
+            gaussian_on_grid([bad], 1.0, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("sigma", [1.0, 0.3, 123.456, 2.0 ** -30 * 3])
@@ -409,3 +410,24 @@ def test_grid_sensitivity_and_calibration():
         calibrate_on_grid(sigma_for, 1.0, 10 ** 12)
     sigma, gg = calibrate_on_grid(sigma_for, 1.0, 10 ** 12, bits=25)
     assert sigma >= sigma_for(grid_sensitivity(1.0, 10 ** 12, gg))
+
+
+def test_a_release_never_aborts_on_its_center_and_clamps_it_to_the_grid_range():
+    """A center beyond the grid's exact range is clamped (1-Lipschitz), not refused: an
+    abort, or an error quoting the center, would depend on the private data."""
+    from dperm import exact_noise as en
+
+    sigma = 1e-12
+    g = en.grid_for(sigma)
+    big = np.array([3.0, -5.0, 0.25 * en.grid_range(g)])
+    assert np.abs(big[:2]).min() > en.grid_range(g)
+    out, g2 = en.gaussian_on_grid(big, sigma, np.random.default_rng(0))
+    assert g2 == g and en.on_grid(out, g)
+    lim = en.grid_range(g)
+    assert abs(out[0] - lim) < 10 * sigma and abs(out[1] + lim) < 10 * sigma
+    assert abs(out[2] - big[2]) < 10 * sigma
+    np.testing.assert_array_equal(en.clamp_to_range(big, g), np.clip(big, -lim, lim))
+    # the error of the unclamped rounding names no value
+    with pytest.raises(ValueError) as err:
+        en.round_to_grid(big, g)
+    assert "3.0" not in str(err.value) and "5.0" not in str(err.value)

@@ -344,3 +344,43 @@ def test_mechanism_bad_data(mech):
         mech(Xn, y, alpha=0.1, epsilon=1.0)
     with pytest.raises(ValueError, match=r"^X: needs at least 2 samples"):
         mech(X[:1], y[:1], alpha=0.1, epsilon=1.0)
+
+
+def test_multinomial_needs_three_classes_or_more():
+    """A 2-class softmax row gradient reaches sqrt(2) R; the calibration for n_classes=2 is
+    the binary one (R): two classes must go through a binary loss."""
+    import dperm
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3)) / 4
+    y = rng.integers(0, 2, 50)
+    with pytest.raises(ValueError, match=r"n_classes.*>= 3.*binary"):
+        dperm.objective_perturbation(X, y, loss="multinomial", n_classes=2, alpha=0.1,
+                                     epsilon=1.0, delta=1e-6)
+    with pytest.raises(ValueError, match=r"n_classes.*>= 3"):
+        dperm.output_perturbation(X, y, loss="multinomial", n_classes=2, alpha=0.1,
+                                  epsilon=1.0, delta=1e-6)
+
+
+def test_amp_with_a_tiny_noise_scale_clamps_and_warns_instead_of_aborting():
+    """tol = 1e-13 makes AMP's output grid so fine that coefficients of a few units pass
+    its exact range: the release is clamped (1-Lipschitz: the guarantee holds) with a
+    warning computed from public numbers, never an abort that depends on the data."""
+    import warnings
+
+    import dperm
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 5))
+    X /= np.linalg.norm(X, axis=1).max()
+    y = np.where(X @ np.ones(5) > 0, 1, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dperm.PrivacyLeakWarning)   # seeded
+        with pytest.warns(UserWarning, match="clamped"):
+            r = dperm.objective_perturbation(X, y, alpha=1e-2, epsilon=0.1, delta=1e-6,
+                                             perturbation="amp", tol=1e-13, random_state=1)
+    from dperm import exact_noise
+
+    g = float(np.ravel(r.grid)[0])
+    assert np.all(np.isfinite(r.coef)) and exact_noise.on_grid(r.coef, g)
+    assert np.abs(r.coef).max() <= exact_noise.grid_range(g) + 1e3 * float(np.ravel(r.sigma_output)[0])
