@@ -7,7 +7,8 @@ delta or an RDP curve is spent, the total is the smallest of several valid bound
 (basic composition, Renyi DP, privacy loss distributions), computed with Google's
 ``dp_accounting`` (imported lazily, on first use).
 
-Neighbouring data sets differ in one row (replace-one, as everywhere in dperm).  A
+Neighbouring data sets differ in one row, under the relation the fits were made for
+(replace-one, dperm's default, or add/remove); compose only events of one relation.  A
 Gaussian event's ``noise_multiplier`` is sigma / Delta with Delta the L2
 sensitivity under THAT relation, i.e. the largest distance between the two
 neighbours' noise-free outputs: the dominating pair is (N(0, sigma^2),

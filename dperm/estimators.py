@@ -88,21 +88,38 @@ def _warn_clipped(clipped, n, data_norm):
 
 
 class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
-    """Epsilon-differentially private linear classifier (Chaudhuri et al. 2011).
+    """Differentially private linear classifier: epsilon-DP (Chaudhuri et al. 2011) or,
+    with delta > 0, (epsilon, delta)-DP with Gaussian noise; two classes or K > 2.
 
     Minimizes (1/n) sum_i loss(y_i f.x_i) + (alpha/2) ||f||^2 and releases the
-    result privately by objective perturbation (Algorithm 2) or output
-    perturbation (Algorithm 1).  Every row is assumed to satisfy
+    result privately by objective perturbation (Algorithm 2), output
+    perturbation (Algorithm 1) or, with delta > 0, approximate minima perturbation.
+    K > 2 classes: one multinomial (softmax) model for the logistic loss with
+    delta > 0, else one-vs-rest (K binary models, each with epsilon/K and delta/K,
+    independent noise).  Every row is assumed to satisfy
     ||x_i||_2 <= data_norm, a PUBLIC bound (rows over it are clipped onto the
     sphere of radius data_norm, or refused).
 
     Parameters
     ----------
     loss : {"logistic", "huber", "smooth_hinge"}
-    perturbation : {"objective", "output", "none"}
-        "none" is the non-private baseline on the same solver (no guarantee).
+    perturbation : {"objective", "output", "amp", "none"}
+        "amp" (delta > 0): approximate minima perturbation, whose guarantee covers
+        the solution the solver returns (gradient norm <= tol, checked).  "none"
+        is the non-private baseline on the same solver (no guarantee).
     epsilon : float > 0
-        Privacy parameter of the released model (per fit).
+        Privacy parameter of the released model (per fit; the total over the K
+        models of a one-vs-rest fit).
+    delta : float in [0, 1)
+        0 (default): the paper's pure epsilon-DP mechanisms.  > 0: Gaussian noise
+        calibrated for (epsilon, delta) (docs/privacy_analysis.md); 1/n**2 is usual.
+    neighbouring : {"replace_one", "add_remove"}
+        The neighbouring relation the guarantee is for: one row replaced (n public,
+        the default) or one row added or removed (then pass n_public).
+    n_public : None or int
+        add_remove only: a public count that normalises the objective (without it n
+        is read from X and a PrivacyLeakWarning says the guarantee then covers data
+        sets of that size only).
     alpha : "auto" (default) or float > 0
         Regularization strength Lambda (units of loss / ||f||^2). "auto" picks
         it by a rule of public quantities only (n, d, epsilon, data_norm, the
@@ -118,9 +135,10 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     fit_intercept : bool
         Append the public constant feature R and scale rows by 1/sqrt(2) so the
         bound still holds; the intercept is regularized like every coefficient.
-    classes : None or sequence of two labels
-        The PUBLIC label set ([negative, positive]). If None, it is read from y
-        and a PrivacyLeakWarning says so.
+    classes : None or sequence of labels
+        The PUBLIC label set: two labels ([negative, positive]) or every one of
+        K > 2 classes, in the order of the model's scores. If None, it is read
+        from y and a PrivacyLeakWarning says so.
     tol, max_iter, n_threads : solver controls (gradient-norm tolerance; see dperm.erm.minimize).
     solver : {"auto", "lbfgs", "newton"}
         Batched L-BFGS or trust-region Newton-CG (dperm.erm.minimize); "auto" is
@@ -133,21 +151,24 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         Generator is never reused as is: each fit, and each clone, draws from
         its own spawned child stream.
     accountant : None or BudgetAccountant
-        If given, each fit checks and spends epsilon from it.
+        If given, each fit checks its privacy events (epsilon, or the Gaussian
+        mechanism's) against it before touching the data, and spends them.
 
     Attributes
     ----------
     Releasable (functions of public inputs and the noisy model):
 
-    coef_ : ndarray (1, n_features)
-    intercept_ : ndarray (1,)
-    classes_ : ndarray (2,), [negative, positive]
+    coef_ : ndarray (1, n_features), or (K, n_features) for K > 2 classes
+    intercept_ : ndarray (1,) or (K,)
+    classes_ : ndarray (2,), [negative, positive], or (K,)
     alpha_ : float, the Lambda used (a public rule's value when alpha="auto")
     n_features_in_ : int
     feature_names_in_ : ndarray (n_features,) of str, when X was a DataFrame
-    privacy_ : dict of public values: mechanism, loss, epsilon, epsilon_prime,
-        delta (the paper's extra regularizer Delta), beta, alpha, data_norm, h,
-        curvature, n_samples.
+    privacy_ : dict of public values: mechanism, noise, loss, epsilon (per model)
+        and epsilon_total, delta (the (epsilon, delta) parameter) and delta_total,
+        neighbouring, n_samples (n, or n_public), n_classes, multiclass,
+        epsilon_prime, extra_l2 (the paper's Delta), beta, sigma, sigma_output,
+        grid, alpha, data_norm, h, curvature.  Values that do not apply are None.
 
     NOT releasable:
 

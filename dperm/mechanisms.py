@@ -28,7 +28,7 @@ the rounding's sqrt(d) g added to the sensitivity (output perturbation and AMP, 
 releases are therefore float-safe); Laplace output noise is added to the rounded
 minimiser and the sum rounded to the grid.  Objective perturbation releases its
 minimiser as solved: like the paper's proof, its guarantee assumes exact arithmetic
-(docs/privacy_analysis.md, section "floating point").
+(docs/privacy_analysis.md, section 10, "Floating point").
 """
 import math
 import warnings
@@ -199,7 +199,14 @@ def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
         if neighbouring != "add_remove":
             raise ValueError("n_public: only used with neighbouring='add_remove' (under "
                              "replace_one the row count n is public and is used as it is)")
-        check_positive(n_public, "n_public")
+        # a count: the record keeps it as an integer, and the calibration must use
+        # the very number recorded
+        if isinstance(n_public, bool) or not isinstance(
+                n_public, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(n_public) and float(n_public).is_integer()
+                        and n_public >= 1):
+            raise ValueError(f"n_public: must be a positive integer (a public count of rows), "
+                             f"got {n_public!r}")
         return delta, neighbouring, float(n_public)
     if neighbouring == "add_remove" and warn:
         warnings.warn(
@@ -514,7 +521,7 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     W = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size, n_draws) + shape)
     if perturbation == "amp":
         gn = np.asarray(res.grad_norm).reshape(alphas.size, n_draws) * (n / n_norm)
-        if np.any(gn > tol_used):
+        if not np.all(gn <= tol_used):          # (a NaN norm is refused too)
             raise RuntimeError(
                 f"perturbation='amp': the solver stopped above the gradient tolerance "
                 f"tol={tol_used:g} that the output noise was calibrated for; nothing is "
@@ -533,8 +540,8 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
         consts.update(grid=grids, sigma_output=sig_out)
     else:
         # released as solved: rounding a minimiser to a grid would not make the exact-
-        # arithmetic proof cover floating point (docs/privacy_analysis.md, "floating
-        # point"); perturbation="amp" is the float-safe member of this family
+        # arithmetic proof cover floating point (docs/privacy_analysis.md, section 10);
+        # perturbation="amp" is the float-safe member of this family
         coef = W
     return _fit(perturbation, noise, lo, K, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
                 n_draws, coef, res, consts)

@@ -20,8 +20,9 @@ disjoint and the randomness of every step independent, so releasing all the
 models and the chosen index is epsilon-DP (parallel composition), and so is
 releasing the chosen model alone.
 
-Utility (Theorem 9): with probability at least 1 - delta the chosen model makes
-at most z_min + 2 log(m / delta) / epsilon mistakes on the validation part.
+Utility (Theorem 9): with probability at least 1 - beta the chosen model makes
+at most z_min + 2 log(m / beta) / epsilon mistakes on the validation part (beta a
+failure probability of the utility bound, not a privacy parameter).
 """
 import numbers
 from collections.abc import Iterator, Mapping
@@ -236,8 +237,9 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
     (epsilon, delta)-DP (delta > 0; delta the largest of the grid's), since each row
     reaches one model or the selection -- provided that the grid, the label set and
     every bound the estimator uses are public, i.e. fixed before seeing the
-    data.  By Theorem 9, with probability >= 1 - delta the chosen model makes
-    at most min_i z_i + 2 log(m / delta) / epsilon mistakes on part m + 1.
+    data.  By Theorem 9, with probability >= 1 - beta the chosen model makes
+    at most min_i z_i + 2 log(m / beta) / epsilon mistakes on part m + 1 (beta:
+    the utility bound's failure probability, not the privacy delta).
     Each model sees only about n / (m + 1) rows, so keep the grid small.
 
     Parameters

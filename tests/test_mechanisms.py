@@ -384,3 +384,13 @@ def test_amp_with_a_tiny_noise_scale_clamps_and_warns_instead_of_aborting():
     g = float(np.ravel(r.grid)[0])
     assert np.all(np.isfinite(r.coef)) and exact_noise.on_grid(r.coef, g)
     assert np.abs(r.coef).max() <= exact_noise.grid_range(g) + 1e3 * float(np.ravel(r.sigma_output)[0])
+
+
+@pytest.mark.parametrize("bad", [2.5, 0, -3, float("nan"), True, "100"])
+def test_n_public_must_be_a_whole_count(bad):
+    import dperm
+
+    X = np.eye(3) / 2
+    with pytest.raises(ValueError, match="n_public"):
+        dperm.objective_perturbation(X, [1, -1, 1], alpha=0.1, epsilon=1.0, delta=1e-6,
+                                     neighbouring="add_remove", n_public=bad)
