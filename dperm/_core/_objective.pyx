@@ -79,6 +79,25 @@ cdef inline Py_ssize_t _threads_for(Py_ssize_t n, Py_ssize_t d, int n_threads) n
     return t if t < cap else cap
 
 
+cdef inline Py_ssize_t _read_block(const floating* X, const double* s, const double* icpt,
+                                   Py_ssize_t i, Py_ssize_t nr, Py_ssize_t i1, Py_ssize_t rb,
+                                   Py_ssize_t dx, Py_ssize_t d, double* xb,
+                                   Py_ssize_t ldx) noexcept nogil:
+    """Rows i .. i+nr of X, each times its weight s (a label, or a scale), into the block
+    buffer xb, with the intercept column's s icpt when d > dx.  Returns the bytes of
+    this thread's next block (rows up to i1, at most rb of them): what to prefetch."""
+    cdef Py_ssize_t r, nxt
+    # rows times their labels: margins y w.x come out of the dots directly
+    read_rows(X + i * dx, s + i, nr, dx, xb, ldx)
+    if d > dx:
+        for r in range(nr):
+            xb[r * ldx + dx] = s[i + r] * icpt[i + r]
+    nxt = i1 - i - nr
+    if nxt > rb:
+        nxt = rb
+    return nxt * dx * <Py_ssize_t> sizeof(floating)
+
+
 cdef int objective_pass(
     int mode, const floating* X, const double* y, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
     const double* icpt, int loss, double h, const double* W, const double* V, const double* l2,
@@ -115,7 +134,7 @@ cdef int objective_pass(
     # the active weight (and direction) vectors, packed with the block's row stride
     cdef double* Wp = buf + nt * per
     cdef double* Vp = Wp + m * ldx
-    cdef Py_ssize_t t, i0, i1, i, r, nr, j, p, kk, cnt, nxt, pfb, pfh
+    cdef Py_ssize_t t, i0, i1, i, r, nr, j, p, kk, cnt, pfb, pfh
     cdef const char* pfp
     cdef double* xb
     cdef double* gacc
@@ -148,17 +167,9 @@ cdef int objective_pass(
             if nr > rb:
                 nr = rb
             cnt = nr * m
-            # rows times their labels: margins y w.x come out of the dots directly
-            read_rows(X + i * dx, y + i, nr, dx, xb, ldx)
-            if d > dx:
-                for r in range(nr):
-                    xb[r * ldx + dx] = y[i + r] * icpt[i + r]
+            pfb = _read_block(X, y, icpt, i, nr, i1, rb, dx, d, xb, ldx)
             # the next block of this thread's rows is prefetched, half during the
             # margins and half during the gradient update
-            nxt = i1 - i - nr
-            if nxt > rb:
-                nxt = rb
-            pfb = nxt * dx * <Py_ssize_t> sizeof(floating)
             pfh = pfb // 128 * 64
             pfp = <const char*> (X + (i + nr) * dx)
             if mode == PASS_VALUE_GRAD:
@@ -241,7 +252,7 @@ cdef int softmax_pass(const floating* X, const double* s, const int64_t* cls, Py
         return -1
     cdef double* buf = <double*> ((<size_t> raw + 63) & ~(<size_t> 63))
     cdef double* Wp = buf + nt * per
-    cdef Py_ssize_t t, i0, i1, i, r, nr, j, p, nxt, pfb, pfh
+    cdef Py_ssize_t t, i0, i1, i, nr, j, p, pfb, pfh
     cdef const char* pfp
     cdef double* xb
     cdef double* gacc
@@ -268,14 +279,7 @@ cdef int softmax_pass(const floating* X, const double* s, const int64_t* cls, Py
             nr = i1 - i
             if nr > rb:
                 nr = rb
-            read_rows(X + i * dx, s + i, nr, dx, xb, ldx)
-            if d > dx:
-                for r in range(nr):
-                    xb[r * ldx + dx] = s[i + r] * icpt[i + r]
-            nxt = i1 - i - nr
-            if nxt > rb:
-                nxt = rb
-            pfb = nxt * dx * <Py_ssize_t> sizeof(floating)
+            pfb = _read_block(X, s, icpt, i, nr, i1, rb, dx, d, xb, ldx)
             pfh = pfb // 128 * 64
             pfp = <const char*> (X + (i + nr) * dx)
             dperm_block_dots(xb, nr, d, ldx, Wp, mK, zb, pfp, pfh)
