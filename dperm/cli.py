@@ -195,6 +195,15 @@ def cmd_reproduce(args):
         accepted = inspect.signature(runner).parameters
     except (TypeError, ValueError):
         accepted = {"n_threads": None}
+    if args.pima is not None:
+        from dperm.datasets._pima import PIMA_ENV
+
+        if not os.path.isfile(args.pima):
+            raise _UsageError(f"--pima {args.pima!r} is not a file")
+        if args.what not in ("nips2008", "all"):
+            _note(f"--pima is not used by `reproduce {args.what}`")
+        # the runners (and `all`'s report) read the Pima file from this variable
+        os.environ[PIMA_ENV] = os.path.abspath(args.pima)
     if "n_threads" in accepted:
         kwargs["n_threads"] = args.threads
     elif args.threads is not None:
@@ -1187,6 +1196,9 @@ def build_parser():
     r.add_argument("--threads", type=_positive_int, default=None, metavar="N",
                    help="OpenMP threads (default: all cores)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--pima", default=None, metavar="CSV",
+                   help="nips2008 / all: the Pima Indians Diabetes CSV (not shipped; default "
+                        "$DPERM_PIMA; without it the Pima rows say 'not run')")
     r.set_defaults(func=cmd_reproduce)
 
     # info

@@ -7,6 +7,8 @@ public bounds and category lists. :func:`load_kddcup99` loads the 10% sample
 of the KDD Cup 1999 data (Stolfo et al. 1999, UCI KDD Archive / UCI Machine
 Learning Repository, CC BY 4.0), the paper's second data set, with public
 bounds (the default) or the paper's preprocessing.
+:func:`load_pima` reads the Pima Indians Diabetes data (Smith et al. 1988; not shipped:
+from a path or ``$DPERM_PIMA``), one of the NIPS 2008 paper's two UCI data sets.
 :func:`make_onehot_classification` generates synthetic one-hot encoded
 tabular data (scipy.sparse CSR) shaped like a census extract.
 """
@@ -31,6 +33,7 @@ from ._kddcup99 import (
     KDDCUP99_SYMBOLIC_COLUMNS,
     load_kddcup99,
 )
+from ._pima import PIMA_COLUMNS, PIMA_PUBLIC_BOUNDS, load_pima
 from ._synthetic import make_onehot_classification
 
 __all__ = [
@@ -47,8 +50,11 @@ __all__ = [
     "KDDCUP99_PUBLIC_BOUNDS",
     "KDDCUP99_PUBLIC_CATEGORIES",
     "KDDCUP99_SYMBOLIC_COLUMNS",
+    "PIMA_COLUMNS",
+    "PIMA_PUBLIC_BOUNDS",
     "encode_public",
     "load_adult",
     "load_kddcup99",
+    "load_pima",
     "make_onehot_classification",
 ]

@@ -1,226 +1,172 @@
-"""The experiments of Chaudhuri & Monteleoni, "Privacy-preserving logistic
-regression", NIPS 2008 (the conference predecessor of the JMLR 2011 paper),
-logistic loss only.
+"""The experiments of Chaudhuri & Monteleoni, "Privacy-preserving logistic regression",
+NIPS 2008 (the conference predecessor of the JMLR 2011 paper), beside the paper's numbers.
 
-What was available to write this, and what was not
----------------------------------------------------
-Only the 2008 paper's abstract and the opening of its introduction could be
-read from the stored copies of the proceedings text; its Sections 3-5 (the
-example distribution, the privacy proof of the new method, the experiments
-and their tables) could not.  So:
+Everything below is read from the paper's text (``shared/papers`` of the project; the
+transcribed tables are :data:`PAPER`); where the text is silent we say what we chose.
 
-* the data-set parameters below (d, gamma, epsilon, Lambda, margins, n, the
-  Breast Cancer Lambda) are the ones of the task that asked for this
-  reproduction, not read from the paper;
-* :func:`sample_d_gamma` is OUR hard case for the sensitivity method, built to
-  show what the abstract states ("for certain data distributions, this
-  algorithm has poor learning generalization, compared with standard
-  regularized logistic regression"); it is not the paper's D_d(gamma), whose
-  definition we could not read;
-* :data:`PAPER` holds the paper's reported means and standard deviations; every
-  entry is ``None`` (not retrieved), and the text output says so instead of
-  inventing a comparison.  Filling an entry (mean, std) turns on the
-  difference and within-one-standard-deviation columns.
+The model: J(w) = (Lambda/2) ||w||^2 + (1/n) sum_i log(1 + exp(-y_i w.x_i)), no intercept
+("the best separator passes through the origin"), ||x_i|| <= 1. Sensitivity method
+(Algorithm 1): w* + noise of scale 2/(n Lambda eps). New method (Algorithm 2): the minimiser
+of J(w) + b.w/n with noise of scale 2/eps. The noise law has two readings (the 2008 text's
+Laplace-distributed norm, the slides' Gamma(d, .) norm) -- see
+:mod:`dperm.experiments._nips2008_common`; every private column is run under both, and a
+third column is dperm's eps-DP Algorithm 2 (the JMLR 2011 calibration).
 
-The two calibrations of the new method (objective perturbation)
-----------------------------------------------------------------
-Both papers minimise the same objective, with the same normalisation:
+Protocols
+---------
+* Figure 1 (Section 3.1): D_d(gamma), the 2^d corners of the hypercube scaled so that the
+  first coordinate is +-gamma and the others +-sqrt((1 - gamma^2)/(d - 1)) (every norm is 1),
+  label = sign of the first coordinate; d = 10, gamma = 0.001, eps = 0.2, Lambda = gamma
+  and gamma^2, n = 100 ... 700 (the figure's axis, "N/100" = 1 ... 7). The paper measures on a
+  1000-point holdout with 10 random restarts; we compute the error exactly over the 2^d
+  support points (the holdout's expectation), over 10 training sets x 10 noise draws.
+* Figure 2 (table): 1250 points uniform on the unit sphere of R^20 with no mass within the
+  margin (0.1, 0.05) of a random hyperplane through the origin; Pima Indians Diabetes (768 x
+  8) and Breast Cancer Wisconsin Diagnostic (569 x 30); 5-fold cross-validation (training
+  sets of 1000, 614 and 455 rows: the table's N = 1000, 600, 450), 10 random restarts of
+  each private method per fold, Lambda as the paper tuned it (0.01 for margin 0.1, 0.001 for
+  margin 0.05, 1e-6 for the UCI data); eps = 0.2, the value of every eps-specific caption
+  (the table's own caption does not print it). Mean and standard deviation over the five
+  folds of the per-fold mean error, as the paper prints.
+* The UCI preprocessing (the text only says rows have norm <= 1 and classification depends
+  on the angle): we measured the non-private column under five readings
+  (:data:`UCI_PREPROCESSINGS`) and use the one that reproduces it on both data sets, raw
+  attributes with every row divided by the data set's largest row norm ("max_norm"; the
+  table ``nips2008_uci_preprocessing.csv`` shows all five). Standardising the columns makes
+  the non-private error far lower than the paper's (Pima 0.26 against 0.32). The text gives
+  Breast Cancer 32 dimensions: the file's 32 columns are an id, the diagnosis and the 30
+  attributes we use.
+* Figure 3: error against eps (the paper: margin 0.1, eps up to 0.2; we run both margins
+  and eps from 0.01 to 2, which also gives, for each paper cell, the eps at which our curve
+  reaches the paper's number: the "equivalent eps" of the text output).
+* Figure 4: learning curves over the same 5 folds, training on the first N rows of each
+  training fold: N = 100, 200, ..., 1000 for the sphere data, 50, 100, ... for Pima and
+  Breast Cancer.
+* The earlier version's experiments: :mod:`dperm.experiments.nips2008_early`.
 
-    J(f) = (1/n) sum_i log(1 + exp(-y_i f.x_i)) + (Lambda/2) ||f||^2,  ||x_i|| <= 1.
-
-* Sensitivity method (output perturbation): identical in both papers.  The
-  minimiser's L2 sensitivity is 2/(n Lambda), so f* + b with density of b
-  proportional to exp(-n Lambda eps ||b|| / 2).
-* New method, "NIPS 2008 calibration": argmin J(f) + b.f/n with b of density
-  proportional to exp(-eps ||b|| / 2), i.e. beta = eps/2 and Delta = 0 for
-  every Lambda (no slack).  This is the 2008 algorithm as public
-  implementations of it draw the noise (||b|| ~ Gamma(d, 2/eps)); the JMLR
-  paper says of the slack it adds that it "is due to additional factors in
-  bounding the ratio of the densities", i.e. the factors the 2008 calibration
-  does not pay for.
-* New method, "JMLR 2011 calibration" (dperm's Algorithm 2):
-  eps' = eps - log(1 + 2c/(n Lambda) + c^2/(n Lambda)^2) with c = 1/4 for
-  the logistic loss; if eps' <= 0, Delta = c/(n(e^{eps/4} - 1)) - Lambda and
-  eps' = eps/2; beta = eps'/2.
-
-Why the 2011 version is the corrected one.  The output f determines the
-noise, b_D(f) = -n grad J_D(f), and the density of f is the density of
-b_D(f) times |det d b_D / d f| = det(n Lambda I + sum_i l''(y_i f.x_i) x_i x_i^T).
-Between neighbouring data sets the noise term changes by at most
-exp(beta ||b_D - b_D'||) <= exp(2 beta), but the determinant changes too: by
-a factor up to (1 + c/(n Lambda))^2.  With beta = eps/2 and no slack the
-privacy loss can therefore reach eps + 2 log(1 + c/(n Lambda)) (our
-:func:`epsilon_bound`), which is far above eps whenever n Lambda is not large
-against c; the 2011 constants make this bound exactly eps.  This is not only a
-loose bound: on a one-dimensional pair of neighbouring data sets the exact log
-ratio of the output densities of the 2008 calibration exceeds eps (the test
-`test_nips2008_calibration_exceeds_epsilon` computes it), while the 2011
-calibration stays under eps.  Where the two calibrations' errors differ, the
-2008 column is bought with a weaker privacy guarantee than its nominal eps;
-the tables show that bound next to it.
-
-Protocols (ours, where the paper's could not be read)
------------------------------------------------------
-* Figure 1, learning curves on D_d(gamma): d = 10, gamma = 0.001, eps = 0.2,
-  Lambda = gamma and gamma^2; for each training size, fresh data sets and
-  fresh noise draws; the test error is computed exactly from the distribution.
-* Figure 2 (table): uniform on the unit sphere in R^20, labels by a random
-  hyperplane through the origin, points closer than the margin (0.1, 0.05)
-  to it removed (rejection, so exactly n = 1250 remain); 10-fold
-  cross-validation, eps = 0.2, every mechanism run 50 times per fold; each
-  method at its best Lambda on a grid (selected on the test folds, as the
-  JMLR paper's tables do: an optimistic, non-private choice).  Mean and
-  standard deviation over all (fold, run) errors.
-* Figure 3: the same data and protocol, error against eps at each method's
-  Lambda of the table.
-* Figure 4: learning curves on the sphere data (same hyperplane), fresh
-  training sets of each size, a fixed test set of 10,000 points.
-* Breast Cancer Wisconsin (Diagnostic), sklearn's copy (569 rows, 30
-  features): columns standardised, then every row scaled to norm 1;
-  10-fold cross-validation, eps = 0.2, Lambda = 1e-6 (and a Lambda grid
-  alongside); 50 runs per fold.  The standardisation reads means and standard
-  deviations from the data: fine for a reproduction, not for a release.
-* Pima Indians Diabetes: not shipped and not downloadable here; reported as
-  "not available offline, not run".
-
-Every private problem of one data set is solved in ONE batched call to
-:func:`dperm.erm.minimize` (all Lambda, calibrations and draws); the two
-calibrations share their noise draws (one direction and Gamma variate,
-scaled by each calibration's beta), so their difference is not noise.  The
-seeds make runs reproducible and void the privacy guarantee: this is an
-experiment, not a release.
+Every private problem of a training set is solved in ONE batched call to
+:func:`dperm.erm.minimize`. The seeds make runs reproducible and void the privacy guarantee:
+this is an experiment, not a release.
 """
-import csv
 import os
 import time
 
 import numpy as np
 
-from dperm import erm
+from dperm.experiments import _nips2008_common as cm
+from dperm.experiments import nips2008_early as early
+from dperm.experiments._nips2008_common import (  # noqa: F401  (documented names)
+    CALIBRATION_LABELS,
+    CALIBRATIONS,
+    COLUMNS,
+    KEYS,
+    LOGISTIC_C,
+    METHOD_LABELS,
+    METHODS,
+    READING_LABELS,
+    READINGS,
+    calibration_constants,
+    epsilon_bound,
+    nips2008_objective_constants,
+    sample_noise,
+)
 from dperm.experiments._progress import Progress, plural
-from dperm.mechanisms import add_output_noise, objective_perturbation_constants
-from dperm.noise import sample_l2_laplace
 
 __all__ = [
-    "CALIBRATIONS", "CALIBRATION_LABELS", "METHODS", "METHOD_LABELS", "PAPER", "PAPER_NOTE",
-    "PIMA_LINE", "LOGISTIC_C", "sample_d_gamma", "d_gamma_error", "sample_sphere_margin",
-    "load_breast_cancer_paper", "nips2008_objective_constants", "calibration_constants",
-    "epsilon_bound", "run_nips2008", "write_nips2008", "format_nips2008", "reproduce_nips2008",
+    "CALIBRATIONS", "CALIBRATION_LABELS", "COLUMNS", "KEYS", "METHODS", "METHOD_LABELS",
+    "READINGS", "READING_LABELS", "PAPER", "LOGISTIC_C", "UCI_PREPROCESSINGS",
+    "sample_d_gamma", "d_gamma_support", "d_gamma_error", "sample_sphere_margin",
+    "load_breast_cancer_paper", "load_pima_paper", "preprocess_uci", "sample_noise",
+    "nips2008_objective_constants", "calibration_constants", "epsilon_bound", "run_nips2008",
+    "write_nips2008", "format_nips2008", "reproduce_nips2008",
 ]
 
-#: curvature bound c of the logistic loss (l'' <= 1/4)
-LOGISTIC_C = 0.25
-
-CALIBRATIONS = ("nips2008", "jmlr2011")
-CALIBRATION_LABELS = {"nips2008": "NIPS 2008 calibration", "jmlr2011": "JMLR 2011 calibration"}
-
-#: result keys of the four columns; the sensitivity method is the same under both calibrations
-METHODS = ("nonprivate", "sensitivity", "new_nips2008", "new_jmlr2011")
-METHOD_LABELS = {
-    "nonprivate": "non-private",
-    "sensitivity": "sensitivity method (both calibrations)",
-    "new_nips2008": "new method, NIPS 2008 calibration",
-    "new_jmlr2011": "new method, JMLR 2011 calibration",
-}
-_SHORT = {"nonprivate": "non-private", "sensitivity": "sensitivity",
-          "new_nips2008": "new, NIPS 2008 cal.", "new_jmlr2011": "new, JMLR 2011 cal."}
-
-PAPER_NOTE = ("paper's numbers not retrieved: only the abstract and the opening of the "
-              "introduction of the NIPS 2008 text could be read, so no paper column is filled "
-              "and no 'within the paper's standard deviation' verdict is made")
-
-#: The paper's reported (mean, std) per table cell; None = not retrieved (see PAPER_NOTE).
+#: The paper's printed (mean, standard deviation over five folds). Figure 2 of the NIPS 2008
+#: text; "early" is the earlier version's table as the talk slides print it (N = 17,500).
+#: Keys: data set -> the paper's column ("sensitivity", "new", "standard").
 PAPER = {
-    "figure2": {(margin, m): None for margin in (0.1, 0.05) for m in METHODS},
-    "breast_cancer": {m: None for m in METHODS},
-    "pima": {m: None for m in METHODS},
+    "margin 0.1": {"sensitivity": (0.0924, 0.0522), "new": (0.0259, 0.0149),
+                   "standard": (0.0, 0.0)},
+    "margin 0.05": {"sensitivity": (0.2842, 0.0283), "new": (0.0687, 0.0202),
+                    "standard": (0.0, 0.0)},
+    "pima": {"sensitivity": (0.4976, 0.0546), "new": (0.4262, 0.0496),
+             "standard": (0.3184, 0.0155)},
+    "breast_cancer": {"sensitivity": (0.4569, 0.0655), "new": (0.1900, 0.0554),
+                      "standard": (0.0755, 0.0381)},
 }
+PAPER_N = {"margin 0.1": 1000, "margin 0.05": 1000, "pima": 600, "breast_cancer": 450}
+DATASET_LABELS = {"margin 0.1": "Uniform, margin 0.1", "margin 0.05": "Uniform, margin 0.05",
+                  "pima": "UCI Pima Diabetes", "breast_cancer": "UCI Breast Cancer"}
 
-PIMA_LINE = "Pima: not available offline, not run"
+#: readings of "rows of norm at most one" for the UCI data (see the module docstring)
+UCI_PREPROCESSINGS = ("max_norm", "row_norm", "standardize_row_norm", "minmax_max_norm",
+                      "standardize_max_norm")
+UCI_PREPROCESSING = "max_norm"
 
-# ------------------------------------------------------------------ settings
 FULL = dict(
-    dg_d=10, dg_gamma=1e-3, dg_eps=0.2,
-    dg_sizes=(100, 300, 1000, 3000, 10000, 30000, 100000), dg_datasets=10, dg_draws=10,
-    sp_d=20, sp_margins=(0.1, 0.05), sp_n=1250, sp_eps=0.2, sp_folds=10, sp_folds_run=10,
-    sp_runs=50, sp_lambda_exponents=tuple(np.arange(-6.0, 2.01, 0.5)),
-    sp_epsilons=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
-    sp_sizes=(50, 100, 200, 500, 1000, 2000, 5000, 10000), sp_curve_datasets=10,
-    sp_curve_draws=10, sp_test=10000,
-    bc_eps=0.2, bc_lambda=1e-6, bc_lambda_exponents=(-6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0),
-    bc_folds=10, bc_folds_run=10, bc_runs=50,
+    dg_d=10, dg_gamma=1e-3, dg_eps=0.2, dg_sizes=(100, 200, 300, 400, 500, 600, 700),
+    dg_datasets=10, dg_draws=10,
+    sp_d=20, sp_n=1250, sp_margins=((0.1, 0.01), (0.05, 0.001)), eps=0.2, folds=5,
+    folds_run=5, runs=10, uci_lambda=1e-6,
+    sp_lambda_exponents=tuple(np.arange(-6.0, 1.01, 0.5)),
+    epsilons=(0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.5, 1.0, 2.0),
+    sp_sizes=tuple(range(100, 1001, 100)), pima_sizes=tuple(range(50, 601, 50)),
+    bc_sizes=tuple(range(50, 451, 50)),
 )
 QUICK = dict(
-    FULL, dg_sizes=(100, 1000, 10000), dg_datasets=2, dg_draws=5,
-    sp_folds_run=2, sp_runs=10, sp_lambda_exponents=(-6.0, -4.0, -2.0, -1.0, 0.0, 1.0),
-    sp_epsilons=(0.05, 0.2, 1.0), sp_sizes=(100, 1000), sp_curve_datasets=2, sp_curve_draws=5,
-    sp_test=2000, bc_lambda_exponents=(-6.0, -3.0, 0.0), bc_folds_run=2, bc_runs=10,
+    FULL, dg_sizes=(100, 400, 700), dg_datasets=2, dg_draws=3, folds_run=2, runs=4,
+    sp_lambda_exponents=(-4.0, -2.0, 0.0), epsilons=(0.02, 0.2, 2.0),
+    sp_sizes=(100, 1000), pima_sizes=(100, 600), bc_sizes=(100, 450),
 )
-
-# the solver's defaults are tight (1e-10); tiny Lambda with the 2008 noise can put the minimiser
-# far out where the loss is flat, so allow more iterations and record who did not converge
-_MAX_ITER = 5000
 
 
 # ------------------------------------------------------------------ data
-def _rng(random_state):
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(random_state)
+def d_gamma_support(d=10, gamma=0.001):
+    """The 2^d points of D_d(gamma) (uniform over them) and their labels: X (2^d, d), y (2^d,).
+
+    Corners s of {-1, +1}^d scaled to (gamma s_1, c s_2, ..., c s_d), c = sqrt((1 -
+    gamma^2)/(d - 1)), so every norm is 1; the label is s_1 (the sign of the first
+    coordinate), and (1, 0, ..., 0) classifies perfectly with margin gamma.
+    """
+    d = int(d)
+    if d < 2 or not 0.0 < gamma < 1.0:
+        raise ValueError(f"d_gamma_support: need d >= 2 and 0 < gamma < 1, got {d}, {gamma}")
+    s = 1.0 - 2.0 * ((np.arange(2 ** d)[:, None] >> np.arange(d)) & 1)
+    scale = np.full(d, np.sqrt((1.0 - gamma * gamma) / (d - 1)))
+    scale[0] = gamma
+    return s * scale, s[:, 0].copy()
 
 
 def sample_d_gamma(n, d=10, gamma=0.001, random_state=None):
-    """n examples of our D_d(gamma) (NOT the paper's definition, which we could not read).
-
-    Each example picks a coordinate j uniformly in {1..d} and a label y
-    uniformly in {-1, +1}; x = y e_j with probability 1 - gamma and
-    x = -y e_j (label noise) with probability gamma.  Every ||x|| = 1.
-    The Bayes classifier is f = (1, ..., 1) with error gamma.
-
-    Why it separates the two mechanisms: each coordinate is its own
-    one-dimensional problem whose minimiser f_j is about log(1/gamma) for
-    small Lambda, and the data's curvature along e_j, about
-    l''(f_j)/d, is far above Lambda.  The new method's perturbation b/n is
-    damped by that curvature, so it errs only while ||b||/n is comparable to
-    it; the sensitivity method's noise has norm about 2d/(n Lambda eps)
-    whatever the data, so with Lambda = gamma^2 it needs about 1/gamma^2
-    times more data to stop flipping coordinates.
-
-    Returns X (n, d) float64 and y (n,) in {-1.0, +1.0}.
-    """
+    """n examples drawn uniformly from the 2^d points of D_d(gamma) (see d_gamma_support)."""
     n, d = int(n), int(d)
-    if n < 1 or d < 1 or not 0.0 <= gamma < 0.5:
-        raise ValueError(f"sample_d_gamma: need n, d >= 1 and 0 <= gamma < 0.5, got {n}, {d}, {gamma}")
-    rng = _rng(random_state)
-    j = rng.integers(0, d, size=n)
-    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-    flip = rng.random(n) < gamma
-    X = np.zeros((n, d))
-    X[np.arange(n), j] = np.where(flip, -y, y)
-    return X, y
+    if n < 1:
+        raise ValueError(f"sample_d_gamma: need n >= 1, got {n}")
+    X, y = d_gamma_support(d, gamma)
+    idx = cm.rng_of(random_state).integers(0, X.shape[0], size=n)
+    return X[idx], y[idx]
 
 
-def d_gamma_error(coef, gamma):
-    """Exact test error of linear classifiers coef (..., d) on D_d(gamma) (score 0 = mistake)."""
+def d_gamma_error(coef, gamma, d=None):
+    """Exact test error on D_d(gamma) of linear classifiers coef (..., d): the fraction of the
+    2^d support points with y w.x <= 0."""
     coef = np.asarray(coef, dtype=np.float64)
-    wrong_clean = coef <= 0          # clean point y e_j: margin f_j
-    wrong_noisy = coef >= 0          # noisy point -y e_j: margin -f_j
-    return ((1.0 - gamma) * wrong_clean + gamma * wrong_noisy).mean(axis=-1)
+    X, y = d_gamma_support(coef.shape[-1] if d is None else d, gamma)
+    return cm.test_errors(coef, X, y)
 
 
 def sample_sphere_margin(n, d=20, margin=0.1, w=None, random_state=None):
     """n points uniform on the unit sphere of R^d, labelled by a hyperplane, margin removed.
 
-    w: the unit normal of the hyperplane through the origin (drawn uniformly
-    when None).  Points with |w.x| < margin are discarded and replaced
-    (rejection sampling), so exactly n points remain; y = sign(w.x).
-    Returns (X (n, d), y (n,), w (d,)).
+    w: the unit normal of the hyperplane through the origin (drawn uniformly when None).
+    Points with |w.x| < margin are discarded and replaced (rejection sampling), so exactly
+    n points remain; y = sign(w.x). Returns (X (n, d), y (n,), w (d,)).
     """
     n, d = int(n), int(d)
     if n < 1 or d < 2 or not 0.0 <= margin < 1.0:
         raise ValueError("sample_sphere_margin: need n >= 1, d >= 2, 0 <= margin < 1, "
                          f"got {n}, {d}, {margin}")
-    rng = _rng(random_state)
+    rng = cm.rng_of(random_state)
     if w is None:
         w = rng.standard_normal(d)
     w = np.asarray(w, dtype=np.float64)
@@ -236,112 +182,44 @@ def sample_sphere_margin(n, d=20, margin=0.1, w=None, random_state=None):
     return X, np.where(X @ w > 0, 1.0, -1.0), w
 
 
-def load_breast_cancer_paper():
-    """Breast Cancer Wisconsin (Diagnostic) from scikit-learn, preprocessed for the experiment.
+def preprocess_uci(X, how=UCI_PREPROCESSING):
+    """Rows of norm <= 1 from raw attributes, by one of :data:`UCI_PREPROCESSINGS`.
 
-    Columns standardised (mean 0, std 1, read from the data: reproduction
-    only), then each row divided by its norm so ||x_i|| = 1.  Labels: +1 =
-    benign (scikit-learn's target 1), -1 = malignant.  Returns (X, y).
+    max_norm: X / (largest row norm); row_norm: every row to norm 1; standardize_*: columns
+    to mean 0, sd 1 first; minmax_max_norm: columns to [0, 1] first. All read statistics from
+    the data (reproduction only, not a private pipeline).
     """
+    X = np.asarray(X, dtype=np.float64)
+    if how.startswith("standardize"):
+        sd = X.std(axis=0)
+        X = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    elif how.startswith("minmax"):
+        span = X.max(axis=0) - X.min(axis=0)
+        X = (X - X.min(axis=0)) / np.where(span > 0, span, 1.0)
+    elif how not in ("max_norm", "row_norm"):
+        raise ValueError(f"preprocess: expected one of {UCI_PREPROCESSINGS}, got {how!r}")
+    norms = np.linalg.norm(X, axis=1)
+    if how.endswith("row_norm"):
+        return X / np.where(norms > 0, norms, 1.0)[:, None]
+    return X / norms.max()
+
+
+def load_breast_cancer_paper(preprocess=UCI_PREPROCESSING):
+    """Breast Cancer Wisconsin (Diagnostic) from scikit-learn (569 x 30), preprocessed for the
+    experiment (:func:`preprocess_uci`). Labels: +1 = benign, -1 = malignant."""
     from sklearn.datasets import load_breast_cancer
 
     X, t = load_breast_cancer(return_X_y=True)
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return X, np.where(t == 1, 1.0, -1.0)
+    return preprocess_uci(X, preprocess), np.where(t == 1, 1.0, -1.0)
 
 
-# ------------------------------------------------------------------ calibrations
-def nips2008_objective_constants(n, alpha, epsilon, data_norm=1.0):
-    """(eps', Delta, beta) of the NIPS 2008 calibration: eps' = eps, Delta = 0, beta = eps/(2R).
+def load_pima_paper(path=None, preprocess=UCI_PREPROCESSING):
+    """Pima Indians Diabetes (768 x 8, :func:`dperm.datasets.load_pima`), preprocessed for the
+    experiment. Labels: +1 = diabetes. FileNotFoundError (with how to get it) when missing."""
+    from dperm.datasets import load_pima
 
-    Same layout as dperm.mechanisms.objective_perturbation_constants; n is unused
-    (the 2008 noise does not depend on n Lambda, which is exactly its flaw).
-    """
-    alpha = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
-    eps = np.full(alpha.shape, float(epsilon))
-    return eps, np.zeros_like(alpha), eps / (2.0 * data_norm)
-
-
-def calibration_constants(calibration, n, alpha, epsilon, c=LOGISTIC_C):
-    """(eps', Delta, beta) arrays for `calibration` in CALIBRATIONS."""
-    if calibration == "nips2008":
-        return nips2008_objective_constants(n, alpha, epsilon)
-    if calibration == "jmlr2011":
-        return objective_perturbation_constants(n, alpha, epsilon, c)
-    raise ValueError(f"calibration: expected one of {CALIBRATIONS}, got {calibration!r}")
-
-
-def epsilon_bound(calibration, n, alpha, epsilon, c=LOGISTIC_C):
-    """The privacy loss the JMLR 2011 analysis guarantees for the new method under `calibration`.
-
-    2 beta (noise term: ||b_D - b_D'|| <= 2) + 2 log(1 + c/(n(Lambda + Delta)))
-    (the Jacobian determinant).  Equals epsilon for "jmlr2011"; for "nips2008"
-    it is epsilon + 2 log(1 + c/(n Lambda)).
-    """
-    alpha = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
-    _, delta, beta = calibration_constants(calibration, n, alpha, epsilon, c)
-    return 2.0 * beta + 2.0 * np.log1p(c / (n * (alpha + delta)))
-
-
-# ------------------------------------------------------------------ one batched solve
-def _solve(X, y, *, np_alphas, out_specs, new_specs, n_draws, rng, n_threads):
-    """All mechanisms on one training set, in two calls to the batched solver.
-
-    np_alphas : Lambdas of the non-private minimisers (also the sensitivity method's).
-    out_specs : list of (Lambda, eps) for the sensitivity method (Lambda in np_alphas).
-    new_specs : {calibration: list of (Lambda, eps)} for the new method.
-    Returns {"nonprivate": (k, d), "sensitivity": (len(out_specs), R, d),
-             "new_<cal>": (len, R, d), "n_unconverged": int}.
-    """
-    n, d = X.shape
-    np_alphas = np.asarray(np_alphas, dtype=np.float64)
-    exact = erm.minimize(X, y, alpha=np_alphas, max_iter=_MAX_ITER, n_threads=n_threads,
-                         warn=False)
-    coef = np.atleast_2d(exact.coef)
-    out = {"nonprivate": coef, "n_unconverged": int(np.sum(~np.atleast_1d(exact.converged)))}
-    if out_specs:
-        idx = [int(np.flatnonzero(np.isclose(np_alphas, a, rtol=1e-12))[0]) for a, _ in out_specs]
-        la = np.array([a for a, _ in out_specs])
-        le = np.array([e for _, e in out_specs])
-        _, out["sensitivity"] = add_output_noise(coef[idx], n, la, le, 1.0, n_draws, rng)
-    alphas, betas, deltas, slices = [], [], [], {}
-    for cal, specs in new_specs.items():
-        start = len(alphas)
-        for a, e in specs:
-            _, dl, be = calibration_constants(cal, n, a, e)
-            alphas.append(a)
-            betas.append(be[0])
-            deltas.append(dl[0])
-        slices[cal] = slice(start, len(alphas))
-    if alphas:
-        k = len(alphas)
-        # one draw per (problem, run) at beta = 1; each calibration scales it by its own beta
-        u = sample_l2_laplace(1.0, d, size=(k, n_draws), random_state=rng)
-        B = (u / np.asarray(betas)[:, None, None]).reshape(k * n_draws, d)
-        res = erm.minimize(X, y, alpha=np.repeat(alphas, n_draws), linear=B,
-                           extra_l2=np.repeat(deltas, n_draws), max_iter=_MAX_ITER,
-                           n_threads=n_threads, warn=False)
-        W = res.coef.reshape(k, n_draws, d)
-        out["n_unconverged"] += int(np.sum(~res.converged))
-        for cal, sl in slices.items():
-            out["new_" + cal] = W[sl]
-    return out
-
-
-def _errors(coef, X, y):
-    """Test error of each coefficient vector; coef (..., d) -> (...); score 0 = mistake."""
-    shape = coef.shape[:-1]
-    return ((coef.reshape(-1, coef.shape[-1]) @ X.T) * y <= 0).mean(axis=1).reshape(shape)
-
-
-def _folds(n, k, rng):
-    return np.array_split(rng.permutation(n), k)
-
-
-def _mean_std(a):
-    a = np.asarray(a, dtype=np.float64).ravel()
-    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
+    X, y = load_pima(path, preprocess="raw")
+    return preprocess_uci(X, preprocess), y
 
 
 # ------------------------------------------------------------------ sections
@@ -349,490 +227,452 @@ def _run_d_gamma(cfg, rng, bar, n_threads):
     d, g, eps = cfg["dg_d"], cfg["dg_gamma"], cfg["dg_eps"]
     lams = (g, g * g)
     sizes = tuple(cfg["dg_sizes"])
-    R = cfg["dg_datasets"] * cfg["dg_draws"]
-    err = {(m, lam): np.zeros((len(sizes), R if m != "nonprivate" else cfg["dg_datasets"]))
-           for m in METHODS for lam in lams}
-    unconv = 0
-    for si, n in enumerate(sizes):
-        for r in range(cfg["dg_datasets"]):
-            X, y = sample_d_gamma(n, d, g, rng)
-            sol = _solve(X, y, np_alphas=lams, out_specs=[(lam, eps) for lam in lams],
-                         new_specs={c: [(lam, eps) for lam in lams] for c in CALIBRATIONS},
-                         n_draws=cfg["dg_draws"], rng=rng, n_threads=n_threads)
-            unconv += sol["n_unconverged"]
-            sl = slice(r * cfg["dg_draws"], (r + 1) * cfg["dg_draws"])
-            for li, lam in enumerate(lams):
-                err[("nonprivate", lam)][si, r] = d_gamma_error(sol["nonprivate"][li], g)
-                for m in METHODS[1:]:
-                    err[(m, lam)][si, sl] = d_gamma_error(sol[m][li], g)
-            bar.update(1, note=f"D_d(gamma) n={n}")
-    bounds = {(c, lam): np.array([epsilon_bound(c, n, lam, eps)[0] for n in sizes])
-              for c in CALIBRATIONS for lam in lams}
-    delta_branch = {lam: np.array([calibration_constants("jmlr2011", n, lam, eps)[1][0] > 0
-                                   for n in sizes]) for lam in lams}
-    return {"d": d, "gamma": g, "epsilon": eps, "lambdas": lams, "sizes": sizes,
-            "n_datasets": cfg["dg_datasets"], "n_draws": cfg["dg_draws"], "errors": err,
-            "epsilon_bound": bounds, "jmlr_delta_branch": delta_branch, "n_unconverged": unconv}
-
-
-def _cv_grid(X, y, lams, eps, n_runs, n_folds, folds_run, rng, n_threads, done):
-    """Test errors per method over the first `folds_run` of `n_folds` folds: arrays
-    (len(lams), folds_run, runs) (1 run for non-private), the unconverged count, the folds."""
-    folds = _folds(X.shape[0], n_folds, rng)
-    grid = {m: np.zeros((lams.size, folds_run, 1 if m == "nonprivate" else n_runs))
-            for m in METHODS}
-    unconv = 0
-    for f in range(folds_run):
-        te = folds[f]
-        tr = np.concatenate([folds[h] for h in range(n_folds) if h != f])
-        sol = _solve(X[tr], y[tr], np_alphas=lams, out_specs=[(a, eps) for a in lams],
-                     new_specs={c: [(a, eps) for a in lams] for c in CALIBRATIONS},
-                     n_draws=n_runs, rng=rng, n_threads=n_threads)
-        unconv += sol["n_unconverged"]
-        grid["nonprivate"][:, f, 0] = _errors(sol["nonprivate"], X[te], y[te])
-        for m in METHODS[1:]:
-            grid[m][:, f, :] = _errors(sol[m], X[te], y[te])
-        done(f)
-    return grid, unconv, folds
-
-
-def _run_sphere_table(cfg, X, y, rng, bar, n_threads, margin):
-    lams = 10.0 ** np.asarray(cfg["sp_lambda_exponents"])
-    eps, R = cfg["sp_eps"], cfg["sp_runs"]
-    nf = min(cfg["sp_folds_run"], cfg["sp_folds"])
-    grid, unconv, folds = _cv_grid(X, y, lams, eps, R, cfg["sp_folds"], nf, rng, n_threads,
-                            lambda f: bar.update(1, note=f"sphere margin {margin:g} fold {f + 1}"))
-    mean = {m: grid[m].mean(axis=(1, 2)) for m in METHODS}
-    # ties: the larger Lambda (the non-private error is 0 over a wide range)
-    best = {m: float(lams[lams.size - 1 - int(np.argmin(mean[m][::-1]))]) for m in METHODS}
-    at_best = {m: grid[m][int(np.flatnonzero(lams == best[m])[0])] for m in METHODS}
-    n_train = X.shape[0] - int(np.ceil(X.shape[0] / cfg["sp_folds"]))
-    return {"lambdas": lams, "grid": grid, "best_lambda": best, "errors": at_best,
-            "n_train": n_train, "folds_run": nf, "n_runs": R, "epsilon": eps,
-            "epsilon_bound": {m: float(epsilon_bound(m[4:], n_train, best[m], eps)[0])
-                              for m in ("new_nips2008", "new_jmlr2011")},
-            "n_unconverged": unconv, "folds": folds}
-
-
-def _run_sphere_epsilon(cfg, X, y, table, rng, bar, n_threads, margin):
-    epsilons = tuple(cfg["sp_epsilons"])
-    best, folds = table["best_lambda"], table["folds"]
-    nf, R = table["folds_run"], cfg["sp_runs"]
-    err = {m: np.zeros((len(epsilons), nf, 1 if m == "nonprivate" else R)) for m in METHODS}
-    unconv = 0
-    for f in range(nf):
-        te = folds[f]
-        tr = np.concatenate([folds[h] for h in range(cfg["sp_folds"]) if h != f])
-        np_al = sorted({best["nonprivate"], best["sensitivity"]})
-        sol = _solve(X[tr], y[tr], np_alphas=np_al,
-                     out_specs=[(best["sensitivity"], e) for e in epsilons],
-                     new_specs={c: [(best["new_" + c], e) for e in epsilons] for c in CALIBRATIONS},
-                     n_draws=R, rng=rng, n_threads=n_threads)
-        unconv += sol["n_unconverged"]
-        i_np = np_al.index(best["nonprivate"])
-        err["nonprivate"][:, f, 0] = _errors(sol["nonprivate"][i_np], X[te], y[te])
-        for m in METHODS[1:]:
-            err[m][:, f, :] = _errors(sol[m], X[te], y[te])
-        bar.update(1, note=f"sphere margin {margin:g} eps curve fold {f + 1}")
-    return {"epsilons": epsilons, "errors": err, "lambda": dict(best), "n_unconverged": unconv}
-
-
-def _run_sphere_curve(cfg, w, table, rng, bar, n_threads, margin):
-    sizes = tuple(cfg["sp_sizes"])
-    best, eps = table["best_lambda"], cfg["sp_eps"]
-    nd, dr = cfg["sp_curve_datasets"], cfg["sp_curve_draws"]
-    Xte, yte, _ = sample_sphere_margin(cfg["sp_test"], cfg["sp_d"], margin, w=w, random_state=rng)
-    err = {m: np.zeros((len(sizes), nd if m == "nonprivate" else nd * dr)) for m in METHODS}
+    nd, R = cfg["dg_datasets"], cfg["dg_draws"]
+    err = {(k, lam): np.zeros((len(sizes), nd, 1 if k == "nonprivate" else R))
+           for k in KEYS for lam in lams}
     unconv = 0
     for si, n in enumerate(sizes):
         for r in range(nd):
-            X, y, _ = sample_sphere_margin(n, cfg["sp_d"], margin, w=w, random_state=rng)
-            np_al = sorted({best["nonprivate"], best["sensitivity"]})
-            sol = _solve(X, y, np_alphas=np_al, out_specs=[(best["sensitivity"], eps)],
-                         new_specs={c: [(best["new_" + c], eps)] for c in CALIBRATIONS},
-                         n_draws=dr, rng=rng, n_threads=n_threads)
+            X, y = sample_d_gamma(n, d, g, rng)
+            sol = cm.solve_columns(X, y, [(lam, eps) for lam in lams], R, rng, n_threads)
             unconv += sol["n_unconverged"]
-            err["nonprivate"][si, r] = _errors(sol["nonprivate"][np_al.index(best["nonprivate"])],
-                                               Xte, yte)
-            for m in METHODS[1:]:
-                err[m][si, r * dr:(r + 1) * dr] = _errors(sol[m][0], Xte, yte)
-            bar.update(1, note=f"sphere margin {margin:g} n={n}")
-    return {"sizes": sizes, "errors": err, "lambda": dict(best), "epsilon": eps,
-            "n_datasets": nd, "n_draws": dr, "test_size": cfg["sp_test"], "n_unconverged": unconv}
+            for li, lam in enumerate(lams):
+                err[("nonprivate", lam)][si, r, 0] = d_gamma_error(sol["nonprivate"][li], g)
+                for k in cm.PRIVATE_KEYS:
+                    err[(k, lam)][si, r] = d_gamma_error(sol[k][li], g)
+            bar.update(1, note=f"D_d(gamma) n={n}")
+    return {"d": d, "gamma": g, "epsilon": eps, "lambdas": lams, "sizes": sizes,
+            "n_datasets": nd, "n_draws": R, "errors": err, "n_unconverged": unconv,
+            "epsilon_bound": {(k, lam): [cm.column_epsilon_bound(k, n, lam, eps) for n in sizes]
+                              for k in cm.PRIVATE_KEYS for lam in lams}}
 
 
-def _run_breast_cancer(cfg, rng, bar, n_threads):
-    X, y = load_breast_cancer_paper()
-    eps, R = cfg["bc_eps"], cfg["bc_runs"]
-    lams = sorted(set([cfg["bc_lambda"]] + [10.0**e for e in cfg["bc_lambda_exponents"]]))
-    lams = np.array(lams)
-    nf = min(cfg["bc_folds_run"], cfg["bc_folds"])
-    grid, unconv, _ = _cv_grid(X, y, lams, eps, R, cfg["bc_folds"], nf, rng, n_threads,
-                            lambda f: bar.update(1, note=f"breast cancer fold {f + 1}"))
-    i = int(np.flatnonzero(np.isclose(lams, cfg["bc_lambda"]))[0])
-    n_train = X.shape[0] - int(np.ceil(X.shape[0] / cfg["bc_folds"]))
-    return {"lambda": cfg["bc_lambda"], "lambdas": lams, "grid": grid,
-            "errors": {m: grid[m][i] for m in METHODS}, "epsilon": eps, "n": X.shape[0],
-            "d": X.shape[1], "n_train": n_train, "folds_run": nf, "n_runs": R,
-            "majority_error": float(min(np.mean(y > 0), np.mean(y < 0))),
-            "epsilon_bound": {m: np.array([epsilon_bound(m[4:], n_train, a, eps)[0] for a in lams])
-                              for m in ("new_nips2008", "new_jmlr2011")},
-            "n_unconverged": unconv}
+def _cv(X, y, specs, cfg, rng, n_threads, sizes=None, note="", bar=None):
+    tick = None if bar is None else (lambda f: bar.update(1, note=f"{note} fold {f + 1}"))
+    return cm.cv_errors(X, y, specs, cfg["folds"], cfg["folds_run"], cfg["runs"], rng,
+                        n_threads, sizes=sizes, tick=tick)
+
+
+def _table_cell(err, n_train, lam, eps):
+    return {"errors": {k: err[k] for k in KEYS}, "lambda": lam, "epsilon": eps,
+            "n_train": n_train,
+            "epsilon_bound": {k: cm.column_epsilon_bound(k, n_train, lam, eps)
+                              for k in cm.PRIVATE_KEYS}}
+
+
+def _run_dataset(name, X, y, lam, cfg, rng, bar, n_threads, sizes, lam_grid=None):
+    """Table row, eps curve (sphere only), learning curve and Lambda grid of one data set."""
+    eps = cfg["eps"]
+    out = {"n": X.shape[0], "d": X.shape[1], "lambda": lam,
+           "majority_error": float(min(np.mean(y > 0), np.mean(y < 0)))}
+    specs = [(lam, eps)]
+    if lam_grid is not None:
+        specs += [(a, eps) for a in lam_grid]
+    err, unconv, n_train = _cv(X, y, specs, cfg, rng, n_threads, note=name, bar=bar)
+    out["table"] = _table_cell({k: v[0, 0] for k, v in err.items()}, n_train, lam, eps)
+    if lam_grid is not None:
+        out["lambda_grid"] = {"lambdas": np.asarray(lam_grid),
+                              "errors": {k: v[1:, 0] for k, v in err.items()}}
+    if name.startswith("margin"):
+        e_specs = [(lam, e) for e in cfg["epsilons"]]
+        err, u2, _ = _cv(X, y, e_specs, cfg, rng, n_threads, note=name + " eps", bar=bar)
+        unconv += u2
+        out["epsilon_curve"] = {"epsilons": tuple(cfg["epsilons"]),
+                                "errors": {k: v[:, 0] for k, v in err.items()}}
+    err, u3, _ = _cv(X, y, specs[:1], cfg, rng, n_threads, sizes=sizes, note=name + " curve",
+                     bar=bar)
+    out["learning_curve"] = {"sizes": tuple(sizes), "errors": {k: v[0] for k, v in err.items()}}
+    out["n_unconverged"] = unconv + u3
+    return out
+
+
+def _run_preprocessing(datasets, cfg, rng, n_threads):
+    """Non-private 5-fold error of each UCI preprocessing reading (raw data in `datasets`)."""
+    rows = {}
+    for name, (X, y) in datasets.items():
+        folds = cm.folds_of(X.shape[0], cfg["folds"], rng)
+        for how in UCI_PREPROCESSINGS:
+            Z = preprocess_uci(X, how)
+            errs = []
+            for f in range(cfg["folds"]):
+                tr, te = cm.train_test(folds, f)
+                w = cm.erm.minimize(Z[tr], y[tr], alpha=cfg["uci_lambda"], max_iter=cm.MAX_ITER,
+                                    n_threads=n_threads, warn=False).coef
+                errs.append(cm.test_errors(np.atleast_2d(w), Z[te], y[te])[0])
+            rows[(name, how)] = np.array(errs)[:, None]
+    return rows
+
+
+def _equivalent_epsilons(result):
+    """For each sphere cell of the paper and each reading: the eps where our curve meets it."""
+    out = {}
+    for name in ("margin 0.1", "margin 0.05"):
+        ds = result["datasets"].get(name)
+        if ds is None:
+            continue
+        ec = ds["epsilon_curve"]
+        for key in cm.PRIVATE_KEYS:
+            col = cm.PAPER_COLUMN[key.partition(":")[0]]
+            if col is None:
+                continue
+            mean = [a.mean() for a in ec["errors"][key]]
+            out[(name, key)] = cm.equivalent_epsilon(ec["epsilons"], mean, PAPER[name][col][0])
+    return out
 
 
 # ------------------------------------------------------------------ entry points
-def run_nips2008(quick=False, random_state=0, progress=True, n_threads=None):
-    """Run every experiment; returns a result dict (see the module docstring for the protocols).
+def run_nips2008(quick=False, random_state=0, progress=True, n_threads=None, pima=None):
+    """Run every experiment of both versions; returns a result dict (protocols: module doc).
 
-    quick: a small seeded version (seconds) with the same structure.
-    random_state: an int seed; each section gets its own independent stream.
+    quick : a small seeded version (seconds) with the same structure.
+    pima : path of the Pima CSV (default ``$DPERM_PIMA``); without it the Pima rows say why.
     """
     cfg = dict(QUICK if quick else FULL)
-    seeds = np.random.SeedSequence(random_state if random_state is not None else None).spawn(8)
+    seeds = np.random.SeedSequence(random_state).spawn(8)
     rngs = [np.random.default_rng(s) for s in seeds]
-    nm = len(cfg["sp_margins"])
-    total = (len(cfg["dg_sizes"]) * cfg["dg_datasets"]
-             + nm * 2 * min(cfg["sp_folds_run"], cfg["sp_folds"])
-             + nm * len(cfg["sp_sizes"]) * cfg["sp_curve_datasets"]
-             + min(cfg["bc_folds_run"], cfg["bc_folds"]))
+    raw = {}
+    try:
+        from dperm.datasets import load_pima
+        raw["pima"] = load_pima(pima, preprocess="raw")
+        pima_status = "run"
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        pima_status = f"not run: {exc}"
+    from sklearn.datasets import load_breast_cancer
+    Xb, tb = load_breast_cancer(return_X_y=True)
+    raw["breast_cancer"] = (Xb, np.where(tb == 1, 1.0, -1.0))
+    nf = min(cfg["folds_run"], cfg["folds"])
+    total = (len(cfg["dg_sizes"]) * cfg["dg_datasets"] + len(cfg["sp_margins"]) * 3 * nf
+             + len(raw) * 2 * nf)
     bar = Progress(total, "nips2008", enabled=progress)
     t0 = time.perf_counter()
     seconds = {}
     t = time.perf_counter()
     dg = _run_d_gamma(cfg, rngs[0], bar, n_threads)
     seconds["figure1"] = time.perf_counter() - t
-    table, epscurve, curves, data = {}, {}, {}, {}
-    for k, margin in enumerate(cfg["sp_margins"]):
-        X, y, w = sample_sphere_margin(cfg["sp_n"], cfg["sp_d"], margin, random_state=rngs[1 + k])
-        data[margin] = {"n": X.shape[0], "d": X.shape[1]}
+    datasets = {}
+    lam_grid = 10.0 ** np.asarray(cfg["sp_lambda_exponents"])
+    for i, (margin, lam) in enumerate(cfg["sp_margins"]):
         t = time.perf_counter()
-        table[margin] = _run_sphere_table(cfg, X, y, rngs[3 + k], bar, n_threads, margin)
-        seconds.setdefault("figure2", 0.0)
-        seconds["figure2"] += time.perf_counter() - t
+        X, y, _ = sample_sphere_margin(cfg["sp_n"], cfg["sp_d"], margin, random_state=rngs[1 + i])
+        datasets[f"margin {margin:g}"] = _run_dataset(
+            f"margin {margin:g}", X, y, lam, cfg, rngs[3 + i], bar, n_threads, cfg["sp_sizes"],
+            lam_grid=lam_grid)
+        seconds[f"sphere margin {margin:g}"] = time.perf_counter() - t
+    for i, name in enumerate(("pima", "breast_cancer")):
+        if name not in raw:
+            continue
         t = time.perf_counter()
-        epscurve[margin] = _run_sphere_epsilon(cfg, X, y, table[margin], rngs[3 + k], bar,
-                                               n_threads, margin)
-        seconds.setdefault("figure3", 0.0)
-        seconds["figure3"] += time.perf_counter() - t
-        t = time.perf_counter()
-        curves[margin] = _run_sphere_curve(cfg, w, table[margin], rngs[5 + k], bar, n_threads,
-                                           margin)
-        seconds.setdefault("figure4", 0.0)
-        seconds["figure4"] += time.perf_counter() - t
-    t = time.perf_counter()
-    bc = _run_breast_cancer(cfg, rngs[7], bar, n_threads)
-    seconds["breast_cancer"] = time.perf_counter() - t
+        X, y = raw[name]
+        datasets[name] = _run_dataset(name, preprocess_uci(X), y, cfg["uci_lambda"], cfg,
+                                      rngs[5 + i], bar, n_threads,
+                                      cfg["pima_sizes" if name == "pima" else "bc_sizes"])
+        seconds[name] = time.perf_counter() - t
     bar.close()
-    for v in table.values():
-        v.pop("folds", None)
-    return {"quick": bool(quick), "random_state": random_state, "config": cfg,
-            "figure1": dg, "figure2": table, "figure3": epscurve, "figure4": curves,
-            "sphere_data": data, "breast_cancer": bc, "pima": PIMA_LINE, "paper": PAPER,
-            "paper_note": PAPER_NOTE, "seconds": time.perf_counter() - t0,
-            "section_seconds": seconds}
+    t = time.perf_counter()
+    prep = _run_preprocessing(raw, cfg, rngs[7], n_threads)
+    seconds["uci preprocessing"] = time.perf_counter() - t
+    t = time.perf_counter()
+    earlier = early.run_early(quick=quick, random_state=random_state, progress=progress,
+                              n_threads=n_threads)
+    seconds["earlier version"] = time.perf_counter() - t
+    result = {"quick": bool(quick), "random_state": random_state, "config": cfg,
+              "figure1": dg, "datasets": datasets, "preprocessing": prep,
+              "pima_status": pima_status, "early": earlier, "paper": PAPER,
+              "seconds": time.perf_counter() - t0, "section_seconds": seconds}
+    result["equivalent_epsilon"] = _equivalent_epsilons(result)
+    return result
 
 
-# ------------------------------------------------------------------ comparison with the paper
-def _compare(ours, paper):
-    """(paper text, difference text, within text) for our (mean, std) and the paper's."""
-    if paper is None:
-        return "n/a", "-", "-"
-    pm, ps = paper
-    diff = ours[0] - pm
-    within = "yes" if abs(diff) <= ps else "no"
-    return f"{pm:.4f} ± {ps:.4f}", f"{diff:+.4f}", within
+def _paper_of(name, key):
+    col = cm.PAPER_COLUMN[key.partition(":")[0]]
+    return None if col is None or name not in PAPER else PAPER[name][col]
 
 
-def _table_lines(rows):
-    """rows: (label, (mean, std), extra text, paper) -> aligned lines."""
-    head = f"  {'method':<40} {'ours (mean ± std)':>18}  {'paper':>17}  {'diff':>7}  {'within':>6}  notes"
-    out = [head]
-    for label, ms, extra, paper in rows:
-        p, dtxt, w = _compare(ms, paper)
-        out.append(f"  {label:<40} {ms[0]:>8.4f} ± {ms[1]:<7.4f}  {p:>17}  {dtxt:>7}  {w:>6}  {extra}")
+def verdicts(result):
+    """{(data set, key): True/False} for every table cell with a paper value."""
+    out = {}
+    for name, ds in result["datasets"].items():
+        for key in KEYS:
+            paper = _paper_of(name, key)
+            if paper is not None:
+                out[(name, key)] = cm.within_two_sd(cm.fold_mean_std(ds["table"]["errors"][key]),
+                                                    paper)
     return out
 
 
 def format_nips2008(result):
-    """Every table next to the paper's numbers (n/a where they were not retrieved)."""
+    """Every table of both versions next to the paper's numbers."""
     L = []
     mode = "quick" if result["quick"] else "full"
+    cfg = result["config"]
     L.append(f"NIPS 2008 (Chaudhuri & Monteleoni), logistic regression: {mode} run, "
              f"seed {result['random_state']}, {result['seconds']:.1f}s")
-    L.append(f"Note: {result['paper_note']}.")
-    L.append("Calibrations of the new method: NIPS 2008 = b ~ exp(-eps||b||/2), no slack; "
-             "JMLR 2011 = eps' = eps - log(1 + 2c/(nΛ) + (c/(nΛ))^2), Δ branch (c = 1/4). "
-             "The sensitivity method is the same in both.")
-    L.append("'eps bound' = the privacy loss the 2011 analysis guarantees for that column "
-             "(the nominal eps for JMLR 2011; eps + 2 log(1 + c/(nΛ)) for NIPS 2008).")
+    L.append("Noise readings: " + "; ".join(f"[{r}] {READING_LABELS[r]}" for r in READINGS)
+             + ". 'JMLR 2011' = dperm's Algorithm 2 (gamma law, 2011 calibration, eps-DP).")
+    L.append("'≤2σ': |ours - paper| <= 2 sqrt(sd_paper^2 + sd_ours^2), sd = standard deviation "
+             "over folds of the per-fold mean error (what the paper prints).")
 
     dg = result["figure1"]
     L.append("")
-    L.append(f"Figure 1: learning curves on our D_d(γ) (d = {dg['d']}, γ = {dg['gamma']:g}, "
-             f"eps = {dg['epsilon']:g}); exact error, mean ± std over "
-             f"{plural(dg['n_datasets'], 'data set')} x {plural(dg['n_draws'], 'draw')}; "
-             f"Bayes error {dg['gamma']:g}; paper: n/a")
+    L.append(f"Figure 1: D_d(γ), d = {dg['d']}, γ = {dg['gamma']:g}, eps = {dg['epsilon']:g}; "
+             f"exact error over the 2^d points, mean ± sd over {plural(dg['n_datasets'], 'data set')}"
+             f" x {plural(dg['n_draws'], 'draw')}; the paper prints no numbers (a plot)")
     for lam in dg["lambdas"]:
         L.append(f" Λ = {lam:g}")
-        L.append(f"  {'n':>7}  " + "  ".join(f"{_SHORT[m]:>20}" for m in METHODS)
-                 + f"  {'NIPS08 eps bound':>16}  JMLR Δ branch")
+        L.append(f"  {'n':>5}  " + "  ".join(f"{_short(k):>15}" for k in KEYS))
         for si, n in enumerate(dg["sizes"]):
-            cells = "  ".join("{:>11.4f} ± {:<6.4f}".format(*_mean_std(dg["errors"][(m, lam)][si]))
-                              for m in METHODS)
-            L.append(f"  {n:>7}  {cells}  {dg['epsilon_bound'][('nips2008', lam)][si]:>16.3f}  "
-                     f"{'yes' if dg['jmlr_delta_branch'][lam][si] else 'no'}")
+            L.append(f"  {n:>5}  " + "  ".join(
+                "{:>7.4f}±{:<7.4f}".format(*cm.mean_std(dg["errors"][(k, lam)][si])) for k in KEYS))
 
     L.append("")
-    L.append("Figure 2 (table): sphere data in R^{d}, n = {n}, eps = {e:g}, each method at its best Λ "
-             "(grid, chosen on the test folds); mean ± std over (fold, run) errors".format(
-                 d=result["config"]["sp_d"], n=result["config"]["sp_n"], e=result["config"]["sp_eps"]))
-    for margin, tb in result["figure2"].items():
-        L.append(f" margin {margin:g} ({plural(tb['folds_run'], 'fold')}, "
-                 f"{plural(tb['n_runs'], 'run')} each, n_train = {tb['n_train']})")
-        rows = []
-        for m in METHODS:
-            extra = f"Λ = {tb['best_lambda'][m]:.3g}"
-            if m in tb["epsilon_bound"]:
-                extra += f", eps bound {tb['epsilon_bound'][m]:.3g}"
-            rows.append((METHOD_LABELS[m], _mean_std(tb["errors"][m]), extra,
-                         result["paper"]["figure2"].get((margin, m))))
-        L.extend(_table_lines(rows))
-        L.append("  mean error over the Λ grid (not in the paper's table); log10 Λ:")
-        L.append(f"  {'':<22}" + "".join(f"{np.log10(a):>6g}" for a in tb["lambdas"]))
-        for m in METHODS:
-            L.append(f"  {_SHORT[m]:<22}" + "".join(f"{tb['grid'][m][j].mean():>6.3f}"
-                                                    for j in range(len(tb["lambdas"]))))
+    L.append(f"Figure 2 (table): test error, 5-fold cross-validation ({plural(cfg['folds_run'], 'fold')}"
+             f" run), {plural(cfg['runs'], 'restart')} per fold, eps = {cfg['eps']:g}")
+    for name, ds in result["datasets"].items():
+        tb = ds["table"]
+        L.append(f" {DATASET_LABELS[name]} (N = {tb['n_train']}, paper N = {PAPER_N[name]}; "
+                 f"d = {ds['d']}; Λ = {tb['lambda']:g}; majority error {ds['majority_error']:.4f})")
+        rows = [(cm.column_label(k), cm.fold_mean_std(tb["errors"][k]), _paper_of(name, k),
+                 ("eps bound " + cm.fmt_bound(tb["epsilon_bound"][k])) if k in tb["epsilon_bound"]
+                 else "") for k in KEYS]
+        L.extend(cm.table_lines(rows))
+    if "pima" not in result["datasets"]:
+        L.append(f" UCI Pima Diabetes: {result['pima_status']}")
+    v = verdicts(result)
+    for reading in READINGS:
+        keys = [k for k in KEYS if k.endswith(":" + reading)]
+        hit = [c for c in v if c[1] in keys and v[c]]
+        L.append(f" reading [{reading}]: {len(hit)} of {sum(c[1] in keys for c in v)} private "
+                 "cells within 2σ of the paper")
+    npv = [c for c in v if c[1] == "nonprivate"]
+    L.append(f" non-private column: {sum(v[c] for c in npv)} of {len(npv)} within 2σ")
+
+    eq = result["equivalent_epsilon"]
+    if eq:
+        L.append("")
+        L.append(" eps at which our curve (Figure 3 protocol) meets the paper's number "
+                 "(the paper's table: eps = 0.2 assumed):")
+        for (name, key), e in eq.items():
+            L.append(f"  {DATASET_LABELS[name]:<22} {cm.column_label(key):<52} "
+                     + ("outside the eps range run" if e is None else f"{e:.3g}"))
 
     L.append("")
-    L.append("Figure 3: error against eps on the sphere data (each method at its Λ of the table); "
-             "mean ± std; paper: n/a")
-    for margin, ec in result["figure3"].items():
-        L.append(f" margin {margin:g}")
-        L.append(f"  {'eps':>6}  " + "  ".join(f"{_SHORT[m]:>20}" for m in METHODS))
+    L.append("UCI preprocessing readings, non-private error (5 folds, Λ = "
+             f"{cfg['uci_lambda']:g}); used: {UCI_PREPROCESSING}")
+    for (name, how), e in result["preprocessing"].items():
+        ms = cm.fold_mean_std(e)
+        p, dtxt, w = cm.compare(ms, PAPER[name]["standard"])
+        L.append(f"  {DATASET_LABELS[name]:<20} {how:<22} {ms[0]:.4f} ± {ms[1]:.4f}   paper {p}  "
+                 f"diff {dtxt}  ≤2σ {w}")
+
+    L.append("")
+    L.append(f"Figure 3: error against eps, mean ± sd over folds ({plural(cfg['runs'], 'restart')} "
+             "per fold); the paper plots margin 0.1, eps <= 0.2")
+    for name, ds in result["datasets"].items():
+        if "epsilon_curve" not in ds:
+            continue
+        ec = ds["epsilon_curve"]
+        L.append(f" {DATASET_LABELS[name]}, Λ = {ds['lambda']:g}")
+        L.append(f"  {'eps':>5}  " + "  ".join(f"{_short(k):>15}" for k in KEYS))
         for i, e in enumerate(ec["epsilons"]):
-            cells = "  ".join("{:>11.4f} ± {:<6.4f}".format(*_mean_std(ec["errors"][m][i]))
-                              for m in METHODS)
-            L.append(f"  {e:>6g}  {cells}")
+            L.append(f"  {e:>5g}  " + "  ".join(
+                "{:>7.4f}±{:<7.4f}".format(*cm.fold_mean_std(ec["errors"][k][i])) for k in KEYS))
 
     L.append("")
-    L.append("Figure 4: learning curves on the sphere data (eps = {:g}, Λ of the table, test set "
-             "of {} points); mean ± std; paper: n/a".format(
-                 result["config"]["sp_eps"], result["config"]["sp_test"]))
-    for margin, cv in result["figure4"].items():
-        L.append(f" margin {margin:g} ({plural(cv['n_datasets'], 'data set')} x "
-                 f"{plural(cv['n_draws'], 'draw')} per size)")
-        L.append(f"  {'n':>6}  " + "  ".join(f"{_SHORT[m]:>20}" for m in METHODS))
-        for i, n in enumerate(cv["sizes"]):
-            cells = "  ".join("{:>11.4f} ± {:<6.4f}".format(*_mean_std(cv["errors"][m][i]))
-                              for m in METHODS)
-            L.append(f"  {n:>6}  {cells}")
+    L.append(f"Figure 4: learning curves (eps = {cfg['eps']:g}, the first N rows of each training "
+             "fold), mean ± sd over folds")
+    for name, ds in result["datasets"].items():
+        lc = ds["learning_curve"]
+        L.append(f" {DATASET_LABELS[name]}, Λ = {ds['lambda']:g}")
+        L.append(f"  {'N':>5}  " + "  ".join(f"{_short(k):>15}" for k in KEYS))
+        for i, n in enumerate(lc["sizes"]):
+            L.append(f"  {n:>5}  " + "  ".join(
+                "{:>7.4f}±{:<7.4f}".format(*cm.fold_mean_std(lc["errors"][k][i])) for k in KEYS))
 
-    bc = result["breast_cancer"]
     L.append("")
-    L.append(f"Real data (eps = {bc['epsilon']:g}, Λ = {bc['lambda']:g}; "
-             f"{plural(bc['folds_run'], 'fold')}, {plural(bc['n_runs'], 'run')} each)")
-    L.append(f" Breast Cancer Wisconsin (Diagnostic): n = {bc['n']}, d = {bc['d']}, "
-             f"majority-class error {bc['majority_error']:.4f}")
-    i = int(np.flatnonzero(np.isclose(bc["lambdas"], bc["lambda"]))[0])
-    rows = []
-    for m in METHODS:
-        extra = f"eps bound {bc['epsilon_bound'][m][i]:.3g}" if m in bc["epsilon_bound"] else ""
-        rows.append((METHOD_LABELS[m], _mean_std(bc["errors"][m]), extra,
-                     result["paper"]["breast_cancer"].get(m)))
-    L.extend(_table_lines(rows))
-    L.append("  Λ grid (not in the paper's table): " + "; ".join(
-        f"Λ={a:g}: " + "/".join(f"{bc['grid'][m][j].mean():.3f}" for m in METHODS)
-        for j, a in enumerate(bc["lambdas"])) + "  (" + "/".join(_SHORT[m] for m in METHODS) + ")")
-    L.append(f" {result['pima']}")
-
-    unconv = (result["figure1"]["n_unconverged"] + result["breast_cancer"]["n_unconverged"]
-              + sum(v["n_unconverged"] for v in result["figure2"].values())
-              + sum(v["n_unconverged"] for v in result["figure3"].values())
-              + sum(v["n_unconverged"] for v in result["figure4"].values()))
+    L.append(early.format_early(result["early"]))
+    unconv = (dg["n_unconverged"] + sum(ds["n_unconverged"] for ds in result["datasets"].values())
+              + result["early"]["n_unconverged"])
     L.append("")
     L.append(f"Solver: {plural(unconv, 'problem')} stopped before the gradient tolerance "
-             f"(1e-10); times: " + ", ".join(f"{k} {v:.1f}s" for k, v in result["section_seconds"].items()))
+             "(1e-10); times: " + ", ".join(f"{k} {v:.1f}s"
+                                           for k, v in result["section_seconds"].items()))
     return "\n".join(L)
 
 
+def _short(key):
+    return cm.SHORT[key]
+
+
 # ------------------------------------------------------------------ files
-def _write_rows(path, header, rows):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
-
-
-def _paper_cells(paper, ms):
-    if paper is None:
-        return ["", "", "", ""]
-    _, dtxt, w = _compare(ms, paper)
-    return [f"{paper[0]:.5f}", f"{paper[1]:.5f}", dtxt, w]
+def _method_reading(key):
+    method, _, reading = key.partition(":")
+    return method, reading
 
 
 def write_nips2008(result, out_dir):
     """CSV files (always) and PNG figures (when matplotlib is importable); returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
+    cfg = result["config"]
     paths = []
     dg = result["figure1"]
     rows = []
     for lam in dg["lambdas"]:
-        for m in METHODS:
+        for k in KEYS:
+            m, reading = _method_reading(k)
             for si, n in enumerate(dg["sizes"]):
-                mu, sd = _mean_std(dg["errors"][(m, lam)][si])
-                bound = "" if m in ("nonprivate", "sensitivity") else \
-                    f"{dg['epsilon_bound'][(m[4:], lam)][si]:.5g}"
+                mu, sd = cm.mean_std(dg["errors"][(k, lam)][si])
+                b = dg["epsilon_bound"].get((k, lam))
                 rows.append([dg["d"], dg["gamma"], dg["epsilon"], f"{lam:g}", m, n, f"{mu:.5f}",
-                             f"{sd:.5f}", dg["errors"][(m, lam)].shape[1], bound])
-    paths.append(_write_rows(os.path.join(out_dir, "nips2008_figure1.csv"),
-                             ["d", "gamma", "epsilon", "lambda", "method", "n", "error_mean",
-                              "error_std", "runs", "epsilon_bound"], rows))
+                             f"{sd:.5f}", dg["errors"][(k, lam)][si].size,
+                             "" if b is None else f"{b[si]:.5g}", reading])
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure1.csv"),
+                               ["d", "gamma", "epsilon", "lambda", "method", "n", "error_mean",
+                                "error_std", "runs", "epsilon_bound", "reading"], rows))
+
+    head = ["margin", "method", "lambda", "epsilon", "error_mean", "error_std", "error_fold_std",
+            "folds", "runs_per_fold", "epsilon_bound", "paper_mean", "paper_std", "difference",
+            "within_paper_std", "reading"]
+    rows, real, grid = [], [], []
+    for name, ds in result["datasets"].items():
+        tb = ds["table"]
+        for k in KEYS:
+            m, reading = _method_reading(k)
+            e = tb["errors"][k]
+            ms = cm.fold_mean_std(e)
+            b = tb["epsilon_bound"].get(k)
+            cells = [f"{tb['lambda']:g}", cfg["eps"], f"{ms[0]:.5f}", f"{cm.mean_std(e)[1]:.5f}",
+                     f"{ms[1]:.5f}", e.shape[0], e.shape[1], "" if b is None else f"{b:.5g}"]
+            paper = cm.paper_cells(_paper_of(name, k), ms)
+            if name.startswith("margin"):
+                rows.append([name.split()[1], m] + cells + paper + [reading])
+            else:
+                real.append([name, m, f"{tb['lambda']:g}", cfg["eps"], f"{ms[0]:.5f}",
+                             f"{ms[1]:.5f}", "yes", "" if b is None else f"{b:.5g}", "run"]
+                            + paper + [reading, e.shape[0], e.shape[1]])
+            if "lambda_grid" in ds:
+                lg = ds["lambda_grid"]
+                for j, a in enumerate(lg["lambdas"]):
+                    gm = cm.fold_mean_std(lg["errors"][k][j])
+                    grid.append([name.split()[1], m, f"{np.log10(a):g}", f"{gm[0]:.5f}",
+                                 f"{gm[1]:.5f}", "", reading])
+                grid.append([name.split()[1], m, f"{np.log10(tb['lambda']):g}", f"{ms[0]:.5f}",
+                             f"{ms[1]:.5f}", "yes", reading])
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure2_table.csv"), head, rows))
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure2_lambda_grid.csv"),
+                               ["margin", "method", "log10_lambda", "error_mean", "error_std",
+                                "best", "reading"], grid))
+    if "pima" not in result["datasets"]:
+        real.append(["pima", "", "", "", "", "", "", "", result["pima_status"], "", "", "", "",
+                     "", "", ""])
+    paths.append(cm.write_rows(
+        os.path.join(out_dir, "nips2008_real_data.csv"),
+        ["dataset", "method", "lambda", "epsilon", "error_mean", "error_std", "paper_setting",
+         "epsilon_bound", "status", "paper_mean", "paper_std", "difference", "within_paper_std",
+         "reading", "folds", "runs_per_fold"], real))
     rows = []
-    for margin, tb in result["figure2"].items():
-        for m in METHODS:
-            ms = _mean_std(tb["errors"][m])
-            rows.append([margin, m, f"{tb['best_lambda'][m]:.6g}", tb["epsilon"], f"{ms[0]:.5f}",
-                         f"{ms[1]:.5f}", f"{tb['errors'][m].mean(axis=-1).std():.5f}",
-                         tb["folds_run"], 1 if m == "nonprivate" else tb["n_runs"],
-                         f"{tb['epsilon_bound'][m]:.5g}" if m in tb["epsilon_bound"] else ""]
-                        + _paper_cells(result["paper"]["figure2"].get((margin, m)), ms))
-    paths.append(_write_rows(os.path.join(out_dir, "nips2008_figure2_table.csv"),
-                             ["margin", "method", "lambda", "epsilon", "error_mean", "error_std",
-                              "error_fold_std", "folds", "runs_per_fold", "epsilon_bound",
-                              "paper_mean", "paper_std", "difference", "within_paper_std"], rows))
-    rows = []
-    for margin, tb in result["figure2"].items():
-        for m in METHODS:
-            for j, a in enumerate(tb["lambdas"]):
-                rows.append([margin, m, f"{np.log10(a):g}", f"{tb['grid'][m][j].mean():.5f}",
-                             f"{tb['grid'][m][j].std():.5f}",
-                             "yes" if np.isclose(a, tb["best_lambda"][m]) else ""])
-    paths.append(_write_rows(os.path.join(out_dir, "nips2008_figure2_lambda_grid.csv"),
-                             ["margin", "method", "log10_lambda", "error_mean", "error_std", "best"],
-                             rows))
-    rows = []
-    for margin, ec in result["figure3"].items():
-        for m in METHODS:
+    for name, ds in result["datasets"].items():
+        if "epsilon_curve" not in ds:
+            continue
+        ec = ds["epsilon_curve"]
+        for k in KEYS:
+            m, reading = _method_reading(k)
             for i, e in enumerate(ec["epsilons"]):
-                mu, sd = _mean_std(ec["errors"][m][i])
-                rows.append([margin, m, f"{ec['lambda'][m]:.6g}", e, f"{mu:.5f}", f"{sd:.5f}"])
-    paths.append(_write_rows(os.path.join(out_dir, "nips2008_figure3.csv"),
-                             ["margin", "method", "lambda", "epsilon", "error_mean", "error_std"],
-                             rows))
+                mu, sd = cm.fold_mean_std(ec["errors"][k][i])
+                rows.append([name.split()[1], m, f"{ds['lambda']:g}", e, f"{mu:.5f}", f"{sd:.5f}",
+                             reading])
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure3.csv"),
+                               ["margin", "method", "lambda", "epsilon", "error_mean",
+                                "error_std", "reading"], rows))
     rows = []
-    for margin, cv in result["figure4"].items():
-        for m in METHODS:
-            for i, n in enumerate(cv["sizes"]):
-                mu, sd = _mean_std(cv["errors"][m][i])
-                rows.append([margin, m, f"{cv['lambda'][m]:.6g}", cv["epsilon"], n, f"{mu:.5f}",
-                             f"{sd:.5f}", cv["errors"][m].shape[1]])
-    paths.append(_write_rows(os.path.join(out_dir, "nips2008_figure4.csv"),
-                             ["margin", "method", "lambda", "epsilon", "n", "error_mean",
-                              "error_std", "runs"], rows))
-    bc = result["breast_cancer"]
+    for name, ds in result["datasets"].items():
+        lc = ds["learning_curve"]
+        for k in KEYS:
+            m, reading = _method_reading(k)
+            for i, n in enumerate(lc["sizes"]):
+                mu, sd = cm.fold_mean_std(lc["errors"][k][i])
+                rows.append([name.split()[1] if name.startswith("margin") else "", m,
+                             f"{ds['lambda']:g}", cfg["eps"], n, f"{mu:.5f}", f"{sd:.5f}",
+                             lc["errors"][k][i].size, reading, name])
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure4.csv"),
+                               ["margin", "method", "lambda", "epsilon", "n", "error_mean",
+                                "error_std", "runs", "reading", "dataset"], rows))
     rows = []
-    for m in METHODS:
-        for j, a in enumerate(bc["lambdas"]):
-            ms = _mean_std(bc["grid"][m][j])
-            headline = bool(np.isclose(a, bc["lambda"]))
-            paper = result["paper"]["breast_cancer"].get(m) if headline else None
-            rows.append(["breast_cancer", m, f"{a:g}", bc["epsilon"], f"{ms[0]:.5f}",
-                         f"{ms[1]:.5f}", "yes" if headline else "",
-                         f"{bc['epsilon_bound'][m][j]:.5g}" if m in bc["epsilon_bound"] else "",
-                         ""] + _paper_cells(paper, ms))
-    rows.append(["pima", "", "", "", "", "", "", "", "not available offline, not run",
-                 "", "", "", ""])
-    paths.append(_write_rows(os.path.join(out_dir, "nips2008_real_data.csv"),
-                             ["dataset", "method", "lambda", "epsilon", "error_mean", "error_std",
-                              "paper_setting", "epsilon_bound", "status", "paper_mean",
-                              "paper_std", "difference", "within_paper_std"], rows))
+    for (name, how), e in result["preprocessing"].items():
+        ms = cm.fold_mean_std(e)
+        rows.append([name, how, f"{ms[0]:.5f}", f"{ms[1]:.5f}"]
+                    + cm.paper_cells(PAPER[name]["standard"], ms)
+                    + ["yes" if how == UCI_PREPROCESSING else ""])
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_uci_preprocessing.csv"),
+                               ["dataset", "preprocessing", "error_mean", "error_fold_std",
+                                "paper_mean", "paper_std", "difference", "within_paper_std",
+                                "used"], rows))
+    paths.extend(early.write_early(result["early"], out_dir))
     try:
         paths.extend(_plot_all(result, out_dir))
+        paths.extend(early.plot_early(result["early"], out_dir))
     except ImportError:
         pass
     return paths
 
 
-_STYLE = {"nonprivate": ("k", "--", "o"), "sensitivity": ("tab:red", "-", "s"),
-          "new_nips2008": ("tab:green", "-", "^"), "new_jmlr2011": ("tab:blue", "-", "v")}
-
-
 def _plot_all(result, out_dir):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("plotting needs matplotlib: pip install 'dperm[plot]'") from exc
-
-    def curve(ax, x, errs, m, label=None):
-        mu = np.array([a.mean() for a in errs])
-        sd = np.array([a.std() for a in errs])
-        c, ls, mk = _STYLE[m]
-        ax.errorbar(x, mu, yerr=sd, color=c, linestyle=ls, marker=mk, ms=3, capsize=2,
-                    label=label or METHOD_LABELS[m])
-
+    plt = cm.pyplot()
     paths = []
     dg = result["figure1"]
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.6), sharey=True)
     for ax, lam in zip(axes, dg["lambdas"]):
-        for m in METHODS:
-            curve(ax, dg["sizes"], list(dg["errors"][(m, lam)]), m)
-        ax.axhline(dg["gamma"], color="0.6", lw=0.8, ls=":", label=f"Bayes error {dg['gamma']:g}")
-        ax.set_xscale("log")
-        ax.set_xlabel("training set size n")
+        for k in KEYS:
+            cm.curve(ax, dg["sizes"], [a for a in dg["errors"][(k, lam)]], k)
+        ax.set_xlabel("training set size N")
         ax.set_title(f"Λ = {lam:g}")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("test error")
+    axes[0].set_ylabel("test error (exact)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
-    fig.suptitle(f"Our D_d(γ), d = {dg['d']}, γ = {dg['gamma']:g}, ε = {dg['epsilon']:g} "
-                 f"({plural(dg['n_datasets'], 'data set')} x {plural(dg['n_draws'], 'draw')} per n)",
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7)
+    fig.suptitle(f"Figure 1: D_d(γ), d = {dg['d']}, γ = {dg['gamma']:g}, ε = {dg['epsilon']:g}",
                  fontsize=10)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     p = os.path.join(out_dir, "nips2008_figure1.png")
     fig.savefig(p, dpi=120)
     plt.close(fig)
     paths.append(p)
 
-    for key, name, xlab, logx in (("figure3", "epsilons", "privacy parameter ε", True),
-                                  ("figure4", "sizes", "training set size n", True)):
-        block = result[key]
-        fig, axes = plt.subplots(1, len(block), figsize=(5.3 * len(block), 4), sharey=True,
-                                 squeeze=False)
-        for ax, (margin, r) in zip(axes[0], block.items()):
-            for m in METHODS:
-                curve(ax, r[name], [a for a in r["errors"][m]], m,
-                      label=f"{METHOD_LABELS[m]} (Λ={r['lambda'][m]:.2g})")
-            if logx:
+    ds = result["datasets"]
+    for fig_name, field, xlab in (("figure3", "epsilon_curve", "privacy parameter ε"),
+                                  ("figure4", "learning_curve", "training set size N")):
+        names = [n for n in ds if field in ds[n]]
+        fig, axes = plt.subplots(1, len(names), figsize=(4.6 * len(names), 4.2), squeeze=False)
+        for ax, name in zip(axes[0], names):
+            c = ds[name][field]
+            x = c["epsilons"] if field == "epsilon_curve" else c["sizes"]
+            for k in KEYS:
+                cm.curve(ax, x, list(c["errors"][k]), k)
+            if field == "epsilon_curve":
                 ax.set_xscale("log")
+                for col, colour in (("sensitivity", "tab:red"), ("new", "tab:green")):
+                    ax.axhline(PAPER[name][col][0], color=colour, lw=0.8, ls="-.")
             ax.set_xlabel(xlab)
-            ax.set_title(f"sphere in R^{result['config']['sp_d']}, margin {margin:g}")
+            ax.set_title(DATASET_LABELS[name], fontsize=9)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7, loc="lower left")
         axes[0][0].set_ylabel("test error")
-        if key == "figure3":
-            sub = (f"error against ε, n = {result['config']['sp_n']}, "
-                   f"{plural(result['figure2'][next(iter(block))]['folds_run'], 'fold')}, "
-                   f"{plural(result['config']['sp_runs'], 'run')} each")
-        else:
-            any_c = next(iter(block.values()))
-            sub = (f"learning curves, ε = {any_c['epsilon']:g}, "
-                   f"{plural(any_c['n_datasets'], 'data set')} x {plural(any_c['n_draws'], 'draw')} per n")
-        fig.suptitle(sub, fontsize=10)
-        fig.tight_layout()
-        p = os.path.join(out_dir, f"nips2008_{key}.png")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7)
+        title = ("Figure 3: error against ε (dash-dot: the paper's table values)"
+                 if fig_name == "figure3" else "Figure 4: learning curves, ε = 0.2")
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout(rect=(0, 0.15, 1, 1))
+        p = os.path.join(out_dir, f"nips2008_{fig_name}.png")
         fig.savefig(p, dpi=120)
         plt.close(fig)
         paths.append(p)
     return paths
 
 
-def reproduce_nips2008(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+def reproduce_nips2008(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0,
+                       pima=None):
     """Run, format and write the NIPS 2008 experiments. Returns (result, text, paths)."""
-    result = run_nips2008(quick=quick, random_state=seed, progress=progress, n_threads=n_threads)
+    result = run_nips2008(quick=quick, random_state=seed, progress=progress, n_threads=n_threads,
+                          pima=pima)
     text = format_nips2008(result)
     paths = write_nips2008(result, out)
     return result, text, paths
