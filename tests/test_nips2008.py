@@ -343,7 +343,6 @@ def test_quick_shapes(quick):
     assert set(r["early"]["datasets"]) == {"margin 0.03", "unseparable"}
     for ds in r["early"]["datasets"].values():
         assert ds["n_train"] == 14000
-    assert r["seconds"] < 60
 
 
 def test_quick_new_method_below_sensitivity_method(quick):
