@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from dperm import erm, objective_perturbation
-from dperm.experiments import nips2008 as nx
 from dperm.exceptions import PrivacyLeakWarning
+from dperm.experiments import nips2008 as nx
 
 
 # ------------------------------------------------------------------ generators
