@@ -102,7 +102,8 @@ def table(results):
     for r in results:
         for mech in ("objective", "output", "none"):
             s = r[mech]
-            lines.append(f"| {r['data']} (n={r['n']}, d={r['d']}) | {r['loss']} | {r['epsilon']:g} | {mech} | "
+            lines.append(f"| {r['data']} (n={r['n']}, d={r['d']}) | {r['loss']} | {r['epsilon']:g} "
+                         f"| {mech} | "
                          f"{s['best_alpha']:.0e} | {s['best_accuracy']:.4f} | {s['auto_alpha']:.2e} | "
                          f"{s['auto_accuracy']:.4f} | {s['gap']:+.4f} |")
     return "\n".join(lines)

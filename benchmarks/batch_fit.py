@@ -38,9 +38,9 @@ def main():
     ap.add_argument("--solver", default="lbfgs")
     args = ap.parse_args()
 
+    from dperm._core._objective import value_grad
     from dperm.datasets import make_onehot_classification
     from dperm.erm import _data, minimize
-    from dperm._core._objective import value_grad
 
     rng = np.random.default_rng(0)
     n, k = 200_000, args.k

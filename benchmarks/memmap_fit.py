@@ -245,8 +245,8 @@ def main(argv=None):
         print(f"kept {', '.join(created)}")
 
     print()
-    print(f"| input | time (s) | iterations | converged | baseline RssAnon (MB) | "
-          f"peak RssAnon over baseline (MB) | peak RssFile (MB) | samples |")
+    print("| input | time (s) | iterations | converged | baseline RssAnon (MB) | "
+          "peak RssAnon over baseline (MB) | peak RssFile (MB) | samples |")
     print("|---|---:|---:|---|---:|---:|---:|---:|")
     for r in runs:
         label = "np.load(mmap_mode='r')" + (" (cold)" if args.cold else "") \

@@ -84,9 +84,13 @@ def main(argv=None):
                                       random_state=0, n_threads=nt)
         if ctx:
             with ctx:
-                t0 = time.perf_counter(); clf.fit(Xk, yk); fits[label] = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                clf.fit(Xk, yk)
+                fits[label] = time.perf_counter() - t0
         else:
-            t0 = time.perf_counter(); clf.fit(Xk, yk); fits[label] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            clf.fit(Xk, yk)
+            fits[label] = time.perf_counter() - t0
         fits[label + " iterations"] = clf.fit_diagnostics_["n_iter"]
     print(f"\nwhole multinomial fit (KDD, epsilon 1, delta 1/n^2, {nt} thread(s)): compiled "
           f"{fits['compiled']:.2f} s ({fits['compiled iterations']} iterations), numpy path "

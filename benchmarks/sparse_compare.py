@@ -186,7 +186,7 @@ def run_dataset(name, X, y, alpha, reps, target, dperm, log):
     # float32 CSR
     X32 = dperm.prepare(X.astype(np.float32))
     dperm.fit(X32, y, alpha, 1e-10)
-    t, (w32, info) = median_time(lambda: dperm.fit(X32, y, alpha, 1e-10), reps)
+    t, (w32, info) = median_time(lambda: dperm.fit(X32, y, alpha, 1e-10), reps)  # noqa: F821
     sols["dperm float32, tol=1e-10, 1 thr"] = (t, w32, info, 1e-10)
     res["float32_vs_float64_coef_rel_max_diff"] = rel_max_diff(w32, w_ref)
     del X32
@@ -295,9 +295,10 @@ def main(argv=None):
             sys.exit(f"dperm refuses sparse input ({exc}); rerun with --densify-dperm")
 
     model, cores = machine()
-    import dperm as _dp
-    import sklearn
     import scipy
+    import sklearn
+
+    import dperm as _dp
     meta = {"machine": model, "cores": cores, "python": platform.python_version(),
             "numpy": np.__version__, "scipy": scipy.__version__, "sklearn": sklearn.__version__,
             "dperm": getattr(_dp, "__version__", "?"), "reps": reps, "alpha": args.alpha,

@@ -65,7 +65,7 @@ def main(argv=None):
                      method="L-BFGS-B", options=dict(gtol=1e-10 / np.sqrt(d), ftol=0, maxiter=2000))
             t_np = time.perf_counter() - t0
             ts = []
-            for j in range(args.draws):
+            for _ in range(args.draws):
                 b = noise.sample_l2_laplace(beta[i], d, random_state=rng)
                 t0 = time.perf_counter()
                 minimize(objective(X, y, loss, lam + delta[i], b), np.zeros(d), jac=True,

@@ -3,20 +3,22 @@
 After Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
 Minimization", JMLR 12 (2011).
 """
-from dperm._core._build_info import VERSION as __version__   # meson.build's version
-
+from dperm import calibration, datasets, erm, exact_noise, losses, mechanisms, noise, regularization
 from dperm._config import get_config, show_config
-from dperm.exceptions import (BudgetExceededError, ClippingWarning, ConvergenceWarning,
-                              NoiseDominatedWarning, PrivacyLeakWarning)
-from dperm.accountant import (ApproxEvent, BudgetAccountant, GaussianEvent,
-                              ObjectiveGaussianEvent, PureEvent)
-from dperm.mechanisms import objective_perturbation, output_perturbation
+from dperm._core._build_info import VERSION as __version__  # meson.build's version
+from dperm.accountant import ApproxEvent, BudgetAccountant, GaussianEvent, ObjectiveGaussianEvent, PureEvent
 from dperm.estimators import PrivateLinearClassifier
+from dperm.exceptions import (
+                              BudgetExceededError,
+                              ClippingWarning,
+                              ConvergenceWarning,
+                              NoiseDominatedWarning,
+                              PrivacyLeakWarning,
+)
 from dperm.features import RandomFourierFeatures
+from dperm.mechanisms import objective_perturbation, output_perturbation
 from dperm.schema import PublicBoundsTransformer, PublicSchema
 from dperm.tuning import PrivateTuningResult, private_tuning
-from dperm import (calibration, datasets, erm, exact_noise, losses, mechanisms, noise,
-                   regularization)
 
 __all__ = [
     "__version__", "get_config", "show_config",

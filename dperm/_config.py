@@ -9,11 +9,11 @@ __all__ = ["get_config", "show_config"]
 def get_config():
     """A dict: version, whether the kernels were built with OpenMP, threads a fit uses,
     and the SIMD kernel level in use (with the levels built and those this CPU runs)."""
+    import numpy as np
+
     from dperm import _core
     from dperm._core import _build_info
     from dperm._core._objective import max_threads, openmp_enabled, vector_width
-
-    import numpy as np
 
     omp = openmp_enabled()
     return {

@@ -381,7 +381,7 @@ class _Shard:
             from dperm._core._objective import Data
 
             datas, counts = [], []
-            for ci, X, y in zip(self.chunk_ids, self.blocks, self.labels):
+            for X, y in zip(self.blocks, self.labels):
                 D, clipped = _replay(X, y, ops)
                 datas.append(Data(D.X, D.signed_weights(y), D.constant_column()))
                 counts.append(sum(clipped))

@@ -212,7 +212,8 @@ def _to_boundary(s, p, Mp, Ms, delta):
     return np.where(np.isfinite(tau), tau, 0.0)
 
 
-def trust_region_newton(value_grad, hess_vec, W0, tol, max_iter, *, hess_diag=None, cg_max_iter=None):
+def trust_region_newton(value_grad, hess_vec, W0, tol, max_iter, *, hess_diag=None,  # noqa: C901
+                        cg_max_iter=None):
     """Minimize k smooth strongly convex objectives at once.
 
     Parameters
@@ -336,10 +337,10 @@ def trust_region_newton(value_grad, hess_vec, W0, tol, max_iter, *, hess_diag=No
             h0 = (1.0 / Ma) if Ma is not None else pairs.gamma[act][:, None]
 
             def precond(R, rows):
-                return pairs.apply(R, act[rows], h0[rows])
+                return pairs.apply(R, act[rows], h0[rows])  # noqa: B023 (used in this iteration)
         elif Ma is not None:
             def precond(R, rows):
-                return R / Ma[rows]
+                return R / Ma[rows]  # noqa: B023 (used in this iteration)
         else:
             def precond(R, rows):
                 return R.copy()

@@ -313,10 +313,12 @@ def check_alpha(alpha, name="alpha"):
     Returns (values as a 1-D float64 array, whether alpha was a scalar).
     """
     if np.ndim(alpha) == 0:
-        return np.array([check_positive(alpha if not isinstance(alpha, np.ndarray) else alpha.item(), name)]), True
+        a = alpha if not isinstance(alpha, np.ndarray) else alpha.item()
+        return np.array([check_positive(a, name)]), True
     arr = np.asarray(alpha)
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name}: must be a positive number or a non-empty 1-D sequence, got shape {arr.shape}")
+        raise ValueError(f"{name}: must be a positive number or a non-empty 1-D sequence, "
+                         f"got shape {arr.shape}")
     vals = np.array([check_positive(a.item() if hasattr(a, "item") else a, name) for a in arr])
     return vals, False
 
@@ -380,7 +382,8 @@ def check_n_threads(n_threads, name="n_threads"):
     """None (all available cores), or an int >= 1; -1 also means all cores."""
     if n_threads is None or n_threads == -1:
         return default_threads()
-    if isinstance(n_threads, bool) or not isinstance(n_threads, (numbers.Integral, np.integer)) or n_threads < 1:
+    if isinstance(n_threads, bool) or not isinstance(n_threads, (numbers.Integral, np.integer)) \
+            or n_threads < 1:
         raise ValueError(f"{name}: must be None, -1 or an integer >= 1, got {n_threads!r}")
     return int(n_threads)
 

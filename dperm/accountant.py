@@ -281,7 +281,8 @@ def _pld(events, delta_budget):
     mechanism with its stated (epsilon, delta) (Kairouz, Oh & Viswanath 2015);
     composition of dominating pairs is valid under adaptive composition
     (Zhu, Dong & Wang 2022)."""
-    from dp_accounting.pld import common, privacy_loss_distribution as pld_mod
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld_mod
 
     total = None
     inv = sum(c / e.noise_multiplier ** 2 for e, c in events.items()

@@ -222,7 +222,7 @@ def cmd_reproduce(args):
 def _print_outputs(out):
     """Print what a runner returned: its text (tables with the paper's numbers), else its
     CSV files as tables; then every file it wrote."""
-    from dperm.experiments.report import returned_files, returned_text, csv_as_text
+    from dperm.experiments.report import csv_as_text, returned_files, returned_text
 
     parts = list(out[1:]) if isinstance(out, tuple) else [out]
     texts = [t for t in map(returned_text, parts) if t]
@@ -271,8 +271,13 @@ def _adult_table():
     import numpy as np
 
     from dperm._cli_io import Table
-    from dperm.datasets import (ADULT_COLUMNS, ADULT_NUMERIC_COLUMNS, ADULT_PUBLIC_BOUNDS,
-                                ADULT_PUBLIC_CATEGORIES, load_adult)
+    from dperm.datasets import (
+        ADULT_COLUMNS,
+        ADULT_NUMERIC_COLUMNS,
+        ADULT_PUBLIC_BOUNDS,
+        ADULT_PUBLIC_CATEGORIES,
+        load_adult,
+    )
     from dperm.schema import PublicSchema
 
     bunch = load_adult(preprocess="public", return_frame=True)
@@ -396,8 +401,16 @@ def _streaming(args):
 
 
 def cmd_fit(args):
-    from dperm._cli_io import (CLIError, encode_rows, infer_schema, label_codes, load_schema,
-                               model_to_json, read_csv, schema_to_json)
+    from dperm._cli_io import (
+        CLIError,
+        encode_rows,
+        infer_schema,
+        label_codes,
+        load_schema,
+        model_to_json,
+        read_csv,
+        schema_to_json,
+    )
     from dperm._cli_stream import design_rows
     from dperm.exceptions import PrivacyLeakWarning
 
@@ -432,7 +445,8 @@ def cmd_fit(args):
     schema = schema.replace(label=label, classes=classes)
     if leaks:
         warnings.warn(
-            f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete one): the released "
+            f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete one): "
+            "the released "
             "model is NOT differentially private with respect to them. Give PUBLIC bounds, "
             "categories and classes in a schema file (see dperm fit --help).",
             PrivacyLeakWarning, stacklevel=2)
@@ -551,8 +565,16 @@ def _fit_streamed(args):
     """DATA.csv read in chunks (sized by --memory-budget) into an on-disk binary of the
     design rows, then fitted from it in place; the binary is deleted unless kept."""
     from dperm import _cli_stream as st
-    from dperm._cli_io import (CLIError, CSVReader, Table, _check_columns, load_schema,
-                               model_to_json, nothing_left_error, schema_to_json)
+    from dperm._cli_io import (
+        CLIError,
+        CSVReader,
+        Table,
+        _check_columns,
+        load_schema,
+        model_to_json,
+        nothing_left_error,
+        schema_to_json,
+    )
 
     opt = next(o for k, o in _STREAM_ONLY if getattr(args, k) is not None)
     if args.data is None:

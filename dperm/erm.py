@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dperm._validation import check_X, check_pm1_labels, check_positive, check_n_threads
+from dperm._validation import check_n_threads, check_pm1_labels, check_positive, check_X
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import get_loss
 
@@ -336,9 +336,8 @@ def hessian_vector(X, y, W, V, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, 
 
 def hessian(X, y, W, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=None):
     """Full Hessian(s) (d, d) or (k, d, d); O(n d^2), for small d."""
-    from dperm._core._objective import hessian as _hess
-
     from dperm import _dask
+    from dperm._core._objective import hessian as _hess
 
     if _dask.is_distributed(X):
         raise TypeError("hessian: the full Hessian is not computed over a Dask array; use "

@@ -5,23 +5,33 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 
-from dperm import erm
-from dperm import _dask
+from dperm import _dask, erm
 from dperm._design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn, matmul_rows
-from dperm._validation import (bound_rows, check_choice, check_epsilon, check_n_threads,
-                               check_positive, check_random_state, check_X, spawn_generator)
+from dperm._validation import (
+    bound_rows,
+    check_choice,
+    check_epsilon,
+    check_n_threads,
+    check_positive,
+    check_random_state,
+    check_X,
+    spawn_generator,
+)
 from dperm.accountant import BudgetAccountant
-from dperm.exceptions import (BudgetExceededError, ClippingWarning, NoiseDominatedWarning,
-                              PrivacyLeakWarning)
+from dperm.exceptions import BudgetExceededError, ClippingWarning, NoiseDominatedWarning, PrivacyLeakWarning
 from dperm.losses import get_loss
-from dperm.mechanisms import (MULTINOMIAL, NEIGHBOURING, check_privacy_params,
-                               objective_perturbation, output_perturbation, privacy_events)
+from dperm.mechanisms import (
+    MULTINOMIAL,
+    check_privacy_params,
+    objective_perturbation,
+    output_perturbation,
+    privacy_events,
+)
 from dperm.noise import warn_if_seeded
 from dperm.regularization import auto_alpha, expected_noise_shift, noise_dominates
 
@@ -234,7 +244,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"max_iter: must be an integer >= 1, got {self.max_iter!r}")
         check_n_threads(self.n_threads)
         if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):
-            raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got {type(self.accountant).__name__}")
+            raise TypeError("accountant: expected a dperm.BudgetAccountant, got "
+                            f"{type(self.accountant).__name__}")
         check_random_state(None if isinstance(self.random_state, np.random.Generator) else self.random_state)
 
     def _equivalent_epsilon(self, n, d, lo, eps, delta, nb, n_classes):
@@ -320,7 +331,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
                                  f"{self.classes!r}")
             if y.dtype.kind in "OUS" and classes.dtype.kind not in "OUS" or \
                     classes.dtype.kind in "OUS" and y.dtype.kind not in "OUS":
-                raise ValueError(f"y: labels {np.unique(y)[:5].tolist()} do not match classes={self.classes!r}")
+                raise ValueError(f"y: labels {np.unique(y)[:5].tolist()} do not match "
+                                 f"classes={self.classes!r}")
             inside = np.isin(y, classes)
             if not inside.all():
                 raise ValueError(f"y: values {np.unique(y[~inside])[:5].tolist()} are not in "
@@ -340,7 +352,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         return "ovr"
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y, **fit_params):
+    def fit(self, X, y, **fit_params):  # noqa: C901
         """Fit privately. X: (n, d) floats with row norms <= data_norm; y: (n,) labels.
 
         Two classes: one binary model.  K > 2 classes: the softmax (multinomial

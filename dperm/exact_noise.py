@@ -148,7 +148,8 @@ def _int64_array(x, name):
         if a.dtype.kind == "b":
             raise ValueError(f"{name}: expected integers, got booleans")
         try:
-            ints = [_exact_int(v, name) for v in a.reshape(-1).tolist()] if a.ndim else [_exact_int(a.item(), name)]
+            ints = [_exact_int(v, name) for v in a.reshape(-1).tolist()] if a.ndim \
+                else [_exact_int(a.item(), name)]
         except ValueError:
             raise ValueError(f"{name}: expected integers, got {x!r}") from None
         if any(v > _I64_MAX or v < -_I64_MAX for v in ints):
@@ -362,7 +363,8 @@ def discrete_laplace(t, size=None, rng=None):
 
 
 def discrete_gaussian(sigma2_num, sigma2_den=1, size=None, rng=None):
-    """Exact discrete Gaussian samples N_Z(0, sigma^2): P[Z = z] proportional to exp(-z^2 / (2 sigma^2)), z in Z.
+    """Exact discrete Gaussian samples N_Z(0, sigma^2): P[Z = z] proportional to
+    exp(-z^2 / (2 sigma^2)), z in Z.
 
     sigma^2 = sigma2_num / sigma2_den exactly (no rounding here).  Rejection from a
     discrete Laplace (CKS 2020 Algorithm 3), with c = floor(sigma) + 1 and Laplace

@@ -37,8 +37,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dperm import erm
-from dperm._validation import (bound_rows, check_alpha, check_choice, check_epsilon,
-                               check_pm1_labels, check_positive, check_random_state, check_X)
+from dperm._validation import (
+    bound_rows,
+    check_alpha,
+    check_choice,
+    check_epsilon,
+    check_pm1_labels,
+    check_positive,
+    check_random_state,
+    check_X,
+)
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.losses import get_loss
 from dperm.noise import sample_l2_laplace, warn_if_seeded
@@ -328,13 +336,18 @@ def _curvature(lo, h, R, n_classes):
 
 def _fit(mechanism, noise, lo, n_classes, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
          n_draws, coef, res, consts):
-    per_fit = lambda a: np.repeat(np.asarray(a)[:, None], n_draws, axis=1) \
-        if np.ndim(a) == 1 and np.size(a) == alphas.size else np.asarray(a)
-    full = lambda name: _shape(np.broadcast_to(np.asarray(consts.get(name, np.nan), dtype=np.float64),
-                                               alphas.shape).copy(), scalar)
+    def per_fit(a):
+        return np.repeat(np.asarray(a)[:, None], n_draws, axis=1) \
+            if np.ndim(a) == 1 and np.size(a) == alphas.size else np.asarray(a)
+
+    def full(name):
+        return _shape(np.broadcast_to(np.asarray(consts.get(name, np.nan), dtype=np.float64),
+                                      alphas.shape).copy(), scalar)
     shape2 = (alphas.size, n_draws)
-    diag = lambda a: _shape(np.asarray(a).reshape(shape2) if np.size(a) == alphas.size * n_draws
-                            else per_fit(a), scalar)
+
+    def diag(a):
+        return _shape(np.asarray(a).reshape(shape2) if np.size(a) == alphas.size * n_draws
+                      else per_fit(a), scalar)
     return PrivateFit(
         mechanism=mechanism, loss=lo.name if lo is not None else MULTINOMIAL, epsilon=epsilon,
         data_norm=R, h=h, n_samples=int(round(n_norm)), curvature=c,
@@ -410,7 +423,8 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     rng = check_random_state(random_state)
     res = _solve(X, y, lo, K, _normalised_alpha(alphas, n, n_norm), h=h, tol=tol,
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
-    center = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size,) + res.coef.shape[-(1 if lo else 2):])
+    center = np.asarray(res.coef, dtype=np.float64).reshape(
+        (alphas.size,) + res.coef.shape[-(1 if lo else 2):])
     dim = int(np.prod(center.shape[1:]))
     factor = (2.0 if nb == "replace_one" else 1.0) * (1.0 if lo is not None else math.sqrt(2.0))
     sens = factor * R / (n_norm * alphas)
@@ -504,7 +518,7 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
                     epsilon, delta, grad_tol=tol_used, output_fraction=amp_output_fraction, **kw))
             else:
                 cals.append(calibration.objective_gaussian_calibration(epsilon, delta, **kw))
-        sig = np.array([getattr(cc, "sigma_objective", None) or getattr(cc, "sigma") for cc in cals])
+        sig = np.array([getattr(cc, "sigma_objective", None) or cc.sigma for cc in cals])
         extra = np.array([cc.extra_l2 for cc in cals])
         b = rng.standard_normal((alphas.size, n_draws, dim)) * sig[:, None, None]
         eps_noise = np.array([getattr(cc, "epsilon_objective", epsilon) - cc.epsilon_det

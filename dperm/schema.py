@@ -196,7 +196,8 @@ class PublicSchema:
 
     __slots__ = ("_numeric", "_categorical", "_label", "_classes", "_fill")
 
-    def __init__(self, numeric=None, categorical=None, *, label=None, classes=None, fill=None):
+    def __init__(self, numeric=None, categorical=None, *, label=None, classes=None,  # noqa: C901
+                 fill=None):
         numeric = {} if numeric is None else numeric
         categorical = {} if categorical is None else categorical
         fill = {} if fill is None else fill
@@ -279,7 +280,8 @@ class PublicSchema:
     categorical = property(lambda self: self._categorical,
                            doc="column -> tuple of categories, in encoding order")
     label = property(lambda self: self._label, doc="the label column, or None")
-    classes = property(lambda self: self._classes, doc="tuple of the K >= 2 classes ((negative, positive) for two), or None")
+    classes = property(lambda self: self._classes,
+                       doc="tuple of the K >= 2 classes ((negative, positive) for two), or None")
     fill = property(lambda self: self._fill, doc="column -> public fill value")
 
     @property

@@ -25,16 +25,15 @@ at most z_min + 2 log(m / beta) / epsilon mistakes on the validation part (beta 
 failure probability of the utility bound, not a privacy parameter).
 """
 import numbers
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-import warnings
 
 import numpy as np
 
 from dperm import _dask
+from dperm._validation import check_epsilon, check_positive, check_random_state, check_X, spawn_generator
 from dperm.accountant import ApproxEvent
-from dperm._validation import (check_epsilon, check_positive, check_random_state, check_X,
-                               spawn_generator)
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.noise import warn_if_seeded
 
@@ -222,7 +221,7 @@ def _procedure_delta(base, grid):
     return max(deltas, default=0.0)
 
 
-def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):
+def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):  # noqa: C901
     """Choose among parameter settings with epsilon-differential privacy (Algorithm 4).
 
     The data are split uniformly at random into m + 1 disjoint parts of (nearly)

@@ -1,6 +1,10 @@
 """BudgetAccountant: sequential composition of epsilon across fits."""
 import copy
+import math
+import os
 import pickle
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -10,6 +14,14 @@ from sklearn.model_selection import GridSearchCV
 
 import dperm
 from dperm import BudgetAccountant, BudgetExceededError
+from dperm.accountant import (
+    RDP_ORDERS,
+    ApproxEvent,
+    GaussianEvent,
+    ObjectiveGaussianEvent,
+    PureEvent,
+    compose,
+)
 
 
 def make_data(n=100, d=3, seed=0):
@@ -197,13 +209,6 @@ def test_concurrent_spending_never_overspends():
 # ---------------------------------------------------------------------------------------
 # (epsilon, delta) budgets: privacy events composed by basic composition, RDP and PLD
 # ---------------------------------------------------------------------------------------
-import math
-import os
-import subprocess
-import sys
-
-from dperm.accountant import (
-    RDP_ORDERS, ApproxEvent, GaussianEvent, ObjectiveGaussianEvent, PureEvent, compose)
 
 
 def gauss_eps(noise_multiplier, delta):

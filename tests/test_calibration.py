@@ -641,7 +641,7 @@ def test_rdp_binary_matches_quadrature():
     got = C.objective_gaussian_rdp(orders, sigma, data_norm=R, curvature=c, lambda_total=lam,
                                    neighbouring="add_remove")
     for o, g in zip(orders, got):
-        def mgf(a):   # E exp((o-1)(a|Z| + a^2/2)), one exponent so nothing overflows
+        def mgf(a, o=o):   # E exp((o-1)(a|Z| + a^2/2)), one exponent so nothing overflows
             f = lambda z: 2 * math.exp(-z * z / 2 + (o - 1) * (a * z + a * a / 2)) \
                 / math.sqrt(2 * math.pi)
             peak = (o - 1) * a

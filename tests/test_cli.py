@@ -448,7 +448,7 @@ def test_fit_help_documents_fill_missing_and_delimiter(capsys):
     assert "--delimiter" in out and "fill" in out
 
 
-# ----------------------------------------------------------------------------- (epsilon, delta), model format 2
+# ------------------------------------------------------------------- (epsilon, delta), model format 2
 PUBLIC_PRIVACY_KEYS = {"mechanism", "noise", "loss", "neighbouring", "epsilon", "delta",
                        "epsilon_prime", "extra_l2", "beta", "sigma", "sigma_output", "grid",
                        "alpha", "data_norm", "h", "n_samples", "curvature", "n_classes",

@@ -14,10 +14,10 @@ from dperm.datasets import (
     ADULT_PUBLIC_BOUNDS,
     ADULT_PUBLIC_CATEGORIES,
     DataChecksumError,
+    _adult,
     encode_public,
     load_adult,
 )
-from dperm.datasets import _adult
 from dperm.exceptions import PrivacyLeakWarning
 
 pytestmark = pytest.mark.filterwarnings("ignore::dperm.exceptions.PrivacyLeakWarning")

@@ -14,9 +14,18 @@ import pytest
 from scipy import stats
 
 from dperm import exact_noise as en
-from dperm.exact_noise import (bernoulli_exp, calibrate_on_grid, discrete_gaussian,
-                               discrete_laplace, gaussian_on_grid, grid_for, grid_sensitivity,
-                               grid_variance, on_grid, round_to_grid)
+from dperm.exact_noise import (
+    bernoulli_exp,
+    calibrate_on_grid,
+    discrete_gaussian,
+    discrete_laplace,
+    gaussian_on_grid,
+    grid_for,
+    grid_sensitivity,
+    grid_variance,
+    on_grid,
+    round_to_grid,
+)
 
 P_MIN = 1e-6
 N = 100_000
@@ -62,9 +71,13 @@ def _chi2_p(samples, pmf_fn, min_expected=20):
     keep = expected > 0
     # fold tiny tail bins into the neighbouring bin so the statistic is well behaved
     if expected[0] < 5:
-        counts[1] += counts[0]; expected[1] += expected[0]; keep[0] = False
+        counts[1] += counts[0]
+        expected[1] += expected[0]
+        keep[0] = False
     if expected[-1] < 5:
-        counts[-2] += counts[-1]; expected[-2] += expected[-1]; keep[-1] = False
+        counts[-2] += counts[-1]
+        expected[-2] += expected[-1]
+        keep[-1] = False
     counts, expected = counts[keep], expected[keep]
     stat = float(((counts - expected) ** 2 / expected).sum())
     return stats.chi2.sf(stat, df=counts.size - 1)

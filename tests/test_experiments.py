@@ -11,11 +11,27 @@ import pytest
 
 from dperm.datasets import load_adult
 from dperm.experiments import reproduce_figure3
-from dperm.experiments.figure2 import (PAPER_BEST_LAMBDA, PAPER_BEST_LAMBDA_FIGURE3, plot_figure2,
-                                       run_figure2, write_figure2_csv)
-from dperm.experiments.table1 import (LAMBDAS, LAMBDAS_TABLE2, PAPER_TABLE1, PAPER_TABLE2, TABLE1,
-                                      TABLE2, _errors, format_table1, paper_value, run_table1,
-                                      write_table1_csv, write_table_csv)
+from dperm.experiments.figure2 import (
+    PAPER_BEST_LAMBDA,
+    PAPER_BEST_LAMBDA_FIGURE3,
+    plot_figure2,
+    run_figure2,
+    write_figure2_csv,
+)
+from dperm.experiments.table1 import (
+    LAMBDAS,
+    LAMBDAS_TABLE2,
+    PAPER_TABLE1,
+    PAPER_TABLE2,
+    TABLE1,
+    TABLE2,
+    _errors,
+    format_table1,
+    paper_value,
+    run_table1,
+    write_table1_csv,
+    write_table_csv,
+)
 from dperm.experiments.tuning_curve import plot_tuning_curve, run_tuning_curve, write_tuning_csv
 
 TABLE_CSV_COLUMNS = ["loss", "method", "log10_lambda", "error_mean", "error_fold_std",
@@ -44,7 +60,7 @@ def test_table1_small_run(adult_small, tmp_path):
     X, y = adult_small
     res = run_table1(X, y, lambdas=LAMBDAS[-3:], n_folds=5, folds_to_run=2, n_runs=4,
                      random_state=0, progress=False)
-    for key, errs in res["errors"].items():
+    for errs in res["errors"].values():
         assert errs.shape == (3, 2)
         assert np.all((errs >= 0) & (errs <= 1))
     # non-private with moderate Lambda beats the constant classifier on Adult

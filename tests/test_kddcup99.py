@@ -15,10 +15,10 @@ from dperm.datasets import (
     KDDCUP99_SYMBOLIC_COLUMNS,
     Bunch,
     DataChecksumError,
+    _kddcup99,
     encode_public,
     load_kddcup99,
 )
-from dperm.datasets import _kddcup99
 from dperm.erm import minimize
 from dperm.exceptions import PrivacyLeakWarning
 

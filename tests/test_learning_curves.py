@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from dperm.experiments.learning_curves import (
-    QUICK, _mistakes, format_learning_curves, lambda_grid, learning_curve_splits,
-    reproduce_learning_curves, run_learning_curves, write_learning_curves)
+    QUICK,
+    _mistakes,
+    format_learning_curves,
+    lambda_grid,
+    learning_curve_splits,
+    reproduce_learning_curves,
+    run_learning_curves,
+    write_learning_curves,
+)
 from dperm.losses import get_loss
 from dperm.mechanisms import objective_perturbation_constants
 

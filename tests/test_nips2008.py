@@ -324,7 +324,7 @@ def test_quick_shapes(quick):
     cfg = r["config"]
     dg = r["figure1"]
     assert dg["lambdas"] == (dg["gamma"], dg["gamma"] ** 2)
-    for (k, lam), e in dg["errors"].items():
+    for (k, _lam), e in dg["errors"].items():
         assert e.shape == (len(cfg["dg_sizes"]), cfg["dg_datasets"],
                            1 if k == "nonprivate" else cfg["dg_draws"])
         assert np.all((e >= 0) & (e <= 1))

@@ -16,15 +16,18 @@ import warnings
 
 import numpy as np
 import pytest
+from _privacy_audit import designed_1d, epsilon_lower_bound, rows_in_ball
 
 from dperm import erm
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import get_loss
-from dperm.mechanisms import (objective_perturbation, objective_perturbation_constants,
-                              output_perturbation, output_perturbation_constants)
+from dperm.mechanisms import (
+    objective_perturbation,
+    objective_perturbation_constants,
+    output_perturbation,
+    output_perturbation_constants,
+)
 from dperm.noise import sample_l2_laplace
-
-from _privacy_audit import designed_1d, epsilon_lower_bound, rows_in_ball
 
 EPS = 1.0
 H = 0.5

@@ -35,17 +35,16 @@ import warnings
 
 import numpy as np
 import pytest
+from _privacy_audit import epsilon_delta_lower_bound
 from scipy import stats
 from scipy.special import log_ndtr
 
 from dperm import PrivateLinearClassifier, calibration, erm, exact_noise
 from dperm import estimators as estimators_module
 from dperm.accountant import BudgetAccountant, PureEvent
-from dperm.exceptions import BudgetExceededError, ConvergenceWarning, PrivacyLeakWarning
+from dperm.exceptions import BudgetExceededError, ConvergenceWarning
 from dperm.losses import get_loss
 from dperm.mechanisms import objective_perturbation, output_perturbation
-
-from _privacy_audit import epsilon_delta_lower_bound
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dperm.exceptions.PrivacyLeakWarning"),
               pytest.mark.filterwarnings("ignore::dperm.exceptions.ConvergenceWarning")]

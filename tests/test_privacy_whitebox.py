@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _privacy_audit import LOSS_H, designed_1d, noise_and_logdet, objective_privacy_loss, rows_in_ball
 from scipy import stats
 from scipy.optimize import minimize as sp_minimize
 
@@ -22,9 +23,6 @@ from dperm import erm
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import get_loss
 from dperm.mechanisms import objective_perturbation, objective_perturbation_constants
-
-from _privacy_audit import (LOSS_H, designed_1d, noise_and_logdet, objective_privacy_loss,
-                            rows_in_ball)
 
 EPS = 1.0
 RS = [1.0, 5.0]

@@ -10,8 +10,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
 
-from dperm import (BudgetAccountant, PrivacyLeakWarning, PrivateLinearClassifier,
-                   PrivateTuningResult, RandomFourierFeatures, private_tuning)
+from dperm import (
+    BudgetAccountant,
+    PrivacyLeakWarning,
+    PrivateLinearClassifier,
+    PrivateTuningResult,
+    RandomFourierFeatures,
+    private_tuning,
+)
 from dperm._validation import check_random_state
 from dperm.tuning import exponential_mechanism, random_split
 
@@ -19,7 +25,8 @@ from dperm.tuning import exponential_mechanism, random_split
 def _exact_probabilities(z, eps, sensitivity=1.0):
     """exp(-eps z_i / (2 s)) / sum_k exp(-eps z_k / (2 s)) in 60-digit decimal arithmetic."""
     getcontext().prec = 60
-    w = [(-Decimal(repr(float(eps))) * Decimal(repr(float(zi))) / (2 * Decimal(repr(float(sensitivity))))).exp()
+    s2 = 2 * Decimal(repr(float(sensitivity)))
+    w = [(-Decimal(repr(float(eps))) * Decimal(repr(float(zi))) / s2).exp()
          for zi in z]
     total = sum(w)
     return np.array([float(wi / total) for wi in w])

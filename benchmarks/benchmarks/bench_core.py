@@ -90,7 +90,7 @@ class SolverAdult:
         try:
             from dperm.datasets import load_adult
         except ImportError as exc:  # the data loader is optional for the core
-            raise NotImplementedError(f"dperm.datasets.load_adult unavailable: {exc}")
+            raise NotImplementedError(f"dperm.datasets.load_adult unavailable: {exc}") from exc
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             X, y = load_adult(preprocess="paper")

@@ -18,15 +18,16 @@ def _require_sparse():
     """Raise NotImplementedError (asv: skip) if dperm refuses CSR input."""
     try:
         import scipy.sparse as sp
+
         from dperm.datasets import make_onehot_classification  # noqa: F401
     except ImportError as exc:
-        raise NotImplementedError(f"sparse benchmarks need scipy and the generator: {exc}")
+        raise NotImplementedError(f"sparse benchmarks need scipy and the generator: {exc}") from exc
     X = sp.random(20, 3, density=0.5, format="csr", random_state=0)
     y = np.where(np.arange(20) % 2, 1.0, -1.0)
     try:
         erm.objective(X, y, np.zeros(3), alpha=1.0)
     except TypeError as exc:
-        raise NotImplementedError(f"dperm refuses sparse input: {exc}")
+        raise NotImplementedError(f"dperm refuses sparse input: {exc}") from exc
 
 
 def _onehot(n, dtype):

@@ -99,10 +99,10 @@ cdef inline Py_ssize_t _read_block(const floating* X, const double* s, const dou
 
 
 cdef int objective_pass(
-    int mode, const floating* X, const double* y, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
-    const double* icpt, int loss, double h, const double* W, const double* V, const double* l2,
-    const double* B, const Py_ssize_t* idx, Py_ssize_t m,
-    double* F, double* G, int n_threads, double* curv) noexcept nogil:
+        int mode, const floating* X, const double* y, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
+        const double* icpt, int loss, double h, const double* W, const double* V, const double* l2,
+        const double* B, const Py_ssize_t* idx, Py_ssize_t m,
+        double* F, double* G, int n_threads, double* curv) noexcept nogil:
     """One pass over X for the m problems idx[0..m).
 
     mode PASS_VALUE_GRAD: F[idx[j]] = J(W[idx[j]]), G[idx[j]] = grad J; with curv

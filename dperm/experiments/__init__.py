@@ -14,10 +14,15 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from dperm.experiments.figure2 import (plot_figure2, run_figure2, run_figure3,
-                                       write_figure2_csv)
-from dperm.experiments.table1 import (format_table, format_table1, run_table1, run_table2,
-                                      write_table_csv, write_table1_csv)
+from dperm.experiments.figure2 import plot_figure2, run_figure2, run_figure3, write_figure2_csv
+from dperm.experiments.table1 import (
+    format_table,
+    format_table1,
+    run_table1,
+    run_table2,
+    write_table1_csv,
+    write_table_csv,
+)
 from dperm.experiments.tuning_curve import plot_tuning_curve, run_tuning_curve, write_tuning_csv
 
 __all__ = ["REPRODUCTIONS", "Reproduction", "get_runner", "reproduce_table1",
@@ -185,8 +190,11 @@ def reproduce_gaussian(out="dperm-results", quick=False, progress=True, n_thread
     (epsilon, delta = 1/n^2) objective perturbation (both neighbouring relations) beside
     the pure mechanism and the Kifer et al. (2012) calibration: issue 12's targets.
     Returns (result, text, csv path)."""
-    from dperm.experiments.gaussian_adult import (format_gaussian_adult, run_gaussian_adult,
-                                                  write_gaussian_adult_csv)
+    from dperm.experiments.gaussian_adult import (
+        format_gaussian_adult,
+        run_gaussian_adult,
+        write_gaussian_adult_csv,
+    )
 
     X, y = _adult()
     kw = dict(n_draws=3, losses=("logistic",)) if quick else {}

@@ -94,7 +94,9 @@ def write_report(sections, out, quick, seed):
         "full protocol"
     head = (f"dperm {__version__}, {mode}, seed {seed}, run {when}; total wall time "
             f"{total:.0f} s on {os.cpu_count()} core(s).")
-    rel = lambda p: os.path.relpath(p, out)
+
+    def rel(p):
+        return os.path.relpath(p, out)
     md = ["# dperm: the paper's experiments, reproduced", "", head, "",
           "Chaudhuri, Monteleoni & Sarwate, *Differentially Private Empirical Risk "
           "Minimization*, JMLR 12 (2011), and Chaudhuri & Monteleoni, *Privacy-preserving "
