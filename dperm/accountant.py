@@ -121,13 +121,17 @@ class GaussianEvent:
         object.__setattr__(self, "noise_multiplier", float(nm))
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_delta(self.delta, "delta", allow_zero=False))
-        log_true = _gaussian_log_delta(self.noise_multiplier, self.epsilon)
-        # relative room 1e-6 on delta for callers that calibrated sigma numerically
-        if log_true > math.log(self.delta) + 1e-6:
+        from dperm.calibration import gaussian_delta
+
+        # exact: no room for a claim below the true delta. The same evaluation as
+        # dperm.calibration.analytic_gaussian_sigma, so a sigma calibrated there for
+        # (epsilon, delta) is accepted with exactly that claim
+        true_delta = gaussian_delta(self.epsilon, 1.0, self.noise_multiplier)
+        if true_delta > self.delta:
             raise ValueError(
                 f"epsilon: a Gaussian mechanism with noise_multiplier={self.noise_multiplier:g} "
                 f"is not ({self.epsilon:g}, {self.delta:g})-DP: at epsilon={self.epsilon:g} "
-                f"its delta is {math.exp(log_true):.3g}")
+                f"its delta is {true_delta:.17g}")
 
     def rdp(self, orders=RDP_ORDERS):
         a = np.asarray(orders, dtype=np.float64)

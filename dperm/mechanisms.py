@@ -423,6 +423,15 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     rng = check_random_state(random_state)
     res = _solve(X, y, lo, K, _normalised_alpha(alphas, n, n_norm), h=h, tol=tol,
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
+    if not np.all(res.converged):
+        # the sensitivity 2R/(n Lambda) bounds how far the EXACT minimiser moves; a point
+        # the solver stopped at can be farther from it (by up to its gradient norm / Lambda),
+        # so releasing it with this noise would not be covered: release nothing
+        raise RuntimeError(
+            "output_perturbation: the solver stopped before reaching the gradient tolerance "
+            f"(tol={erm.DEFAULT_TOL if tol is None else tol:g}) for at least one fit; the "
+            "noise is calibrated to the exact minimiser, so nothing is released. Raise "
+            "max_iter, or use a larger alpha (a better-conditioned problem)")
     center = np.asarray(res.coef, dtype=np.float64).reshape(
         (alphas.size,) + res.coef.shape[-(1 if lo else 2):])
     dim = int(np.prod(center.shape[1:]))

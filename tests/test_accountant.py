@@ -610,3 +610,18 @@ def test_a_bound_dp_accounting_cannot_build_is_skipped():
     comp = compose([g, PureEvent(800.0)], 1e-5)
     assert "pld" not in comp.candidates and comp.method in ("basic", "rdp")
     assert 800.0 <= comp.epsilon <= 800.0 + g.epsilon
+
+
+def test_gaussian_event_claim_is_checked_exactly():
+    """A claimed delta even 1e-9 relative below the true one is refused (it had 1e-6 of
+    room); the true delta, or a sigma from dperm's own calibrator, is accepted."""
+    from dperm.calibration import analytic_gaussian_sigma, gaussian_delta
+
+    for nm, eps in ((0.8, 1.0), (3.0, 0.5), (20.0, 0.05)):
+        true = gaussian_delta(eps, 1.0, nm)
+        GaussianEvent(nm, eps, true)
+        GaussianEvent(nm, eps, min(true * (1 + 1e-9), 0.999))
+        with pytest.raises(ValueError, match="is not"):
+            GaussianEvent(nm, eps, true * (1 - 1e-9))
+    for eps, delta in ((1.0, 1e-6), (0.3, 1e-9), (4.0, 1e-5)):
+        GaussianEvent(analytic_gaussian_sigma(eps, delta, 1.0), eps, delta)

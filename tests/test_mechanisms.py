@@ -304,6 +304,17 @@ def test_grad_norm_and_converged_reported(mech):
     assert np.all(fit.n_iter >= 1)
 
 
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_unconverged_output_perturbation_releases_nothing(delta):
+    """The sensitivity 2R/(n Lambda) covers the exact minimiser only: a fit that missed the
+    gradient tolerance is refused (it used to be released with a warning)."""
+    X, y = make_data()
+    with pytest.warns(dperm.ConvergenceWarning), \
+            pytest.raises(RuntimeError, match="nothing is released"):
+        dperm.output_perturbation(X, y, alpha=[1e-6, 1e-2], epsilon=1.0, delta=delta,
+                                  max_iter=1, random_state=0)
+
+
 def test_unconverged_is_reported():
     X, y = make_data()
     with pytest.warns(dperm.ConvergenceWarning):

@@ -309,7 +309,24 @@ def test_tuning_grid_may_not_set_public_bounds(key, value):
                        epsilon=1.0)
 
 
-@pytest.mark.parametrize("perturbation", ["objective", "output", "none"])
+@pytest.mark.parametrize("perturbation", ["output"])
+def test_unconverged_output_perturbation_refusal_is_the_same_for_neighbours(perturbation):
+    """Output perturbation releases nothing when the solver misses tol (its noise covers the
+    exact minimiser only); the refusal's text names no private number."""
+    (X, y), (X2, y2) = neighbours()
+    texts = []
+    for A, b in ((X, y), (X2, y2)):
+        clf = PrivateLinearClassifier(perturbation=perturbation, classes=[-1, 1], max_iter=2,
+                                      alpha=1e-2)
+        with pytest.warns(dperm.ConvergenceWarning), pytest.raises(RuntimeError) as err:
+            clf.fit(A, b)
+        assert not hasattr(clf, "coef_") and not hasattr(clf, "privacy_")
+        texts.append(str(err.value))
+    assert texts[0] == texts[1] and "nothing is released" in texts[0]
+    assert not any(ch.isdigit() for ch in texts[0].replace("tol=1e-10", ""))
+
+
+@pytest.mark.parametrize("perturbation", ["objective", "none"])
 def test_convergence_warning_text_is_the_same_for_neighbours(perturbation):
     (X, y), (X2, y2) = neighbours()
     texts = []
