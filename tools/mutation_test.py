@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Mutation test of dperm's privacy-critical code: does the test suite notice a wrong constant?
+
+Each mutant below replaces one exact piece of source text (found wherever it lives under
+dperm/, so the list survives files moving between folders) by a deliberately wrong one:
+a sensitivity halved, a noise law changed, a slack dropped, a clip too loose. For each, the
+privacy, mechanism, calibration, accountant, noise, release and design tests run against
+the mutated tree; a mutant is KILLED when they fail. The source is restored after each run
+(also on Ctrl-C). Run from the repository root, with dperm installed in editable mode
+(`pip install --no-build-isolation -e .`) so that the mutated Python is what is imported:
+
+    python tools/mutation_test.py            # default suite (pytest's 'not slow')
+    python tools/mutation_test.py --slow     # the slow audits too
+    python tools/mutation_test.py --only beta_add_remove_doubled,output_factor_halved
+
+Prints one line per mutant and the kill rate; exits 1 if any mutant survives.
+"""
+import argparse
+import pathlib
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+#: (name, what it breaks, exact source text, replacement)
+MUTANTS = [
+    ("output_sens_replace_halved", "output perturbation: replace-one sensitivity 2R -> R",
+     'factor = (2.0 if nb == "replace_one" else 1.0) * (1.0 if lo is not None else math.sqrt(2.0))',
+     'factor = (1.0 if nb == "replace_one" else 1.0) * (1.0 if lo is not None else math.sqrt(2.0))'),
+    ("output_factor_halved", "output perturbation: add/remove sensitivity R -> R/2",
+     'factor = (2.0 if nb == "replace_one" else 1.0) * (1.0 if lo is not None else math.sqrt(2.0))',
+     'factor = (2.0 if nb == "replace_one" else 0.5) * (1.0 if lo is not None else math.sqrt(2.0))'),
+    ("output_multinomial_no_sqrt2", "output perturbation: multinomial Frobenius factor dropped",
+     'factor = (2.0 if nb == "replace_one" else 1.0) * (1.0 if lo is not None else math.sqrt(2.0))',
+     'factor = (2.0 if nb == "replace_one" else 1.0) * (1.0 if lo is not None else 1.0)'),
+    ("output_constants_halved", "output_perturbation_constants: replace-one factor 2 -> 1",
+     'factor = 2.0 if neighbouring == "replace_one" else 1.0\n    return n * alpha * epsilon',
+     'factor = 1.0 if neighbouring == "replace_one" else 1.0\n    return n * alpha * epsilon'),
+    ("beta_replace_doubled", "objective perturbation: replace-one beta = eps'/R (noise halved)",
+     "beta = eps_p / ((2.0 if replace else 1.0) * data_norm)",
+     "beta = eps_p / ((1.0 if replace else 1.0) * data_norm)"),
+    ("beta_add_remove_doubled", "objective perturbation: add/remove beta = 2 eps'/R",
+     "beta = eps_p / ((2.0 if replace else 1.0) * data_norm)",
+     "beta = eps_p / ((2.0 if replace else 0.5) * data_norm)"),
+    ("jacobian_slack_once", "objective perturbation: replace-one slack log(1+q) for log(1+q)^2",
+     "eps_p = epsilon - (np.log1p(2.0 * q + q * q) if replace else np.log1p(q))",
+     "eps_p = epsilon - (np.log1p(q) if replace else np.log1p(q))"),
+    ("jacobian_slack_dropped", "objective perturbation: no Jacobian slack at all",
+     "eps_p = epsilon - (np.log1p(2.0 * q + q * q) if replace else np.log1p(q))",
+     "eps_p = epsilon - (0.0 if replace else 0.0)"),
+    ("delta_branch_denominator", "objective perturbation: Delta from e^{eps/2} - 1, not e^{eps/4} - 1",
+     "denom = np.expm1(epsilon / 4.0) if replace else np.expm1(epsilon / 2.0)",
+     "denom = np.expm1(epsilon / 2.0) if replace else np.expm1(epsilon / 2.0)"),
+    ("logistic_curvature_halved", "losses: logistic curvature bound 1/4 -> 1/8",
+     "c = 0.25", "c = 0.125"),
+    ("noise_norm_laplace", "noise: ||b|| ~ |Laplace| (shape 1) instead of Gamma(d)",
+     "radius = rng.gamma(shape=d, scale=1.0, size=size)",
+     "radius = rng.gamma(shape=1, scale=1.0, size=size)"),
+    ("noise_direction_unnormalised", "noise: the direction not normalised",
+     "return direction / nrm * radius[..., None]", "return direction * radius[..., None]"),
+    ("grid_rounding_term_dropped", "exact noise: sqrt(d) g of the grid rounding not added",
+     "x = sensitivity + math.sqrt(d) * float(g)", "x = sensitivity + 0.0 * float(g)"),
+    ("analytic_gaussian_loose", "calibration: analytic Gaussian accepts 10x delta",
+     "return _smallest_sigma(lambda sg: gaussian_delta(eps, s, sg) <= dlt, guess)",
+     "return _smallest_sigma(lambda sg: gaussian_delta(eps, s, sg) <= 10 * dlt, guess)"),
+    ("amp_shift_ignores_delta", "AMP: the output shift tol/(Lambda + Delta) halved",
+     "shift = gt / (al + obj.extra_l2)", "shift = 0.5 * gt / (al + obj.extra_l2)"),
+    ("gaussian_event_room", "accountant: GaussianEvent accepts a claim at half the true delta",
+     "if true_delta > self.delta:", "if true_delta > 2 * self.delta:"),
+    ("pure_composition_max", "accountant: pure epsilons composed by max, not sum",
+     "eps = sum(e.epsilon * c for e, c in events.items())",
+     "eps = max(e.epsilon for e, c in events.items())"),
+    ("clip_too_loose", "validation: rows clipped to 2R instead of R",
+     "scale[over] = data_norm / norms[over]", "scale[over] = 2.0 * data_norm / norms[over]"),
+    ("x_radius_ignores_constant", "design: the intercept column's radius not subtracted",
+     "r2 = (data_norm / self.scale) ** 2 - (self.constant or 0.0) ** 2",
+     "r2 = (data_norm / self.scale) ** 2"),
+    ("exponential_mechanism_eps", "tuning: exponential mechanism with eps instead of eps/2",
+     "w = np.exp(-(epsilon / (2.0 * sensitivity)) * (s - s.min()))",
+     "w = np.exp(-(epsilon / (1.0 * sensitivity)) * (s - s.min()))"),
+    ("unconverged_output_released", "output perturbation: a non-converged minimiser released",
+     "    if not np.all(res.converged):\n        # the sensitivity 2R/(n Lambda) bounds",
+     "    if False:\n        # the sensitivity 2R/(n Lambda) bounds"),
+]
+
+#: the test files a privacy mutant must fail (found by name anywhere under tests/)
+TEST_FILES = ("test_privacy_whitebox.py", "test_privacy_blackbox.py", "test_privacy_gaussian.py",
+              "test_privacy_add_remove.py", "test_mechanisms.py", "test_calibration.py",
+              "test_accountant.py", "test_noise.py", "test_exact_noise.py", "test_release.py",
+              "test_design.py", "test_tuning.py", "test_losses.py", "test_multinomial.py")
+
+
+def locate(text):
+    """The one file under dperm/ holding `text` exactly once (an error otherwise)."""
+    hits = [(p, p.read_text().count(text)) for p in (ROOT / "dperm").rglob("*.py")]
+    hits = [(p, k) for p, k in hits if k]
+    if len(hits) != 1 or hits[0][1] != 1:
+        where = ", ".join(f"{p.relative_to(ROOT)} x{k}" for p, k in hits) or "nowhere"
+        raise SystemExit(f"mutant text must occur exactly once under dperm/, found: {where}\n"
+                         f"  {text!r}")
+    return hits[0][0]
+
+
+def tests():
+    found = {}
+    for p in sorted((ROOT / "tests").rglob("test_*.py")):
+        found.setdefault(p.name, p)
+    return [str(found[n]) for n in TEST_FILES if n in found]
+
+
+def run_one(name, old, new, slow, timeout):
+    path = locate(old)
+    src = path.read_text()
+    path.write_text(src.replace(old, new))
+    try:
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+               "-W", "ignore"] + (["-m", ""] if slow else []) + tests()
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+            killed, last = r.returncode != 0, (r.stdout.strip().splitlines() or [""])[-1]
+        except subprocess.TimeoutExpired:
+            killed, last = True, f"timed out after {timeout} s (counted as killed)"
+        return killed, time.perf_counter() - t0, last, path.relative_to(ROOT)
+    finally:
+        path.write_text(src)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--slow", action="store_true", help="run the slow audits too")
+    ap.add_argument("--only", default="", help="comma-separated mutant names")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per mutant")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = ap.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.only or m[0] in args.only.split(",")]
+    if args.list:
+        for name, what, old, _ in chosen:
+            print(f"{name:<32} {locate(old).relative_to(ROOT)}: {what}")
+        return 0
+    for _, _, old, _ in chosen:          # fail fast on a stale mutant, before any run
+        locate(old)
+    killed = 0
+    for name, what, old, new in chosen:
+        k, sec, last, path = run_one(name, old, new, args.slow, args.timeout)
+        killed += k
+        print(f"{'KILLED  ' if k else 'SURVIVED'} {name:<32} {sec:6.1f} s  {path}: {what}  [{last}]",
+              flush=True)
+    print(f"kill rate: {killed}/{len(chosen)} = {killed / max(len(chosen), 1):.0%}")
+    return 0 if killed == len(chosen) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
