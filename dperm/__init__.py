@@ -12,6 +12,7 @@ from dperm.exceptions import (
                               BudgetExceededError,
                               ClippingWarning,
                               ConvergenceWarning,
+                              DataNormWarning,
                               NoiseDominatedWarning,
                               PrivacyLeakWarning,
 )
@@ -23,7 +24,7 @@ from dperm.tuning import PrivateTuningResult, private_tuning
 __all__ = [
     "__version__", "get_config", "show_config",
     "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning", "ClippingWarning",
-    "NoiseDominatedWarning",
+    "NoiseDominatedWarning", "DataNormWarning",
     "BudgetAccountant", "PureEvent", "GaussianEvent", "ObjectiveGaussianEvent", "ApproxEvent",
     "objective_perturbation", "output_perturbation",
     "PrivateLinearClassifier", "RandomFourierFeatures", "PublicSchema", "PublicBoundsTransformer",

@@ -302,6 +302,43 @@ def check_positive(value, name, *, allow_inf=False):
     return value
 
 
+#: the largest data_norm dperm computes with: the privacy constants hold c R^2 / (n Lambda)
+#: and R^2 products, which must stay far inside float64's range (about 1.8e308)
+MAX_DATA_NORM = 1e100
+#: rows whose largest norm is below data_norm / this get a DataNormWarning
+DATA_NORM_SLACK_WARN = 100.0
+
+
+def check_data_norm(value, name="data_norm"):
+    """The public row-norm bound R: a finite number in (0, MAX_DATA_NORM]."""
+    value = check_positive(value, name)
+    if value > MAX_DATA_NORM:
+        raise ValueError(
+            f"{name}: {value:g} is too large to compute with (the privacy constants hold its "
+            f"square: above {MAX_DATA_NORM:g} they overflow). Rows are clipped onto this "
+            f"radius and the noise is calibrated to it: scale X by public bounds so that row "
+            f"norms are about 1, and use {name}=1")
+    return value
+
+
+def warn_if_rows_far_inside(max_row_norm, data_norm, name="data_norm", stacklevel=3):
+    """DataNormWarning when every row is far inside the ball of radius data_norm (the model
+    would be mostly regularization or noise). Reads the private rows: analyst only."""
+    import warnings
+
+    from dperm.exceptions import DataNormWarning
+
+    if max_row_norm < data_norm / DATA_NORM_SLACK_WARN:
+        warnings.warn(
+            f"{name}={data_norm:g} is more than {DATA_NORM_SLACK_WARN:g} times every row's "
+            "norm: Lambda and the noise are calibrated to it, so the rows' signal is lost and "
+            "the model will be mostly regularization or noise (or the solver will not reach "
+            f"its tolerance). Scale X by public bounds so that rows fill the ball "
+            f"(dperm.PublicBoundsTransformer), or choose a smaller public {name}. (This "
+            "compares with the private rows' norms: for your eyes, not for publication.)",
+            DataNormWarning, stacklevel=stacklevel)
+
+
 def check_epsilon(epsilon, name="epsilon"):
     """Privacy parameter: a finite number > 0."""
     return check_positive(epsilon, name)
@@ -394,7 +431,7 @@ def check_choice(value, name, choices):
     return value
 
 
-def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False):
+def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, stats=None):
     """apply_norm_bound without a copy: rows over the bound get a clipping factor.
 
     Returns X itself when every row is within data_norm, else a
@@ -402,6 +439,8 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False):
     2^-40, so rounding cannot lift a norm above the bound) scales the rows over
     it -- the same public, row-by-row map as "clip", applied by the kernels as
     they read each row.  "error" refuses rows over the bound, as before.
+    `stats`, a dict, receives "max_norm": the largest ||t_i x_i|| before clipping (a
+    statistic of the private rows, for the analyst's warnings only).
     """
     from dperm._design import DesignRows
 
@@ -413,6 +452,8 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False):
     nx = base if D.factor is None else base * D.factor
     rx = D.x_radius(data_norm)
     over = nx > rx
+    if stats is not None:
+        stats["max_norm"] = float(nx.max()) if nx.size else 0.0
     bad = nx > rx * (1.0 + 1e-9)
     if norm_policy == "error" and bad.any():
         big = D.scale * np.sqrt(nx.max() ** 2 + (D.constant or 0.0) ** 2)

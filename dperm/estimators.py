@@ -15,12 +15,14 @@ from dperm._design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn, matm
 from dperm._validation import (
     bound_rows,
     check_choice,
+    check_data_norm,
     check_epsilon,
     check_n_threads,
     check_positive,
     check_random_state,
     check_X,
     spawn_generator,
+    warn_if_rows_far_inside,
 )
 from dperm.accountant import BudgetAccountant
 from dperm.exceptions import BudgetExceededError, ClippingWarning, NoiseDominatedWarning, PrivacyLeakWarning
@@ -233,7 +235,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         else:
             check_positive(self.alpha, "alpha")
         check_positive(self.h, "h")
-        check_positive(self.data_norm, "data_norm")
+        check_data_norm(self.data_norm, "data_norm")
         check_choice(self.norm_policy, "norm_policy", {"clip", "error"})
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept: must be True or False, got {self.fit_intercept!r}")
@@ -410,7 +412,10 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         lo = get_loss(self.loss)
         R = float(self.data_norm)
         # rows over R get a clipping factor the kernels apply as they read them: no copy
-        X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True)
+        row_stats = {}
+        X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
+        if "max_norm" in row_stats:
+            warn_if_rows_far_inside(row_stats["max_norm"], R)
         # the intercept's constant column is added by the kernels as they read each
         # row: X (a memory map, say) is never copied to make room for it
         Xa = WithInterceptColumn(X, R) if self.fit_intercept else X

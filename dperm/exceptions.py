@@ -32,3 +32,10 @@ class NoiseDominatedWarning(UserWarning):
     """A given alpha lets the expected noise exceed the largest norm the noise-free
     coefficients can have: the released model is mostly noise.  A check of public
     quantities only (n, d, epsilon, alpha, R); alpha="auto" avoids it."""
+
+
+class DataNormWarning(UserWarning):
+    """The public bound `data_norm` is far above every row's norm: the regularization and
+    the noise are calibrated to data_norm, so the rows' signal is lost and the model is
+    mostly regularization or noise. The check reads the private rows' norms: for the
+    analyst only, never for publication."""

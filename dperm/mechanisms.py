@@ -41,6 +41,7 @@ from dperm._validation import (
     bound_rows,
     check_alpha,
     check_choice,
+    check_data_norm,
     check_epsilon,
     check_pm1_labels,
     check_positive,
@@ -303,7 +304,7 @@ def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_cl
     alphas, scalar = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
     h = check_positive(h, "h")
-    data_norm = check_positive(data_norm, "data_norm")
+    data_norm = check_data_norm(data_norm, "data_norm")
     if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
         raise ValueError(f"n_draws: must be an integer >= 1, got {n_draws!r}")
     X = bound_rows(X, data_norm, norm_policy)   # clipping factors, not a copy

@@ -1,4 +1,5 @@
 """PrivateLinearClassifier: the scikit-learn estimator."""
+import re
 import warnings
 
 import numpy as np
@@ -769,3 +770,34 @@ def test_ovr_splits_budget_and_spends_each(monkeypatch):
     with pytest.raises(dperm.BudgetExceededError):
         PLC(classes=[0, 1, 2, 3], epsilon=0.4, accountant=acc).fit(X, lab)
     assert len(acc.history) == 4
+
+
+# ---------------------------------------------------------------------------- data_norm
+@pytest.mark.parametrize("R", [1e101, 1e155, 1e300])
+def test_data_norm_too_large_to_compute_with_is_a_clear_error(R):
+    """It used to give OverflowError at 1e155 from deep inside the design code."""
+    X = np.random.default_rng(0).standard_normal((50, 3)) * 0.1
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(ValueError, match=r"^data_norm: .* too large"):
+        dperm.PrivateLinearClassifier(classes=[-1, 1], data_norm=R).fit(X, y)
+    with pytest.raises(ValueError, match=r"^data_norm: .* too large"):
+        dperm.objective_perturbation(X, y, alpha=0.1, epsilon=1.0, data_norm=R)
+
+
+@pytest.mark.parametrize("R", [1e3, 1e6, 1e10])
+def test_data_norm_far_above_the_rows_is_named(R):
+    """Rows of norm <= 1 under data_norm=R >> 1: the model is regularization or noise (it
+    used to come back as zeros, or with a ConvergenceWarning blaming the solver); a
+    DataNormWarning names data_norm, before the fit."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((400, 4))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(400) > 0, 1, -1)
+    with pytest.warns(dperm.DataNormWarning, match=re.escape(f"data_norm={R:g} is more than 100")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dperm.ConvergenceWarning)
+            dperm.PrivateLinearClassifier(classes=[-1, 1], data_norm=R).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dperm.DataNormWarning)
+        dperm.PrivateLinearClassifier(classes=[-1, 1], data_norm=1.0).fit(X, y)
+        dperm.PrivateLinearClassifier(classes=[-1, 1], data_norm=50.0).fit(X * 40, y)
