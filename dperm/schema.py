@@ -73,6 +73,14 @@ def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
+def normalize_category(v):
+    """The one rule by which cells and the schema's categories are compared: a string loses
+    its surrounding whitespace (pandas' read_csv keeps the space after a comma unless told
+    skipinitialspace; the command line strips every cell); case is kept (two codes that differ
+    only in case are different categories, and a mismatch is reported, not guessed)."""
+    return v.strip() if isinstance(v, str) else v
+
+
 def _scalar(v, where):
     """A category or class as a plain JSON scalar: str, int, bool or a finite float."""
     v = _plain(v)
@@ -231,7 +239,7 @@ class PublicSchema:
             if isinstance(cats, (str, bytes)) or not isinstance(cats, (list, tuple)) or not cats:
                 raise ValueError(f"categorical[{c!r}] must be a non-empty list of categories, "
                                  f"got {cats!r}")
-            cats = tuple(_scalar(v, f"categorical[{c!r}]") for v in cats)
+            cats = tuple(normalize_category(_scalar(v, f"categorical[{c!r}]")) for v in cats)
             if len(set(cats)) != len(cats):
                 seen, dup = set(), []
                 for v in cats:
@@ -261,6 +269,7 @@ class PublicSchema:
                                      f"column {c!r}, got {v!r}")
                 fil[c] = float(v)
             elif c in cat:
+                v = normalize_category(v)
                 if _is_na(v) or not isinstance(v, (str, numbers.Real)) or v not in cat[c]:
                     raise ValueError(f"fill[{c!r}] = {v!r} must be one of the categories of "
                                      f"column {c!r}: {_short(cat[c])}")
@@ -481,8 +490,8 @@ class PublicSchema:
         pos = {v: k for k, v in enumerate(cats)}
         if arr.dtype.kind in "USiub":
             lev, inv = np.unique(arr, return_inverse=True)
-            lut = np.fromiter((pos.get(v, -1) for v in lev.tolist()), dtype=np.intp,
-                              count=lev.size)
+            lut = np.fromiter((pos.get(normalize_category(v), -1) for v in lev.tolist()),
+                              dtype=np.intp, count=lev.size)
             return lut[inv.reshape(-1)]
         codes = np.empty(arr.shape[0], dtype=np.intp)
         for i, v in enumerate(arr.tolist()):
@@ -490,7 +499,7 @@ class PublicSchema:
                 codes[i] = -2
                 continue
             try:
-                codes[i] = pos.get(v, -1)
+                codes[i] = pos.get(normalize_category(v), -1)
             except TypeError:  # unhashable
                 codes[i] = -1
         return codes
@@ -620,8 +629,11 @@ class PublicSchema:
                 k = np.where(miss, cats.index(self._fill[c]), k)
             if unknown == "error" and (k == -1).any():
                 i = int(np.argmax(k == -1))
-                raise ValueError(f"unknown category {_plain(cols[c][i])!r} in column {c!r} "
-                                 f"({where(i)}); the schema lists {_short(cats)}")
+                raise ValueError(
+                    f"unknown category {_plain(cols[c][i])!r} in column {c!r} ({where(i)}); "
+                    f"the schema lists {_short(cats)}. Cells and categories are compared "
+                    "after stripping surrounding spaces; case matters. Fix the list (in "
+                    "Python, unknown='ignore' encodes such values as an all-zero group)")
             out_cat[c] = k
         return n, out_num, out_cat
 
@@ -728,9 +740,11 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
     data_norm : float > 0, default 1.0
         The public row-norm bound R; use the same value as the classifier's
         ``data_norm``.
-    unknown : {"ignore", "error"}, default "ignore"
-        A category not in the public list gives an all-zero group, or an
-        error.
+    unknown : {"error", "ignore"}, default "error"
+        A category not in the public list is an error naming the column, the
+        first such value and how many rows hold one (cells and categories are
+        compared after stripping surrounding spaces); "ignore" encodes it as an
+        all-zero group, silently: only when that is what you want.
     sparse_output : bool, default False
         Return a ``scipy.sparse.csr_array`` built directly (never through a
         dense array): the numeric columns and one entry per categorical
@@ -770,7 +784,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, numeric=None, categorical=None, fill=None, data_norm=1.0,
-                 unknown="ignore", sparse_output=False):
+                 unknown="error", sparse_output=False):
         self.numeric = numeric
         self.categorical = categorical
         self.fill = fill
@@ -779,7 +793,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         self.sparse_output = sparse_output
 
     @classmethod
-    def from_schema(cls, schema, *, data_norm=1.0, unknown="ignore", sparse_output=False):
+    def from_schema(cls, schema, *, data_norm=1.0, unknown="error", sparse_output=False):
         """A transformer applying a :class:`PublicSchema` to the feature columns.
 
         The schema's label and classes are not used here: y passes through

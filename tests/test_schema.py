@@ -339,7 +339,8 @@ def test_sparse_output_is_the_dense_encoding_built_as_csr(data_norm):
     frame, y = people()
     frame.loc[3, "color"] = "purple"                  # unknown: an empty group
     frame.loc[5, "hours"] = np.nan                    # filled
-    kw = dict(numeric=NUMERIC, categorical=CATEGORICAL, fill={"hours": 40}, data_norm=data_norm)
+    kw = dict(numeric=NUMERIC, categorical=CATEGORICAL, fill={"hours": 40}, data_norm=data_norm,
+              unknown="ignore")
     dense = PublicBoundsTransformer(**kw).fit_transform(frame)
     t = PublicBoundsTransformer(sparse_output=True, **kw)
     S = t.fit_transform(frame)
@@ -441,14 +442,43 @@ def test_transformer_missing_values_name_the_column_and_row():
 
 
 def test_transformer_unknown_categories():
+    """An unknown category is an error by default (it used to vanish as an all-zero group),
+    with the column and the count; unknown='ignore' zeroes it only when asked."""
     frame, _ = people(10)
     frame.loc[3, "color"] = "purple"
-    X = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL).fit_transform(frame)
+    frame.loc[6, "color"] = "teal"
+    X = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL,
+                                unknown="ignore").fit_transform(frame)
     np.testing.assert_array_equal(X[3, 4:], 0.0)
-    t = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL, unknown="error")
-    with pytest.raises(ValueError, match=r"unknown category 'purple' in column 'color' "
-                                         r"\(row index 3\)"):
-        t.fit_transform(frame)
+    for t in (PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL),
+              PublicBoundsTransformer.from_schema(PublicSchema(numeric=NUMERIC,
+                                                               categorical=CATEGORICAL))):
+        with pytest.raises(ValueError, match=r"unknown category 'purple' in column 'color' "
+                                             r"\(row index 3\).*case matters"):
+            t.fit_transform(frame)
+
+
+def test_cells_and_schema_categories_are_normalised_alike():
+    """The trailing or leading space pandas keeps (read_csv without skipinitialspace), in
+    the cells or in the schema's strings, does not make a category unknown; case does."""
+    frame, _ = people(10)
+    spaced = frame.copy()
+    spaced["color"] = [" " + v + " " for v in frame["color"]]
+    want = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL).fit_transform(frame)
+    got = PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL).fit_transform(spaced)
+    np.testing.assert_array_equal(got, want)
+    padded = {c: [v + " " for v in cats] for c, cats in CATEGORICAL.items()}
+    got = PublicBoundsTransformer(numeric=NUMERIC, categorical=padded).fit_transform(frame)
+    np.testing.assert_array_equal(got, want)
+    assert PublicSchema(numeric=NUMERIC, categorical=padded) == \
+        PublicSchema(numeric=NUMERIC, categorical=CATEGORICAL)
+    upper = frame.copy()
+    upper["color"] = [v.upper() for v in frame["color"]]
+    with pytest.raises(ValueError, match="unknown category.*case matters"):
+        PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL).fit_transform(upper)
+    before = spaced.copy()
+    PublicBoundsTransformer(numeric=NUMERIC, categorical=CATEGORICAL).fit_transform(spaced)
+    pd.testing.assert_frame_equal(spaced, before)          # the user's frame is untouched
 
 
 @pytest.mark.parametrize("kwargs, X, match", [
