@@ -215,15 +215,24 @@ def _check_header(header, path, delimiter=","):
     for j, h in enumerate(header):
         if not h:
             raise CLIError(f"{path}: column {j + 1} of the header row has no name")
-    seen = set()
+    seen, dup = set(), None
     for h in header:
-        if h in seen:
-            raise CLIError(f"{path}: column name {h!r} appears twice in the header row")
+        if h in seen and dup is None:
+            dup = h
         seen.add(h)
-    if all(_is_number(h) for h in header):
-        raise CLIError(f"{path}: the first line ({delimiter.join(header[:4])}"
-                       f"{delimiter + '...' if len(header) > 4 else ''}) "
-                       "looks like data; a header row naming the columns is required")
+    numbers = sum(_is_number(h) for h in header)
+    # a first line of numbers (or one that repeats a number) is data: the file has no header
+    if numbers == len(header) or (dup is not None and (_is_number(dup) or 2 * numbers >= len(header))):
+        why = (f"{numbers} of its {len(header)} values are numbers"
+               + (f" and {dup!r} appears twice" if dup is not None else ""))
+        raise CLIError(
+            f"{path}: the first line ({delimiter.join(header[:4])}"
+            f"{delimiter + '...' if len(header) > 4 else ''}) looks like data, not a header "
+            f"row ({why}): the file seems to have no header. Add a first line naming the "
+            "columns (the names --label and the schema use), e.g. with "
+            "`(echo 'age,income,...'; cat FILE) > WITH_HEADER.csv`")
+    if dup is not None:
+        raise CLIError(f"{path}: column name {dup!r} appears twice in the header row")
 
 
 # ----------------------------------------------------------------------------- schema

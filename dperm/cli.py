@@ -313,7 +313,9 @@ def _resolve_classes(args, table, label, schema, leaks):
         leaks.append("classes")
         classes = values
         if pos is None and len(values) == 2:
-            _note(f"positive class: {classes[1]!r} (the larger of the two; use --positive to choose)")
+            _note(f"positive class: {classes[1]!r}, the larger of the two labels in sort order "
+                  "(no schema lists them): pass --positive LABEL, or give the schema "
+                  "label.classes as [negative, positive]")
     return _positive_last(classes, pos)
 
 

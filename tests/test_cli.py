@@ -732,3 +732,41 @@ def test_three_class_errors(three, capsys):
         assert cli.main(["predict", "broken.json", "test3.csv"]) == 2
         err = capsys.readouterr().err
         assert "not a valid dperm model" in err and f"'{key}'" in err, err
+
+
+# ----------------------------------------------------------------------------- no header row
+@pytest.mark.parametrize("first", [
+    ["39", "State-gov", "77516", "Bachelors", "13", "Never-married", "0", "0", "40", "<=50K"],
+    ["1", "0", "1", "1", "0"],
+])
+def test_a_file_without_header_row_says_so(tmp_path, capsys, first):
+    """A public file distributed without a header (its first line repeats values) used to
+    fail with "column name '0' appears twice"."""
+    path = tmp_path / "noheader.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(first)
+        w.writerow(first)
+    code, _, err = _fit(tmp_path, capsys, path, "--label", first[-1], "-o", tmp_path / "m.json")
+    assert code == 2 and "Traceback" not in err
+    assert "seems to have no header" in err and "Add a first line naming the columns" in err
+    assert "appears twice in the header" not in err
+
+
+def test_a_repeated_name_in_a_real_header_is_still_named(tmp_path, capsys):
+    path = write_csv(tmp_path / "dup.csv", ["a", "b", "a", "y"], [["1", "2", "3", "yes"]] * 3)
+    code, _, err = _fit(tmp_path, capsys, path, "--label", "y", "-o", tmp_path / "m.json")
+    assert code == 2 and "column name 'a' appears twice in the header row" in err
+
+
+def test_positive_class_without_schema_is_explained(toy, capsys, monkeypatch):
+    """Without a schema the positive class is the larger label in sort order: the note says
+    so and how to choose (for a label 'late' with values ontime/late, 'ontime' is picked)."""
+    monkeypatch.chdir(toy)
+    rows = [[r[0], r[1], r[2], "late" if r[3] == "yes" else "ontime", r[4]] for r in toy_rows(300)]
+    write_csv(toy / "late.csv", ["a", "b", "color", "late", "note"], rows)
+    code, _, err = _fit(toy, capsys, "late.csv", "--label", "late", "--epsilon", "1",
+                        "--perturbation", "none", "-o", "m.json")
+    assert code == 0
+    assert "positive class: 'ontime', the larger of the two labels in sort order" in err
+    assert "--positive LABEL" in err and "label.classes" in err
