@@ -1070,6 +1070,8 @@ def _delimiter(s):
 
 
 def build_parser():
+    from dperm.privacy.neighbouring import NEIGHBOURING
+
     p = argparse.ArgumentParser(
         prog="dperm",
         description="Differentially private empirical risk minimization (Chaudhuri, "
@@ -1105,7 +1107,7 @@ def build_parser():
                         "with the paper's Laplace-type noise; delta > 0 is (epsilon, delta)-DP "
                         "with Gaussian noise (a probability of failure of the epsilon bound: "
                         "take it well below 1/n, e.g. 1e-6 for n = 10^5)")
-    f.add_argument("--neighbouring", choices=("replace_one", "add_remove"),
+    f.add_argument("--neighbouring", choices=NEIGHBOURING,
                    default="replace_one",
                    help="which data sets count as neighbours: replace_one (default, the "
                         "paper's: one row replaced by another, n is public) or add_remove "

@@ -24,7 +24,7 @@ from dperm._validation import (
 )
 from dperm.accountant import BudgetAccountant
 from dperm.exceptions import BudgetExceededError, ClippingWarning, NoiseDominatedWarning, PrivacyLeakWarning
-from dperm.losses import get_loss
+from dperm.losses import MULTINOMIAL_MIN_CLASSES, get_loss, softmax_curvature
 from dperm.mechanisms import (
     MULTINOMIAL,
     check_privacy_params,
@@ -33,6 +33,7 @@ from dperm.mechanisms import (
     privacy_events,
 )
 from dperm.noise import warn_if_seeded
+from dperm.privacy.neighbouring import sensitivity_factor
 from dperm.regularization import auto_alpha, expected_noise_shift, noise_dominates
 
 __all__ = ["PrivateLinearClassifier"]
@@ -256,17 +257,19 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.perturbation == "none":
             return 1.0
         if delta == 0:
-            return eps * (2.0 if nb == "add_remove" else 1.0)
+            # a Laplace-type budget of the replace_one sensitivity
+            return eps * 2.0 / sensitivity_factor(nb)
         from dperm import calibration
 
         R = float(self.data_norm)
         if self.perturbation == "output":
             # sigma scales as 1/(n alpha): the ratio does not depend on alpha
-            sens = (2.0 if nb == "replace_one" else 1.0) * R
+            sens = sensitivity_factor(nb) * R
             sigma = calibration.analytic_gaussian_sigma(eps, delta, sens)
             return 2.0 * R * math.sqrt(d) / sigma
         K = n_classes
-        curvature = (1 - 1 / K) * R * R if K > 2 else lo.curvature(self.h, R)
+        curvature = softmax_curvature(K, R) if K >= MULTINOMIAL_MIN_CLASSES \
+            else lo.curvature(self.h, R)
         provisional = auto_alpha(n, d, eps, perturbation="objective", loss=lo.name,
                                  data_norm=R, h=float(self.h))
         cal = calibration.objective_gaussian_calibration(
@@ -345,7 +348,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     def _multiclass_mode(self, K):
         """How K classes are fitted: "binary" (K = 2), "multinomial" (softmax; the
         logistic loss with delta > 0 or without noise) or "ovr" (one-vs-rest)."""
-        if K == 2:
+        if K < MULTINOMIAL_MIN_CLASSES:
             return "binary"
         if self.loss == "logistic" and (float(self.delta) > 0 or self.perturbation == "none"):
             return "multinomial"
@@ -516,7 +519,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
                "n_samples": n_norm, "alpha": alpha, "data_norm": R, "neighbouring": nb,
                "loss": MULTINOMIAL if mode == "multinomial" else lo.name,
                "n_classes": K if mode == "multinomial" else 2,
-               "curvature": (1 - 1 / K) * R * R if mode == "multinomial" else lo.curvature(self.h, R)}
+               "curvature": softmax_curvature(K, R) if mode == "multinomial"
+               else lo.curvature(self.h, R)}
         if self.perturbation == "objective":
             cal = calibration.objective_gaussian_calibration(
                 eps_fit, delta_fit, n=n_norm, alpha=alpha, data_norm=R,

@@ -1,0 +1,1 @@
+"""The privacy layer: neighbouring relations, noise, calibration, mechanisms, tuning."""
