@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV
 
 import dperm
 from dperm import BudgetAccountant, BudgetExceededError
-from dperm.accountant import (
+from dperm.privacy.accountant import (
     RDP_ORDERS,
     ApproxEvent,
     GaussianEvent,
@@ -73,7 +73,7 @@ def test_refuses_before_a_fit_that_would_exceed(monkeypatch):
     def must_not_run(*args, **kwargs):
         raise AssertionError("a mechanism ran although the budget was exceeded")
 
-    import dperm.estimators as est_mod
+    import dperm.sklearn.classifier as est_mod
 
     monkeypatch.setattr(est_mod, "objective_perturbation", must_not_run)
     monkeypatch.setattr(est_mod, "output_perturbation", must_not_run)

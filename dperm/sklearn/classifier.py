@@ -10,9 +10,9 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 
-from dperm import _dask, erm
-from dperm._design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn, matmul_rows
-from dperm._validation import (
+from dperm.data import dask_rows as _dask
+from dperm.data.design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn, matmul_rows
+from dperm.data.validation import (
     bound_rows,
     check_choice,
     check_epsilon,
@@ -22,19 +22,20 @@ from dperm._validation import (
     check_X,
     spawn_generator,
 )
-from dperm.accountant import BudgetAccountant
 from dperm.exceptions import BudgetExceededError, ClippingWarning, NoiseDominatedWarning, PrivacyLeakWarning
 from dperm.losses import MULTINOMIAL_MIN_CLASSES, get_loss, softmax_curvature
-from dperm.mechanisms import (
+from dperm.optim import erm
+from dperm.privacy.accountant import BudgetAccountant
+from dperm.privacy.mechanisms import (
     MULTINOMIAL,
     check_privacy_params,
     objective_perturbation,
     output_perturbation,
     privacy_events,
 )
-from dperm.noise import warn_if_seeded
 from dperm.privacy.neighbouring import sensitivity_factor
-from dperm.regularization import auto_alpha, expected_noise_shift, noise_dominates
+from dperm.privacy.noise import warn_if_seeded
+from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
 
 __all__ = ["PrivateLinearClassifier"]
 
@@ -259,7 +260,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if delta == 0:
             # a Laplace-type budget of the replace_one sensitivity
             return eps * 2.0 / sensitivity_factor(nb)
-        from dperm import calibration
+        from dperm.privacy import calibration
 
         R = float(self.data_norm)
         if self.perturbation == "output":
@@ -433,7 +434,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         rng = self._fit_generator()
         if self.perturbation == "none":
             if mode == "multinomial":
-                from dperm._multinomial import minimize_multinomial
+                from dperm.optim.softmax import minimize_multinomial
 
                 res = minimize_multinomial(Xa, codes, K, alpha=alpha, tol=self.tol,
                                            max_iter=self.max_iter, n_threads=self.n_threads)
@@ -510,7 +511,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     def _planned_events(self, lo, mode, K, n_norm, alpha, eps_fit, delta_fit, nb, R, d):
         """The accountant events of this fit, from public values only (computed before
         the data are touched, so that a refused fit costs nothing)."""
-        from dperm import calibration
+        from dperm.privacy import calibration
 
         if delta_fit == 0:
             # pure epsilon: a float is a PureEvent, recorded as the float

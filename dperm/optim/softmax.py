@@ -30,10 +30,10 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from dperm._validation import check_n_threads, check_positive, check_X
-from dperm.erm import _STATUS, MinimizeResult
+from dperm.data.validation import check_n_threads, check_positive, check_X
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import check_n_classes
+from dperm.optim.erm import _STATUS, MinimizeResult
 
 __all__ = ["multinomial_value_grad", "minimize_multinomial", "multinomial_predict_proba",
            "MultinomialResult", "check_class_labels"]
@@ -140,7 +140,7 @@ class _Rows:
     (rows [t_i x_i, c] * scale, formed per block from X's raw rows)."""
 
     def __init__(self, X):
-        from dperm._design import DesignRows
+        from dperm.data.design import DesignRows
 
         if isinstance(X, DesignRows):
             self.raw = X.X
@@ -370,7 +370,7 @@ def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, 
     converged (m,), status (m strings).
     """
     from dperm._core._lbfgs import lbfgs
-    from dperm.erm import DEFAULT_MAX_ITER, DEFAULT_TOL
+    from dperm.optim.erm import DEFAULT_MAX_ITER, DEFAULT_TOL
 
     rows = _Rows(_check_rows(X))
     K = check_n_classes(n_classes)

@@ -25,7 +25,7 @@ from collections import Counter
 
 import numpy as np
 
-from dperm._validation import check_epsilon
+from dperm.data.validation import check_epsilon
 from dperm.exceptions import BudgetExceededError
 
 __all__ = [

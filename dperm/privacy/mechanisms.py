@@ -36,8 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dperm import erm
-from dperm._validation import (
+from dperm.data.validation import (
     bound_rows,
     check_alpha,
     check_choice,
@@ -55,8 +54,9 @@ from dperm.losses import (
     get_loss,
     softmax_curvature,
 )
-from dperm.noise import sample_l2_laplace, warn_if_seeded
+from dperm.optim import erm
 from dperm.privacy.neighbouring import NEIGHBOURING, sensitivity_factor
+from dperm.privacy.noise import sample_l2_laplace, warn_if_seeded
 
 __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_output_noise",
            "output_perturbation_constants", "objective_perturbation_constants",
@@ -239,7 +239,7 @@ def privacy_events(record, n_fits=1):
     delta) (the output noise's grid term depends on d, which a record does not hold;
     AMP's chain has no RDP form), composed by the accountant's basic / PLD bounds.
     """
-    from dperm import accountant, calibration
+    from dperm.privacy import accountant, calibration
 
     eps, dlt = float(record["epsilon"]), float(record["delta"])
     if dlt == 0:
@@ -265,7 +265,7 @@ def _warn_if_grid_clamps(g, scale):
     """Warn (from public numbers only: the grid and a public bound on the coefficients'
     size) when the release's grid range is below that size: larger coefficients are
     clamped to +-grid_range(g), which keeps the guarantee but may cost accuracy."""
-    from dperm import exact_noise
+    from dperm.privacy import exact_noise
 
     limit = exact_noise.grid_range(g)
     if limit < scale:
@@ -277,7 +277,7 @@ def _warn_if_grid_clamps(g, scale):
 
 
 def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes):
-    from dperm import _dask
+    from dperm.data import dask_rows as _dask
 
     multinomial = loss == MULTINOMIAL
     if _dask.is_distributed(X):
@@ -289,7 +289,7 @@ def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_cl
     else:
         X = check_X(X, name="X", min_samples=2, accept_sparse=True)
         if multinomial:
-            from dperm._multinomial import check_class_labels
+            from dperm.optim.softmax import check_class_labels
 
             n_classes = check_n_classes(n_classes, mechanism=True)
             y = check_class_labels(y, X.shape[0], n_classes, name="y")
@@ -315,7 +315,7 @@ def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max
            n_threads, solver):
     """One batched solve, binary GLM or multinomial; coef (k, d) or (k, K, d)."""
     if lo is None:
-        from dperm._multinomial import minimize_multinomial
+        from dperm.optim.softmax import minimize_multinomial
 
         return minimize_multinomial(X, y, n_classes, alpha=alpha, extra_l2=extra_l2,
                                     linear=linear, tol=tol, max_iter=max_iter,
@@ -403,7 +403,7 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     -------
     PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).
     """
-    from dperm import calibration, exact_noise
+    from dperm.privacy import calibration, exact_noise
 
     X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
         X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes)
@@ -479,7 +479,7 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     -------
     PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).
     """
-    from dperm import calibration, exact_noise
+    from dperm.privacy import calibration, exact_noise
 
     check_choice(perturbation, "perturbation", {"objective", "amp"})
     X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
