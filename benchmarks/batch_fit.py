@@ -40,7 +40,7 @@ def main():
 
     from dperm._core._objective import value_grad
     from dperm.datasets import make_onehot_classification
-    from dperm.erm import _data, minimize
+    from dperm.optim.erm import _data, minimize
 
     rng = np.random.default_rng(0)
     n, k = 200_000, args.k

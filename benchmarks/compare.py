@@ -65,8 +65,8 @@ def section(title):
 
 
 def part_a(reps, n, all_threads):
-    from dperm import erm
     from dperm._core._objective import Data, value_grad
+    from dperm.optim import erm
 
     section(f"(a) one fused loss+gradient pass / one X.sum()   (n = {n:,}, k = 1, logistic)")
     print(f"{'d':>5} {'dtype':>8} {'threads':>7} {'X.sum ms':>9} {'pass ms':>8} "
@@ -131,7 +131,7 @@ def logistic_objective(X, y, w, alpha):
 
 
 def part_b_d(reps, all_threads, alpha, tol):
-    from dperm import erm
+    from dperm.optim import erm
 
     try:
         from dperm.datasets import load_adult

@@ -75,7 +75,8 @@ def main(argv=None):
     import dask.array as da
     import distributed
 
-    from dperm import _dask, erm
+    from dperm.data import dask_rows as _dask
+    from dperm.optim import erm
 
     n, d, k = args.rows, args.cols, args.chunks
     sizes = _chunk_sizes(n, k)

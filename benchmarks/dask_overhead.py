@@ -27,7 +27,7 @@ def main():
     import dask.array as da
     from distributed import Client, LocalCluster
 
-    from dperm import _dask
+    from dperm.data import dask_rows as _dask
 
     d = args.d
     print("| workers | m | bytes to each worker | bytes back from each | pass min (ms) | pass median (ms) |")

@@ -39,9 +39,9 @@ def _best(fn, reps):
 def worker(reps):
     """Run in the environment under test: {kernel: seconds} as JSON on stdout."""
     import dperm
-    from dperm import erm
     from dperm.datasets import make_onehot_classification
     from dperm.experiments import _adult
+    from dperm.optim import erm
 
     rng = np.random.default_rng(0)
     n, d = 200_000, 100

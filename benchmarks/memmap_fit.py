@@ -119,7 +119,7 @@ def child(mode, xpath, ypath, alpha, tol, n_threads, reps, interval, out, estima
     import warnings
 
     import dperm
-    import dperm.erm as erm
+    import dperm.optim.erm as erm
     from dperm._core import _lbfgs, _objective  # noqa: F401  (load the compiled core now)
 
     y = np.load(ypath)

@@ -17,7 +17,9 @@ import warnings
 
 import numpy as np
 
-from dperm import PrivateLinearClassifier, _multinomial, erm
+from dperm import PrivateLinearClassifier
+from dperm.optim import erm
+from dperm.optim import softmax as _multinomial
 
 
 def best(fn, reps):

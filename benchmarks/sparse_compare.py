@@ -86,7 +86,7 @@ def rel_max_diff(a, b):
 # --------------------------------------------------------------------------- solvers
 class Dperm:
     def __init__(self, densify):
-        from dperm import erm
+        from dperm.optim import erm
         self.erm = erm
         self.densify = densify
 

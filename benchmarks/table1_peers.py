@@ -20,11 +20,11 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from dperm import noise
 from dperm.datasets import load_adult
 from dperm.experiments.table1 import LAMBDAS
 from dperm.losses import get_loss
-from dperm.mechanisms import objective_perturbation_constants
+from dperm.privacy import noise
+from dperm.privacy.mechanisms import objective_perturbation_constants
 
 
 def objective(X, y, loss, l2, b):

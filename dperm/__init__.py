@@ -3,23 +3,35 @@
 After Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
 Minimization", JMLR 12 (2011).
 """
-from dperm import calibration, datasets, erm, exact_noise, losses, mechanisms, noise, regularization
+from dperm import _moved
+
+_moved.install()   # the flat layout's module paths (dperm.erm, ...) stay importable
+
+from dperm import datasets, losses
 from dperm._config import get_config, show_config
 from dperm._core._build_info import VERSION as __version__  # meson.build's version
-from dperm.accountant import ApproxEvent, BudgetAccountant, GaussianEvent, ObjectiveGaussianEvent, PureEvent
-from dperm.estimators import PrivateLinearClassifier
 from dperm.exceptions import (
-                              BudgetExceededError,
-                              ClippingWarning,
-                              ConvergenceWarning,
-                              DataNormWarning,
-                              NoiseDominatedWarning,
-                              PrivacyLeakWarning,
+    BudgetExceededError,
+    ClippingWarning,
+    ConvergenceWarning,
+    DataNormWarning,
+    NoiseDominatedWarning,
+    PrivacyLeakWarning,
 )
-from dperm.features import RandomFourierFeatures
-from dperm.mechanisms import objective_perturbation, output_perturbation
+from dperm.optim import erm
+from dperm.privacy import calibration, exact_noise, mechanisms, noise, regularization
+from dperm.privacy.accountant import (
+    ApproxEvent,
+    BudgetAccountant,
+    GaussianEvent,
+    ObjectiveGaussianEvent,
+    PureEvent,
+)
+from dperm.privacy.mechanisms import objective_perturbation, output_perturbation
+from dperm.privacy.tuning import PrivateTuningResult, private_tuning
 from dperm.schema import PublicBoundsTransformer, PublicSchema
-from dperm.tuning import PrivateTuningResult, private_tuning
+from dperm.sklearn.classifier import PrivateLinearClassifier
+from dperm.sklearn.features import RandomFourierFeatures
 
 __all__ = [
     "__version__", "get_config", "show_config",

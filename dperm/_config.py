@@ -1,7 +1,7 @@
 """Build and runtime configuration (dperm.show_config)."""
 import platform
 
-from dperm._validation import default_threads
+from dperm.data.validation import default_threads
 
 __all__ = ["get_config", "show_config"]
 

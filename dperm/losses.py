@@ -1,14 +1,51 @@
-"""Registry of the margin losses phi(z), z = y f.x, and their constants.
+"""Registry of the losses and their constants: the one home of every bound the privacy
+calibration reads.
 
-Each loss has |phi'(z)| <= 1 (the gradient bound, times R for rows of norm
-<= R) and 0 <= phi''(z) <= c (the curvature bound, times R^2).  The constants
-here are the single source the mechanisms use.
+Margin losses phi(z), z = y f.x: each has |phi'(z)| <= 1 (the gradient bound, times R
+for rows of norm <= R) and 0 <= phi''(z) <= c (the curvature bound, times R^2).
+
+The softmax (multinomial logistic) model over K classes: one row's gradient, all K
+blocks together, has norm <= sqrt(2) R (`SOFTMAX_GRADIENT_FACTOR`), and the trace of one
+row's Hessian block is <= (1 - 1/K) R^2 (`softmax_curvature`).  Its mechanisms are
+derived for K >= 3 (`MULTINOMIAL_MIN_CLASSES`): a 2-class softmax row gradient reaches
+sqrt(2) R, which the binary calibration does not cover, so two classes are a binary
+loss's job.
+
+This module sits below both the solvers and the privacy code (both read it).
 """
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Loss", "get_loss", "LOSSES"]
+__all__ = ["Loss", "get_loss", "LOSSES", "MULTINOMIAL", "MULTINOMIAL_MIN_CLASSES",
+           "SOFTMAX_GRADIENT_FACTOR", "softmax_curvature", "check_n_classes"]
+
+#: the loss name of the softmax (multinomial logistic) model, labels 0..K-1
+MULTINOMIAL = "multinomial"
+#: the smallest number of classes the multinomial mechanisms are calibrated for
+MULTINOMIAL_MIN_CLASSES = 3
+#: ||grad of one row's softmax loss|| <= SOFTMAX_GRADIENT_FACTOR * R (all K blocks)
+SOFTMAX_GRADIENT_FACTOR = math.sqrt(2.0)
+
+
+def softmax_curvature(n_classes, data_norm=1.0):
+    """(1 - 1/K) R^2: the bound on the trace of one row's softmax Hessian block."""
+    return (1.0 - 1.0 / n_classes) * data_norm * data_norm
+
+
+def check_n_classes(n_classes, *, mechanism=False):
+    """The number of classes K as an int: an integer >= 2 (the softmax objective), or,
+    with ``mechanism=True``, >= MULTINOMIAL_MIN_CLASSES (a private multinomial fit)."""
+    if isinstance(n_classes, bool) or not isinstance(n_classes, (numbers.Integral, np.integer)) \
+            or n_classes < (MULTINOMIAL_MIN_CLASSES if mechanism else 2):
+        if mechanism:
+            raise ValueError(f"n_classes: loss='multinomial' needs the public number of "
+                             f"classes, an integer >= {MULTINOMIAL_MIN_CLASSES} (for two "
+                             f"classes use a binary loss such as 'logistic'), got {n_classes!r}")
+        raise ValueError(f"n_classes: must be an integer >= 2, got {n_classes!r}")
+    return int(n_classes)
 
 
 @dataclass(frozen=True)

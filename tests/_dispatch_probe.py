@@ -6,9 +6,9 @@ import numpy as np
 import scipy.sparse as sp
 
 import dperm._core
-from dperm import erm
-from dperm._design import DesignRows, WithInterceptColumn
-from dperm._multinomial import minimize_multinomial, multinomial_value_grad
+from dperm.data.design import DesignRows, WithInterceptColumn
+from dperm.optim import erm
+from dperm.optim.softmax import minimize_multinomial, multinomial_value_grad
 
 
 def data(seed=0, n=2003, d=37):   # odd sizes: remainders of every vector width

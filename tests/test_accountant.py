@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV
 
 import dperm
 from dperm import BudgetAccountant, BudgetExceededError
-from dperm.accountant import (
+from dperm.privacy.accountant import (
     RDP_ORDERS,
     ApproxEvent,
     GaussianEvent,
@@ -73,7 +73,7 @@ def test_refuses_before_a_fit_that_would_exceed(monkeypatch):
     def must_not_run(*args, **kwargs):
         raise AssertionError("a mechanism ran although the budget was exceeded")
 
-    import dperm.estimators as est_mod
+    import dperm.sklearn.classifier as est_mod
 
     monkeypatch.setattr(est_mod, "objective_perturbation", must_not_run)
     monkeypatch.setattr(est_mod, "output_perturbation", must_not_run)
@@ -615,7 +615,7 @@ def test_a_bound_dp_accounting_cannot_build_is_skipped():
 def test_gaussian_event_claim_is_checked_exactly():
     """A claimed delta even 1e-9 relative below the true one is refused (it had 1e-6 of
     room); the true delta, or a sigma from dperm's own calibrator, is accepted."""
-    from dperm.calibration import analytic_gaussian_sigma, gaussian_delta
+    from dperm.privacy.calibration import analytic_gaussian_sigma, gaussian_delta
 
     for nm, eps in ((0.8, 1.0), (3.0, 0.5), (20.0, 0.05)):
         true = gaussian_delta(eps, 1.0, nm)

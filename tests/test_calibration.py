@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from dperm import calibration as C
-from dperm.calibration import _two_sided_a
+from dperm.privacy import calibration as C
+from dperm.privacy.calibration import _two_sided_a
 
 ADULT = dict(epsilon=0.1, delta=1.0 / 45222 ** 2, n=36178, alpha=1e-3, data_norm=1.0,
              curvature=0.25)

@@ -563,7 +563,7 @@ def _v1_model(toy):
 
 
 def test_version_1_model_still_loads_and_predicts(toy, capsys, monkeypatch):
-    from dperm._cli_io import load_model
+    from dperm.cli._io import load_model
 
     monkeypatch.chdir(toy)
     (toy / "v1.json").write_text(json.dumps(_v1_model(toy)))
@@ -690,7 +690,7 @@ def test_three_class_fit_predict_round_trip(three, capsys, opts, multiclass):
 def test_three_class_model_matches_the_estimator(three, capsys):
     """The model file's scores are the estimator's decision_function on the encoded rows."""
     from dperm import PrivateLinearClassifier
-    from dperm._cli_io import encode_rows, label_codes, load_model, read_csv
+    from dperm.cli._io import encode_rows, label_codes, load_model, read_csv
 
     code, _, err = _fit(three, capsys, "train3.csv", "--schema", "schema3.json", "--seed", "5",
                         "--delta", "1e-6", "-o", "m3.json")

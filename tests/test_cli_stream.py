@@ -12,8 +12,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from dperm import _cli_stream, cli
-from dperm._cli_io import CSVReader, load_schema
+from dperm import cli
+from dperm.cli import _stream as _cli_stream
+from dperm.cli._io import CSVReader, load_schema
 
 N_CATS = 40
 SCHEMA = {
@@ -391,7 +392,7 @@ def test_dense_binary_is_a_plain_npy(toy, capsys):
     X = np.load(toy / "bin" / "X.npy", mmap_mode="r")
     assert X.shape == (1500, 43) and X.dtype == np.float64 and X.flags.c_contiguous
     # the rows the solver reads: with the intercept, [x, 1] * INTERCEPT_SCALE (~1/sqrt(2))
-    from dperm._design import INTERCEPT_SCALE
+    from dperm.data.design import INTERCEPT_SCALE
     np.testing.assert_allclose(X[:, -1], INTERCEPT_SCALE, rtol=1e-15)
     assert np.linalg.norm(X, axis=1).max() <= 1.0
     with open(toy / "bin" / "X.npy", "rb") as fh:

@@ -14,8 +14,10 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 import dperm  # noqa: E402
-from dperm import _dask, erm, mechanisms  # noqa: E402
+from dperm.data import dask_rows as _dask  # noqa: E402
 from dperm.exceptions import ClippingWarning, PrivacyLeakWarning  # noqa: E402
+from dperm.optim import erm  # noqa: E402
+from dperm.privacy import mechanisms  # noqa: E402
 
 RTOL = 1e-8
 

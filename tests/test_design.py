@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from dperm._design import DesignRows, WithInterceptColumn
-from dperm._validation import bound_rows, row_norms
+from dperm.data.design import DesignRows, WithInterceptColumn
+from dperm.data.validation import bound_rows, row_norms
 
 
 def kernel_rows(D, y):
@@ -61,11 +61,12 @@ def test_estimator_reads_the_data_once_for_checks_and_norms(monkeypatch):
     """Validation and row norms are passes over X (a memory map of gigabytes, say): the
     estimator, the mechanism and the solver below it share one of each."""
     import dperm
-    from dperm import _validation
+    from dperm.data import _arrays
+    from dperm.data import validation as _validation
 
     X, y = unit_rows(n=3000)
     calls = {"finite": 0, "norms": 0}
-    finite, norms = _validation._check_finite, _validation.row_norms
+    finite, norms = _validation._check_finite, _arrays.array_row_norms   # the passes over X
 
     def count(key, fn):
         def wrapped(*a, **k):
@@ -74,7 +75,7 @@ def test_estimator_reads_the_data_once_for_checks_and_norms(monkeypatch):
         return wrapped
 
     monkeypatch.setattr(_validation, "_check_finite", count("finite", finite))
-    monkeypatch.setattr(_validation, "row_norms", count("norms", norms))
+    monkeypatch.setattr(_arrays, "array_row_norms", count("norms", norms))
     for perturbation in ("objective", "output", "none"):
         calls.update(finite=0, norms=0)
         dperm.PrivateLinearClassifier(epsilon=1.0, classes=[-1, 1], n_threads=1,

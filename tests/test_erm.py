@@ -13,7 +13,7 @@ import scipy.sparse
 from scipy.special import expit
 
 import dperm
-from dperm import erm
+from dperm.optim import erm
 
 LOSS_NAMES = ["logistic", "huber", "smooth_hinge"]
 

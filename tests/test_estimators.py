@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, Normalizer
 
 import dperm
-from dperm import erm
+from dperm.optim import erm
 
 
 def PLC(**kwargs):
@@ -232,8 +232,8 @@ def test_random_state_reproducible_and_fresh_by_default():
 
 def test_estimator_matches_mechanism():
     """The estimator releases exactly the mechanism's output on the augmented rows."""
-    from dperm._design import WithInterceptColumn
-    from dperm.estimators import augment_intercept, split_intercept
+    from dperm.data.design import WithInterceptColumn
+    from dperm.sklearn.classifier import augment_intercept, split_intercept
 
     X, y = make_data()
     ypm = np.where(y == 1, 1.0, -1.0)
@@ -282,7 +282,7 @@ def test_clipping_warns_with_the_fraction_and_keeps_it_out_of_the_release():
 
 # ---------------------------------------------------------------------------- alpha="auto"
 def test_auto_alpha_is_the_default_and_uses_public_inputs_only():
-    from dperm.regularization import auto_alpha
+    from dperm.privacy.regularization import auto_alpha
 
     X, y = make_data(n=400)
     est = PLC(classes=[0, 1], epsilon=0.7).fit(X, y)
@@ -325,7 +325,7 @@ def test_noise_dominated_alpha_warns():
 
 
 def test_noise_dominates_is_data_independent_and_monotone():
-    from dperm.regularization import noise_dominates
+    from dperm.privacy.regularization import noise_dominates
 
     for mech in ("objective", "output"):
         flags = [noise_dominates(500, 10, 1.0, a, perturbation=mech) for a in 10.0 ** np.arange(-6, 1)]

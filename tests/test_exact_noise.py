@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dperm import exact_noise as en
-from dperm.exact_noise import (
+from dperm.privacy import exact_noise as en
+from dperm.privacy.exact_noise import (
     bernoulli_exp,
     calibrate_on_grid,
     discrete_gaussian,
@@ -428,7 +428,7 @@ def test_grid_sensitivity_and_calibration():
 def test_a_release_never_aborts_on_its_center_and_clamps_it_to_the_grid_range():
     """A center beyond the grid's exact range is clamped (1-Lipschitz), not refused: an
     abort, or an error quoting the center, would depend on the private data."""
-    from dperm import exact_noise as en
+    from dperm.privacy import exact_noise as en
 
     sigma = 1e-12
     g = en.grid_for(sigma)

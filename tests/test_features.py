@@ -7,7 +7,7 @@ from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 from dperm import PrivateLinearClassifier
-from dperm.features import RandomFourierFeatures
+from dperm.sklearn.features import RandomFourierFeatures
 
 
 def _ball(n, d, rng, radius=1.0):

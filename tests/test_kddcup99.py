@@ -19,8 +19,8 @@ from dperm.datasets import (
     encode_public,
     load_kddcup99,
 )
-from dperm.erm import minimize
 from dperm.exceptions import PrivacyLeakWarning
+from dperm.optim.erm import minimize
 
 N = 494021
 N_POS = 102563  # not a DoS attack

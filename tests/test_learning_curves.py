@@ -18,7 +18,7 @@ from dperm.experiments.learning_curves import (
     write_learning_curves,
 )
 from dperm.losses import get_loss
-from dperm.mechanisms import objective_perturbation_constants
+from dperm.privacy.mechanisms import objective_perturbation_constants
 
 
 def _synthetic(n=6000, d=8, seed=0):

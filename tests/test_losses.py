@@ -202,3 +202,76 @@ def test_per_sample_accepts_lists_and_other_dtypes():
     np.testing.assert_allclose(v, np.log1p(np.exp(-np.array([0.0, 1.0, 2.0]))))
     v32, _, _ = LOSSES["huber"].per_sample(np.array([0.5], dtype=np.float32), 0.5)
     assert v32.dtype == np.float64
+
+
+# ------------------------------------------------------- the one home of the privacy constants
+def test_softmax_constants_bound_the_softmax_row():
+    """SOFTMAX_GRADIENT_FACTOR and softmax_curvature bound one row's softmax loss: the
+    gradient (p - e_y) x^T has norm ||p - e_y|| ||x|| <= sqrt(2) R, and the trace of the
+    Hessian block (diag(p) - p p^T) (x) x x^T is (1 - ||p||^2) ||x||^2 <= (1 - 1/K) R^2,
+    with equality at p uniform."""
+    from dperm.losses import SOFTMAX_GRADIENT_FACTOR, softmax_curvature
+
+    rng = np.random.default_rng(0)
+    R = 0.7
+    for K in (3, 4, 10):
+        for _ in range(200):
+            z = rng.normal(size=K) * rng.choice([0.1, 1.0, 30.0])
+            p = np.exp(z - z.max())
+            p /= p.sum()
+            x = rng.normal(size=5)
+            x *= R * rng.uniform() ** 0.2 / np.linalg.norm(x)
+            y = rng.integers(K)
+            grad = np.outer(p - np.eye(K)[y], x)
+            assert np.linalg.norm(grad) <= SOFTMAX_GRADIENT_FACTOR * R * (1 + 1e-12)
+            trace = (1.0 - p @ p) * (x @ x)
+            assert trace <= softmax_curvature(K, R) * (1 + 1e-12)
+        p = np.full(K, 1.0 / K)
+        assert (1.0 - p @ p) * R * R == pytest.approx(softmax_curvature(K, R), rel=1e-14)
+    assert SOFTMAX_GRADIENT_FACTOR == np.sqrt(2.0)
+
+
+def test_n_classes_rule():
+    from dperm.losses import MULTINOMIAL_MIN_CLASSES, check_n_classes
+
+    assert MULTINOMIAL_MIN_CLASSES == 3
+    assert check_n_classes(2) == 2 and check_n_classes(np.int64(5)) == 5
+    assert check_n_classes(3, mechanism=True) == 3
+    for bad in (1, 2.0, True, "3", None):
+        with pytest.raises(ValueError, match="n_classes"):
+            check_n_classes(bad)
+    with pytest.raises(ValueError, match="binary loss"):
+        check_n_classes(2, mechanism=True)
+
+
+def test_neighbouring_relations():
+    from dperm.privacy.neighbouring import NEIGHBOURING, check_neighbouring, sensitivity_factor
+
+    assert NEIGHBOURING == ("replace_one", "add_remove")
+    assert sensitivity_factor("replace_one") == 2.0 and sensitivity_factor("add_remove") == 1.0
+    assert check_neighbouring("add_remove") == "add_remove"
+    with pytest.raises(ValueError, match="neighbouring"):
+        check_neighbouring("swap")
+
+
+def test_privacy_constants_defined_once():
+    """The softmax curvature (1 - 1/K) R^2, the softmax gradient factor sqrt(2), the list
+    of neighbouring relations and the replace_one factor 2 are written in their homes only
+    (dperm/losses.py, dperm/privacy/neighbouring.py): every other module imports them."""
+    import pathlib
+    import re
+
+    import dperm
+
+    root = pathlib.Path(dperm.__file__).parent
+    patterns = {
+        r"1(\.0)? - 1(\.0)? / (K|k|n_classes)\b": "losses.py",
+        r"\(\s*['\"]replace_one['\"],\s*['\"]add_remove['\"]\s*\)": "neighbouring.py",
+        r"2\.0 if \w+ == ['\"]replace_one['\"]": "neighbouring.py",
+        r"math\.sqrt\(2\.0\) \* a\b": "losses.py",
+    }
+    for path in root.rglob("*.py"):
+        code = "\n".join(line.split("#")[0] for line in path.read_text().splitlines())
+        for pat, home in patterns.items():
+            if re.search(pat, code):
+                assert path.name == home, (str(path.relative_to(root)), pat)

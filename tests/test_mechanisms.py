@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import dperm
-from dperm import erm
-from dperm.noise import sample_l2_laplace
+from dperm.optim import erm
+from dperm.privacy.noise import sample_l2_laplace
 
 MECHS = [dperm.output_perturbation, dperm.objective_perturbation]
 CURV = {"logistic": lambda h: 0.25, "huber": lambda h: 1 / (2 * h),
@@ -153,7 +153,7 @@ def test_delta_branch_switch():
 
 
 def test_constant_functions_match_results():
-    from dperm.mechanisms import objective_perturbation_constants, output_perturbation_constants
+    from dperm.privacy.mechanisms import objective_perturbation_constants, output_perturbation_constants
 
     eps_p, delta, beta = objective_perturbation_constants(100, [1e-6, 1.0], 1.0, 0.25 * 4, 2.0)
     e0, d0, _ = expected_objective_constants(100, 1e-6, 1.0, 1.0)
@@ -390,7 +390,7 @@ def test_amp_with_a_tiny_noise_scale_clamps_and_warns_instead_of_aborting():
         with pytest.warns(UserWarning, match="clamped"):
             r = dperm.objective_perturbation(X, y, alpha=1e-2, epsilon=0.1, delta=1e-6,
                                              perturbation="amp", tol=1e-13, random_state=1)
-    from dperm import exact_noise
+    from dperm.privacy import exact_noise
 
     g = float(np.ravel(r.grid)[0])
     assert np.all(np.isfinite(r.coef)) and exact_noise.on_grid(r.coef, g)

@@ -11,11 +11,11 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import logsumexp, softmax
 
-from dperm import _multinomial as mn
-from dperm._design import WithInterceptColumn
-from dperm._validation import bound_rows
-from dperm.erm import DEFAULT_TOL
+from dperm.data.design import WithInterceptColumn
+from dperm.data.validation import bound_rows
 from dperm.exceptions import ConvergenceWarning
+from dperm.optim import softmax as mn
+from dperm.optim.erm import DEFAULT_TOL
 
 
 def make_data(n=240, d=6, K=4, seed=0, density=None):
@@ -328,7 +328,7 @@ def test_compiled_pass_equals_the_numpy_path(monkeypatch, form, dtype, threads):
     """Rows go through the compiled softmax pass (dense: softmax_pass; CSR: the CSR
     pass's softmax mode); with it switched off the numpy row-block path computes the
     same sums: clipped rows with an intercept column, a batch of 3 problems, odd sizes."""
-    from dperm._design import DesignRows, WithInterceptColumn
+    from dperm.data.design import DesignRows, WithInterceptColumn
 
     X, y = make_data(n=1001, d=13, K=5, seed=3, density=0.5 if form == "csr" else None)
     X = (X * 1.7).astype(dtype)                      # some rows over the bound: clipped

@@ -8,9 +8,9 @@ different algorithm.
 import numpy as np
 import pytest
 
-from dperm._newton import trust_region_newton
-from dperm.erm import hessian_vector, minimize, objective
 from dperm.losses import get_loss
+from dperm.optim.erm import hessian_vector, minimize, objective
+from dperm.optim.newton import trust_region_newton
 
 LOSS_NAMES = ["logistic", "huber", "smooth_hinge"]
 TOL = 1e-10

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dperm.noise import sample_l2_laplace
+from dperm.privacy.noise import sample_l2_laplace
 
 N = 20000
 P_MIN = 1e-4

@@ -17,8 +17,9 @@ import pytest
 import scipy.sparse as sp
 
 import dperm
-from dperm import erm, mechanisms
 from dperm.exceptions import ClippingWarning, PrivacyLeakWarning
+from dperm.optim import erm
+from dperm.privacy import mechanisms
 
 _FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "pinned_fits.npz")
 _RECORD = os.environ.get("DPERM_PIN_RECORD") == "1"

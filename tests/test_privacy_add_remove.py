@@ -23,11 +23,11 @@ import pytest
 from _privacy_audit import designed_1d, objective_privacy_loss, rows_in_ball
 
 from dperm import erm
-from dperm._design import WithInterceptColumn
-from dperm._validation import apply_norm_bound
+from dperm.data.design import WithInterceptColumn
+from dperm.data.validation import apply_norm_bound
 from dperm.exceptions import ConvergenceWarning, PrivacyLeakWarning
 from dperm.losses import get_loss
-from dperm.mechanisms import objective_perturbation, output_perturbation
+from dperm.privacy.mechanisms import objective_perturbation, output_perturbation
 
 EPS = 1.0
 RS = [1.0, 5.0]

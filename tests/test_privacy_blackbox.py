@@ -18,16 +18,16 @@ import numpy as np
 import pytest
 from _privacy_audit import designed_1d, epsilon_lower_bound, rows_in_ball
 
-from dperm import erm
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import get_loss
-from dperm.mechanisms import (
+from dperm.optim import erm
+from dperm.privacy.mechanisms import (
     objective_perturbation,
     objective_perturbation_constants,
     output_perturbation,
     output_perturbation_constants,
 )
-from dperm.noise import sample_l2_laplace
+from dperm.privacy.noise import sample_l2_laplace
 
 EPS = 1.0
 H = 0.5

@@ -39,12 +39,14 @@ from _privacy_audit import epsilon_delta_lower_bound
 from scipy import stats
 from scipy.special import log_ndtr
 
-from dperm import PrivateLinearClassifier, calibration, erm, exact_noise
-from dperm import estimators as estimators_module
-from dperm.accountant import BudgetAccountant, PureEvent
+from dperm import PrivateLinearClassifier
 from dperm.exceptions import BudgetExceededError, ConvergenceWarning
 from dperm.losses import get_loss
-from dperm.mechanisms import objective_perturbation, output_perturbation
+from dperm.optim import erm
+from dperm.privacy import calibration, exact_noise
+from dperm.privacy.accountant import BudgetAccountant, PureEvent
+from dperm.privacy.mechanisms import objective_perturbation, output_perturbation
+from dperm.sklearn import classifier as estimators_module
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dperm.exceptions.PrivacyLeakWarning"),
               pytest.mark.filterwarnings("ignore::dperm.exceptions.ConvergenceWarning")]

@@ -19,10 +19,10 @@ from _privacy_audit import LOSS_H, designed_1d, noise_and_logdet, objective_priv
 from scipy import stats
 from scipy.optimize import minimize as sp_minimize
 
-from dperm import erm
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import get_loss
-from dperm.mechanisms import objective_perturbation, objective_perturbation_constants
+from dperm.optim import erm
+from dperm.privacy.mechanisms import objective_perturbation, objective_perturbation_constants
 
 EPS = 1.0
 RS = [1.0, 5.0]

@@ -277,7 +277,7 @@ def test_tuning_selects_by_the_exponential_mechanism():
 
 
 def test_tuning_test_catches_a_nonprivate_argmax(monkeypatch):
-    import dperm.tuning as tuning
+    import dperm.privacy.tuning as tuning
 
     real = tuning.exponential_mechanism
 

@@ -4,9 +4,9 @@ import pytest
 import scipy.sparse as sp
 
 import dperm
-from dperm import erm
-from dperm._validation import apply_norm_bound, check_X, row_norms
-from dperm.mechanisms import objective_perturbation, output_perturbation
+from dperm.data.validation import apply_norm_bound, check_X, row_norms
+from dperm.optim import erm
+from dperm.privacy.mechanisms import objective_perturbation, output_perturbation
 
 LOSSES = ["logistic", "huber", "smooth_hinge"]
 
@@ -264,7 +264,7 @@ def test_broken_variant_a_materialized_intercept_is_caught(tmp_path, monkeypatch
     """The test above has power: with the old materializing augmentation it fails."""
     import tracemalloc
 
-    from dperm import estimators
+    from dperm.sklearn import classifier as estimators
 
     monkeypatch.setattr(estimators, "WithInterceptColumn",
                         lambda X, R: estimators.augment_intercept(

@@ -18,8 +18,8 @@ from dperm import (
     RandomFourierFeatures,
     private_tuning,
 )
-from dperm._validation import check_random_state
-from dperm.tuning import exponential_mechanism, random_split
+from dperm.data.validation import check_random_state
+from dperm.privacy.tuning import exponential_mechanism, random_split
 
 
 def _exact_probabilities(z, eps, sensitivity=1.0):

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from dperm import erm
+from dperm.optim import erm
 
 
 def _data(n, d, dtype, seed=0):

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from dperm import erm
+from dperm.optim import erm
 
 
 def _require_sparse():
@@ -143,6 +143,6 @@ class BatchFit:
         self.alpha = np.full(k, 1e-3)
 
     def time_fit(self, input, k):
-        from dperm.erm import minimize
+        from dperm.optim.erm import minimize
 
         minimize(self.X, self.y, alpha=self.alpha, linear=self.B, n_threads=1)

@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from dperm._validation import check_random_state
+from dperm.data.validation import check_random_state
 
 __all__ = ["make_onehot_classification"]
 

@@ -33,8 +33,8 @@ import os
 
 import numpy as np
 
-from dperm import erm
-from dperm.mechanisms import objective_perturbation_constants
+from dperm.optim import erm
+from dperm.privacy.mechanisms import objective_perturbation_constants
 
 #: curvature bound c of the logistic loss (l'' <= 1/4)
 LOGISTIC_C = 0.25
@@ -92,6 +92,35 @@ def rng_of(random_state):
     if isinstance(random_state, np.random.Generator):
         return random_state
     return np.random.default_rng(random_state)
+
+
+# ------------------------------------------------------------------ data
+def sample_sphere_margin(n, d=20, margin=0.1, w=None, random_state=None):
+    """n points uniform on the unit sphere of R^d, labelled by a hyperplane, margin removed.
+
+    w: the unit normal of the hyperplane through the origin (drawn uniformly when None).
+    Points with |w.x| < margin are discarded and replaced (rejection sampling), so exactly
+    n points remain; y = sign(w.x). Returns (X (n, d), y (n,), w (d,)).
+    """
+    n, d = int(n), int(d)
+    if n < 1 or d < 2 or not 0.0 <= margin < 1.0:
+        raise ValueError("sample_sphere_margin: need n >= 1, d >= 2, 0 <= margin < 1, "
+                         f"got {n}, {d}, {margin}")
+    rng = rng_of(random_state)
+    if w is None:
+        w = rng.standard_normal(d)
+    w = np.asarray(w, dtype=np.float64)
+    w = w / np.linalg.norm(w)
+    parts, kept = [], 0
+    while kept < n:
+        Z = rng.standard_normal((max(2 * (n - kept), 64), d))
+        Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+        Z = Z[np.abs(Z @ w) >= margin]
+        parts.append(Z)
+        kept += Z.shape[0]
+    X = np.concatenate(parts)[:n]
+    return X, np.where(X @ w > 0, 1.0, -1.0), w
+
 
 
 # ------------------------------------------------------------------ noise and calibrations

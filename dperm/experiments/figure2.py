@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
-from dperm import erm
-from dperm._validation import check_random_state
+from dperm.data.validation import check_random_state
 from dperm.experiments._progress import Progress, plural
 from dperm.experiments.table1 import METHODS, TABLE1, TABLE2, _constant_error, _errors, fold_indices
-from dperm.mechanisms import add_output_noise, objective_perturbation
+from dperm.optim import erm
+from dperm.privacy.mechanisms import add_output_noise, objective_perturbation
 
 __all__ = ["EPSILONS", "PAPER_BEST_LAMBDA", "PAPER_BEST_LAMBDA_FIGURE3", "paper_best_lambda",
            "run_tradeoff", "run_figure2", "run_figure3", "write_figure2_csv", "plot_figure2"]

@@ -27,13 +27,14 @@ import warnings
 
 import numpy as np
 
-from dperm import calibration, erm
-from dperm._design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn
-from dperm._validation import check_random_state
+from dperm.data.design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn
+from dperm.data.validation import check_random_state
 from dperm.exceptions import NoiseDominatedWarning, PrivacyLeakWarning
 from dperm.experiments._progress import Progress
 from dperm.losses import get_loss
-from dperm.mechanisms import objective_perturbation
+from dperm.optim import erm
+from dperm.privacy import calibration
+from dperm.privacy.mechanisms import objective_perturbation
 
 __all__ = ["run_gaussian_adult", "format_gaussian_adult", "write_gaussian_adult_csv",
            "ANCHORS", "LAMBDAS", "TARGETS"]

@@ -69,13 +69,17 @@ import warnings
 
 import numpy as np
 
-from dperm import erm
-from dperm._validation import check_random_state
+from dperm.data.validation import check_random_state
 from dperm.exceptions import ConvergenceWarning
 from dperm.experiments._progress import Progress, plural
 from dperm.losses import get_loss
-from dperm.mechanisms import add_output_noise, objective_perturbation, objective_perturbation_constants
-from dperm.tuning import exponential_mechanism
+from dperm.optim import erm
+from dperm.privacy.mechanisms import (
+    add_output_noise,
+    objective_perturbation,
+    objective_perturbation_constants,
+)
+from dperm.privacy.tuning import exponential_mechanism
 
 __all__ = ["PRIVATE_SIZES", "NONPRIVATE_SIZES", "EPSILONS", "QUICK", "lambda_grid",
            "learning_curve_splits", "run_learning_curves", "write_learning_curves",

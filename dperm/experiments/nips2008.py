@@ -69,6 +69,7 @@ from dperm.experiments._nips2008_common import (  # noqa: F401  (documented name
     epsilon_bound,
     nips2008_objective_constants,
     sample_noise,
+    sample_sphere_margin,
 )
 from dperm.experiments._progress import Progress, plural
 
@@ -153,33 +154,6 @@ def d_gamma_error(coef, gamma, d=None):
     coef = np.asarray(coef, dtype=np.float64)
     X, y = d_gamma_support(coef.shape[-1] if d is None else d, gamma)
     return cm.test_errors(coef, X, y)
-
-
-def sample_sphere_margin(n, d=20, margin=0.1, w=None, random_state=None):
-    """n points uniform on the unit sphere of R^d, labelled by a hyperplane, margin removed.
-
-    w: the unit normal of the hyperplane through the origin (drawn uniformly when None).
-    Points with |w.x| < margin are discarded and replaced (rejection sampling), so exactly
-    n points remain; y = sign(w.x). Returns (X (n, d), y (n,), w (d,)).
-    """
-    n, d = int(n), int(d)
-    if n < 1 or d < 2 or not 0.0 <= margin < 1.0:
-        raise ValueError("sample_sphere_margin: need n >= 1, d >= 2, 0 <= margin < 1, "
-                         f"got {n}, {d}, {margin}")
-    rng = cm.rng_of(random_state)
-    if w is None:
-        w = rng.standard_normal(d)
-    w = np.asarray(w, dtype=np.float64)
-    w = w / np.linalg.norm(w)
-    parts, kept = [], 0
-    while kept < n:
-        Z = rng.standard_normal((max(2 * (n - kept), 64), d))
-        Z /= np.linalg.norm(Z, axis=1, keepdims=True)
-        Z = Z[np.abs(Z @ w) >= margin]
-        parts.append(Z)
-        kept += Z.shape[0]
-    X = np.concatenate(parts)[:n]
-    return X, np.where(X @ w > 0, 1.0, -1.0), w
 
 
 def preprocess_uci(X, how=UCI_PREPROCESSING):

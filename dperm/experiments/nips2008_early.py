@@ -65,8 +65,7 @@ def sample_sphere_unseparable(n, d=10, margin=0.1, flip=0.2, w=None, random_stat
 
 def run_early(quick=False, random_state=0, progress=True, n_threads=None):
     """The earlier version's table, learning curves and eps curves (see the module doc)."""
-    from dperm.experiments.nips2008 import sample_sphere_margin
-
+    sample_sphere_margin = cm.sample_sphere_margin
     cfg = dict(QUICK if quick else FULL)
     seeds = np.random.SeedSequence([0 if random_state is None else random_state, 2008]).spawn(4)
     rngs = [np.random.default_rng(s) for s in seeds]

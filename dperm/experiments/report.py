@@ -86,7 +86,7 @@ def run_all(out="dperm-results", quick=False, progress=True, n_threads=None, see
 
 def write_report(sections, out, quick, seed):
     """Write out/report.md and out/report.html; returns their paths."""
-    from dperm import __version__
+    from dperm._core._build_info import VERSION as __version__
 
     total = sum(s["seconds"] for s in sections)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

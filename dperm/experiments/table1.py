@@ -40,10 +40,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dperm import erm
-from dperm._validation import check_random_state
+from dperm.data.validation import check_random_state
 from dperm.experiments._progress import Progress, plural
-from dperm.mechanisms import add_output_noise, objective_perturbation
+from dperm.optim import erm
+from dperm.privacy.mechanisms import add_output_noise, objective_perturbation
 
 __all__ = ["LAMBDAS", "LAMBDAS_TABLE2", "PAPER_TABLE1", "PAPER_TABLE2", "PaperTable", "TABLE1",
            "TABLE2", "run_paper_table", "run_table1", "run_table2", "format_table",

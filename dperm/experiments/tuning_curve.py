@@ -13,10 +13,10 @@ import warnings
 
 import numpy as np
 
-from dperm._validation import check_random_state
-from dperm.estimators import PrivateLinearClassifier
+from dperm.data.validation import check_random_state
 from dperm.exceptions import NoiseDominatedWarning
 from dperm.experiments._progress import Progress
+from dperm.sklearn.classifier import PrivateLinearClassifier
 
 __all__ = ["run_tuning_curve", "write_tuning_csv", "plot_tuning_curve"]
 
@@ -34,7 +34,7 @@ def run_tuning_curve(X, y, *, epsilons=(0.1, 0.5, 1.0), sizes=(4000, 8000, 16000
     Non-private baseline: the same grid, each Lambda fitted on the whole training
     set without noise, chosen on a validation fifth of it.
     """
-    from dperm.tuning import private_tuning
+    from dperm.privacy.tuning import private_tuning
 
     rng = check_random_state(random_state)
     grid = [{"alpha": float(a)} for a in lambdas]

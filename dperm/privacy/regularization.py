@@ -38,7 +38,7 @@ selects Lambda privately when the budget and n allow splitting the data.
 """
 import math
 
-from dperm._validation import check_choice, check_epsilon, check_positive
+from dperm.data.validation import check_choice, check_epsilon, check_positive
 from dperm.losses import get_loss
 
 __all__ = ["auto_alpha", "expected_noise_shift", "coefficient_bound", "noise_dominates"]
@@ -113,7 +113,7 @@ def auto_alpha(n_samples, n_features, epsilon, *, perturbation="objective", loss
 
 def _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h):
     """(expected noise shift, bound on the noise-free coefficients' norm) for one alpha."""
-    from dperm.mechanisms import objective_perturbation_constants
+    from dperm.privacy.mechanisms import objective_perturbation_constants
 
     l0 = get_loss(loss).value_at_zero(h)
     if perturbation == "none":

@@ -15,6 +15,8 @@ dperm._core._objective.Data).  Nothing is copied.
 """
 import numpy as np
 
+from dperm.data import _arrays
+
 __all__ = ["DesignRows", "WithInterceptColumn", "INTERCEPT_SCALE"]
 
 #: rows [x, R] are scaled by this: 1/sqrt(2), shrunk by 2^-40 so that rounding in
@@ -56,9 +58,7 @@ class DesignRows:
     def x_norms(self):
         """||x_i|| of the rows of X (before factors), computed once per X."""
         if self._x_norms is None:
-            from dperm._validation import row_norms
-
-            self._x_norms = row_norms(self.X)
+            self._x_norms = _arrays.array_row_norms(self.X)
         return self._x_norms
 
     def _derive(self, X, factor, constant, scale):

@@ -10,9 +10,9 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 
-from dperm import _dask, erm
-from dperm._design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn, matmul_rows
-from dperm._validation import (
+from dperm.data import dask_rows as _dask
+from dperm.data.design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn, matmul_rows
+from dperm.data.validation import (
     bound_rows,
     check_choice,
     check_data_norm,
@@ -24,18 +24,20 @@ from dperm._validation import (
     spawn_generator,
     warn_if_rows_far_inside,
 )
-from dperm.accountant import BudgetAccountant
 from dperm.exceptions import BudgetExceededError, ClippingWarning, NoiseDominatedWarning, PrivacyLeakWarning
-from dperm.losses import get_loss
-from dperm.mechanisms import (
+from dperm.losses import MULTINOMIAL_MIN_CLASSES, get_loss, softmax_curvature
+from dperm.optim import erm
+from dperm.privacy.accountant import BudgetAccountant
+from dperm.privacy.mechanisms import (
     MULTINOMIAL,
     check_privacy_params,
     objective_perturbation,
     output_perturbation,
     privacy_events,
 )
-from dperm.noise import warn_if_seeded
-from dperm.regularization import auto_alpha, expected_noise_shift, noise_dominates
+from dperm.privacy.neighbouring import sensitivity_factor
+from dperm.privacy.noise import warn_if_seeded
+from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
 
 __all__ = ["PrivateLinearClassifier"]
 
@@ -258,17 +260,19 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.perturbation == "none":
             return 1.0
         if delta == 0:
-            return eps * (2.0 if nb == "add_remove" else 1.0)
-        from dperm import calibration
+            # a Laplace-type budget of the replace_one sensitivity
+            return eps * 2.0 / sensitivity_factor(nb)
+        from dperm.privacy import calibration
 
         R = float(self.data_norm)
         if self.perturbation == "output":
             # sigma scales as 1/(n alpha): the ratio does not depend on alpha
-            sens = (2.0 if nb == "replace_one" else 1.0) * R
+            sens = sensitivity_factor(nb) * R
             sigma = calibration.analytic_gaussian_sigma(eps, delta, sens)
             return 2.0 * R * math.sqrt(d) / sigma
         K = n_classes
-        curvature = (1 - 1 / K) * R * R if K > 2 else lo.curvature(self.h, R)
+        curvature = softmax_curvature(K, R) if K >= MULTINOMIAL_MIN_CLASSES \
+            else lo.curvature(self.h, R)
         provisional = auto_alpha(n, d, eps, perturbation="objective", loss=lo.name,
                                  data_norm=R, h=float(self.h))
         cal = calibration.objective_gaussian_calibration(
@@ -347,7 +351,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     def _multiclass_mode(self, K):
         """How K classes are fitted: "binary" (K = 2), "multinomial" (softmax; the
         logistic loss with delta > 0 or without noise) or "ovr" (one-vs-rest)."""
-        if K == 2:
+        if K < MULTINOMIAL_MIN_CLASSES:
             return "binary"
         if self.loss == "logistic" and (float(self.delta) > 0 or self.perturbation == "none"):
             return "multinomial"
@@ -435,7 +439,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         rng = self._fit_generator()
         if self.perturbation == "none":
             if mode == "multinomial":
-                from dperm._multinomial import minimize_multinomial
+                from dperm.optim.softmax import minimize_multinomial
 
                 res = minimize_multinomial(Xa, codes, K, alpha=alpha, tol=self.tol,
                                            max_iter=self.max_iter, n_threads=self.n_threads)
@@ -512,7 +516,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
     def _planned_events(self, lo, mode, K, n_norm, alpha, eps_fit, delta_fit, nb, R, d):
         """The accountant events of this fit, from public values only (computed before
         the data are touched, so that a refused fit costs nothing)."""
-        from dperm import calibration
+        from dperm.privacy import calibration
 
         if delta_fit == 0:
             # pure epsilon: a float is a PureEvent, recorded as the float
@@ -521,7 +525,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
                "n_samples": n_norm, "alpha": alpha, "data_norm": R, "neighbouring": nb,
                "loss": MULTINOMIAL if mode == "multinomial" else lo.name,
                "n_classes": K if mode == "multinomial" else 2,
-               "curvature": (1 - 1 / K) * R * R if mode == "multinomial" else lo.curvature(self.h, R)}
+               "curvature": softmax_curvature(K, R) if mode == "multinomial"
+               else lo.curvature(self.h, R)}
         if self.perturbation == "objective":
             cal = calibration.objective_gaussian_calibration(
                 eps_fit, delta_fit, n=n_norm, alpha=alpha, data_norm=R,

@@ -36,8 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dperm import erm
-from dperm._validation import (
+from dperm.data.validation import (
     bound_rows,
     check_alpha,
     check_choice,
@@ -49,16 +48,21 @@ from dperm._validation import (
     check_X,
 )
 from dperm.exceptions import PrivacyLeakWarning
-from dperm.losses import get_loss
-from dperm.noise import sample_l2_laplace, warn_if_seeded
+from dperm.losses import (
+    MULTINOMIAL,
+    SOFTMAX_GRADIENT_FACTOR,
+    check_n_classes,
+    get_loss,
+    softmax_curvature,
+)
+from dperm.optim import erm
+from dperm.privacy.neighbouring import NEIGHBOURING, sensitivity_factor
+from dperm.privacy.noise import sample_l2_laplace, warn_if_seeded
 
 __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_output_noise",
            "output_perturbation_constants", "objective_perturbation_constants",
            "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events"]
 
-NEIGHBOURING = ("replace_one", "add_remove")
-#: the loss name of the softmax (multinomial logistic) model, labels 0..K-1
-MULTINOMIAL = "multinomial"
 #: bits of the exact-noise grid below the noise scale (dperm.exact_noise.grid_for)
 GRID_BITS = 20
 
@@ -151,8 +155,7 @@ def output_perturbation_constants(n, alpha, epsilon, data_norm=1.0, neighbouring
     """beta of Algorithm 1: the L2 sensitivity of the minimizer is 2R/(n Lambda)
     (replace_one) or R/(n Lambda) (add_remove, n the public normalisation)."""
     alpha = np.asarray(alpha, dtype=np.float64)
-    factor = 2.0 if neighbouring == "replace_one" else 1.0
-    return n * alpha * epsilon / (factor * data_norm)
+    return n * alpha * epsilon / (sensitivity_factor(neighbouring) * data_norm)
 
 
 def objective_perturbation_constants(n, alpha, epsilon, curvature, data_norm=1.0,
@@ -174,7 +177,7 @@ def objective_perturbation_constants(n, alpha, epsilon, curvature, data_norm=1.0
         denom = np.expm1(epsilon / 4.0) if replace else np.expm1(epsilon / 2.0)
         delta[low] = curvature / (n * denom) - alpha[low]
         eps_p = np.where(low, epsilon / 2.0, eps_p)
-    beta = eps_p / ((2.0 if replace else 1.0) * data_norm)
+    beta = eps_p / (sensitivity_factor(neighbouring) * data_norm)
     return eps_p, delta, beta
 
 
@@ -237,7 +240,7 @@ def privacy_events(record, n_fits=1):
     delta) (the output noise's grid term depends on d, which a record does not hold;
     AMP's chain has no RDP form), composed by the accountant's basic / PLD bounds.
     """
-    from dperm import accountant, calibration
+    from dperm.privacy import accountant, calibration
 
     eps, dlt = float(record["epsilon"]), float(record["delta"])
     if dlt == 0:
@@ -263,7 +266,7 @@ def _warn_if_grid_clamps(g, scale):
     """Warn (from public numbers only: the grid and a public bound on the coefficients'
     size) when the release's grid range is below that size: larger coefficients are
     clamped to +-grid_range(g), which keeps the guarantee but may cost accuracy."""
-    from dperm import exact_noise
+    from dperm.privacy import exact_noise
 
     limit = exact_noise.grid_range(g)
     if limit < scale:
@@ -275,7 +278,7 @@ def _warn_if_grid_clamps(g, scale):
 
 
 def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes):
-    from dperm import _dask
+    from dperm.data import dask_rows as _dask
 
     multinomial = loss == MULTINOMIAL
     if _dask.is_distributed(X):
@@ -287,17 +290,10 @@ def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_cl
     else:
         X = check_X(X, name="X", min_samples=2, accept_sparse=True)
         if multinomial:
-            from dperm._multinomial import check_class_labels
+            from dperm.optim.softmax import check_class_labels
 
-            if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) \
-                    or n_classes < 3:
-                # (the multinomial calibration is derived for K >= 3; a 2-class softmax
-                # row gradient reaches sqrt(2) R, which the binary calibration for
-                # n_classes=2 does not cover: two classes are a binary loss's job)
-                raise ValueError(f"n_classes: loss='multinomial' needs the public number of "
-                                 f"classes, an integer >= 3 (for two classes use a binary "
-                                 f"loss such as 'logistic'), got {n_classes!r}")
-            y = check_class_labels(y, X.shape[0], int(n_classes), name="y")
+            n_classes = check_n_classes(n_classes, mechanism=True)
+            y = check_class_labels(y, X.shape[0], n_classes, name="y")
         else:
             y = check_pm1_labels(y, X.shape[0], name="y")
     lo = None if multinomial else get_loss(loss)
@@ -320,7 +316,7 @@ def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max
            n_threads, solver):
     """One batched solve, binary GLM or multinomial; coef (k, d) or (k, K, d)."""
     if lo is None:
-        from dperm._multinomial import minimize_multinomial
+        from dperm.optim.softmax import minimize_multinomial
 
         return minimize_multinomial(X, y, n_classes, alpha=alpha, extra_l2=extra_l2,
                                     linear=linear, tol=tol, max_iter=max_iter,
@@ -331,8 +327,7 @@ def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max
 
 
 def _curvature(lo, h, R, n_classes):
-    # multinomial: the bound on the trace of one row's Hessian block, (1 - 1/K) R^2
-    return lo.curvature(h, R) if lo is not None else (1.0 - 1.0 / n_classes) * R * R
+    return lo.curvature(h, R) if lo is not None else softmax_curvature(n_classes, R)
 
 
 def _fit(mechanism, noise, lo, n_classes, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
@@ -409,7 +404,7 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     -------
     PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).
     """
-    from dperm import calibration, exact_noise
+    from dperm.privacy import calibration, exact_noise
 
     X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
         X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes)
@@ -436,7 +431,7 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     center = np.asarray(res.coef, dtype=np.float64).reshape(
         (alphas.size,) + res.coef.shape[-(1 if lo else 2):])
     dim = int(np.prod(center.shape[1:]))
-    factor = (2.0 if nb == "replace_one" else 1.0) * (1.0 if lo is not None else math.sqrt(2.0))
+    factor = sensitivity_factor(nb) * (1.0 if lo is not None else SOFTMAX_GRADIENT_FACTOR)
     sens = factor * R / (n_norm * alphas)
     consts = {"epsilon_prime": np.full(alphas.size, epsilon), "extra_l2": np.zeros(alphas.size)}
     coef = np.empty((alphas.size, n_draws) + center.shape[1:])
@@ -494,7 +489,7 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     -------
     PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).
     """
-    from dperm import calibration, exact_noise
+    from dperm.privacy import calibration, exact_noise
 
     check_choice(perturbation, "perturbation", {"objective", "amp"})
     X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(

@@ -68,7 +68,7 @@ def is_distributed(X):
     """A Dask array, a DaskRows, or a DesignRows over a Dask array."""
     if isinstance(X, DaskRows) or is_dask_array(X):
         return True
-    from dperm._design import DesignRows
+    from dperm.data.design import DesignRows
 
     return isinstance(X, DesignRows) and is_dask_array(X.X)
 
@@ -111,7 +111,7 @@ def as_rows(X, y, *, min_samples=1, name="X"):
     """A DaskRows over a Dask array X and labels y in {-1, +1} (a numpy array, or a
     Dask array: rechunked like X's rows).  A DaskRows is returned as it is (its
     labels are already on the workers; y is ignored)."""
-    from dperm._design import DesignRows
+    from dperm.data.design import DesignRows
 
     if isinstance(X, DaskRows):
         return X
@@ -199,7 +199,7 @@ class DaskRows:
 
     def bound_rows(self, data_norm, norm_policy, *, name="X", return_clipped=False):
         """bound_rows, on the workers (the same code, per chunk); "error" raises there."""
-        from dperm._validation import check_choice
+        from dperm.data.validation import check_choice
 
         check_choice(norm_policy, "norm_policy", {"clip", "error"})
         out = self._with(("clip", float(data_norm), norm_policy, name))
@@ -333,8 +333,8 @@ class _Cluster:
 
 def _replay(block, y, ops, loss_name=None):
     """The design rows of one block after the public row maps `ops`, as on one machine."""
-    from dperm._design import DesignRows, WithInterceptColumn
-    from dperm._validation import bound_rows
+    from dperm.data.design import DesignRows, WithInterceptColumn
+    from dperm.data.validation import bound_rows
 
     D = DesignRows(block)
     clipped = []
@@ -354,7 +354,7 @@ class _Shard:
     """One worker's row blocks and their compiled Data (a Dask actor)."""
 
     def __init__(self, chunk_ids, starts, blocks, labels):
-        from dperm._validation import check_pm1_labels, check_X
+        from dperm.data.validation import check_pm1_labels, check_X
 
         self.chunk_ids = list(chunk_ids)
         self.blocks, self.labels = [], []

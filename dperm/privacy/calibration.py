@@ -30,6 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
+from dperm.losses import SOFTMAX_GRADIENT_FACTOR, check_n_classes, softmax_curvature
+from dperm.privacy.neighbouring import check_neighbouring, sensitivity_factor
+
 __all__ = [
     "gaussian_delta", "analytic_gaussian_sigma",
     "objective_gaussian_delta", "objective_gaussian_rdp", "objective_gaussian_calibration",
@@ -39,7 +42,6 @@ __all__ = [
     "amp_calibration", "AMPCalibration",
 ]
 
-_NEIGHBOURING = ("replace_one", "add_remove")
 _LOG2 = math.log(2.0)
 # cells of the grid on which the replace-one maximum over the corner split is bounded
 _SPLIT_CELLS = 2048
@@ -77,24 +79,12 @@ def _unit_open(value, name):
     return v
 
 
-def _neighbouring(value):
-    if value not in _NEIGHBOURING:
-        raise ValueError(f"neighbouring: must be one of {_NEIGHBOURING}, got {value!r}")
-    return value
-
-
-def _n_classes(value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 2:
-        raise ValueError(f"n_classes: must be an integer >= 2, got {value!r}")
-    return int(value)
-
-
 def _curvature(curvature, data_norm, n_classes):
     if curvature is None:
         if n_classes == 2:
             raise ValueError("curvature: required for n_classes=2 (the bound c R^2 on "
                              "loss'' ||x||^2)")
-        return (1.0 - 1.0 / n_classes) * data_norm ** 2
+        return softmax_curvature(n_classes, data_norm)
     return _nonnegative(curvature, "curvature")
 
 
@@ -265,11 +255,11 @@ def _objective_delta_core(eps_prime, sigma, data_norm, neighbouring, n_classes,
     else:
         k1 = n_classes - 1
         base = np.maximum(-np.expm1(ep), 0.0)      # the zero corner, > 0 only if eps' < 0
-        g1 = _gauss_delta_a(ep, math.sqrt(2.0) * a)
+        g1 = _gauss_delta_a(ep, SOFTMAX_GRADIENT_FACTOR * a)
         if neighbouring == "add_remove":
             out = base + k1 * g1
         else:
-            g2 = _gauss_delta_a(ep, 2.0 * math.sqrt(2.0) * a)
+            g2 = _gauss_delta_a(ep, 2.0 * SOFTMAX_GRADIENT_FACTOR * a)
             out = base + 2 * k1 * g1 + k1 * k1 * g2
     return np.minimum(out, 1.0)
 
@@ -277,10 +267,10 @@ def _objective_delta_core(eps_prime, sigma, data_norm, neighbouring, n_classes,
 def _objective_args(sigma, data_norm, curvature, lambda_total, neighbouring, n_classes):
     sg = _positive(sigma, "sigma")
     r = _positive(data_norm, "data_norm")
-    k = _n_classes(n_classes)
+    k = check_n_classes(n_classes)
     c = _curvature(curvature, r, k)
     lam = _positive(lambda_total, "lambda_total")
-    nb = _neighbouring(neighbouring)
+    nb = check_neighbouring(neighbouring)
     return sg, r, c, lam, nb, k
 
 
@@ -371,7 +361,7 @@ def objective_gaussian_rdp(orders, sigma, *, data_norm, curvature=None, lambda_t
             log_sum = np.max(np.logaddexp(l1, l2), axis=-1)
     else:
         k1 = n_classes - 1
-        a1sq = 2.0 * a * a
+        a1sq = 2.0 * a * a     # (SOFTMAX_GRADIENT_FACTOR a)^2
         terms = [np.zeros_like(m1), math.log(k1) + m1 * (m1 + 1.0) * a1sq / 2.0]
         if nb == "replace_one":
             terms = [np.zeros_like(m1), math.log(2 * k1) + m1 * (m1 + 1.0) * a1sq / 2.0,
@@ -405,9 +395,9 @@ def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k, nonincreasing=False):
     lam = n * (alpha + extra)
     ed = _epsilon_det(c, lam, k)
     ep = eps - ed
-    scale = 2.0 if nb == "replace_one" else 1.0
+    scale = sensitivity_factor(nb)
     if k > 2:
-        scale *= math.sqrt(2.0)
+        scale *= SOFTMAX_GRADIENT_FACTOR
     guess = scale * r * math.sqrt(2.0 * math.log(2.5 / dlt)) / ep
 
     def ok(sg):
@@ -426,9 +416,9 @@ def _calibration_args(epsilon, delta, n, alpha, data_norm, curvature, neighbouri
     nn = _positive(n, "n")
     al = _positive(alpha, "alpha")
     r = _positive(data_norm, "data_norm")
-    k = _n_classes(n_classes)
+    k = check_n_classes(n_classes)
     c = _curvature(curvature, r, k)
-    nb = _neighbouring(neighbouring)
+    nb = check_neighbouring(neighbouring)
     return eps, dlt, nn, al, r, c, nb, k
 
 
@@ -462,7 +452,7 @@ def kifer_objective_sigma(epsilon, delta, *, data_norm, neighbouring):
     eps = _positive(epsilon, "epsilon")
     dlt = _unit_open(delta, "delta")
     r = _positive(data_norm, "data_norm")
-    zeta = (2.0 if _neighbouring(neighbouring) == "replace_one" else 1.0) * r
+    zeta = sensitivity_factor(check_neighbouring(neighbouring)) * r
     return zeta * math.sqrt(8.0 * math.log(2.0 / dlt) + 4.0 * eps) / eps
 
 
@@ -489,7 +479,7 @@ def output_gaussian_sigma(epsilon, delta, *, n, alpha, data_norm, neighbouring):
     nn = _positive(n, "n")
     al = _positive(alpha, "alpha")
     r = _positive(data_norm, "data_norm")
-    factor = 2.0 if _neighbouring(neighbouring) == "replace_one" else 1.0
+    factor = sensitivity_factor(check_neighbouring(neighbouring))
     return analytic_gaussian_sigma(eps, dlt, factor * r / (nn * al))
 
 

@@ -30,9 +30,10 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from dperm._validation import check_n_threads, check_positive, check_X
-from dperm.erm import _STATUS, MinimizeResult
+from dperm.data.validation import check_n_threads, check_positive, check_X
 from dperm.exceptions import ConvergenceWarning
+from dperm.losses import check_n_classes
+from dperm.optim.erm import _STATUS, MinimizeResult
 
 __all__ = ["multinomial_value_grad", "minimize_multinomial", "multinomial_predict_proba",
            "MultinomialResult", "check_class_labels"]
@@ -76,13 +77,6 @@ def check_class_labels(y, n, n_classes, *, name="y"):
         raise ValueError(f"{name}: class labels must lie in 0..{n_classes - 1} "
                          f"(n_classes={n_classes}), found {vals.tolist()}")
     return np.ascontiguousarray(arr, dtype=np.int64)
-
-
-def _check_n_classes(n_classes):
-    if (isinstance(n_classes, bool) or not isinstance(n_classes, (numbers.Integral, np.integer))
-            or n_classes < 2):
-        raise ValueError(f"n_classes: must be an integer >= 2, got {n_classes!r}")
-    return int(n_classes)
 
 
 def _check_rows(X):
@@ -146,7 +140,7 @@ class _Rows:
     (rows [t_i x_i, c] * scale, formed per block from X's raw rows)."""
 
     def __init__(self, X):
-        from dperm._design import DesignRows
+        from dperm.data.design import DesignRows
 
         if isinstance(X, DesignRows):
             self.raw = X.X
@@ -376,10 +370,10 @@ def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, 
     converged (m,), status (m strings).
     """
     from dperm._core._lbfgs import lbfgs
-    from dperm.erm import DEFAULT_MAX_ITER, DEFAULT_TOL
+    from dperm.optim.erm import DEFAULT_MAX_ITER, DEFAULT_TOL
 
     rows = _Rows(_check_rows(X))
-    K = _check_n_classes(n_classes)
+    K = check_n_classes(n_classes)
     n, d = rows.n, rows.d
     y = check_class_labels(y, n, K)
     l2, B = _batch_params(alpha, extra_l2, linear, K, d)

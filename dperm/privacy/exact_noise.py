@@ -76,7 +76,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dperm._validation import check_random_state
+from dperm.data.validation import check_random_state
 
 __all__ = [
     "bernoulli_exp", "discrete_laplace", "discrete_gaussian",

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dperm import _dask
-from dperm._validation import check_epsilon, check_positive, check_random_state, check_X, spawn_generator
-from dperm.accountant import ApproxEvent
+from dperm.data import dask_rows as _dask
+from dperm.data.validation import check_epsilon, check_positive, check_random_state, check_X, spawn_generator
 from dperm.exceptions import PrivacyLeakWarning
-from dperm.noise import warn_if_seeded
+from dperm.privacy.accountant import ApproxEvent
+from dperm.privacy.noise import warn_if_seeded
 
 __all__ = ["private_tuning", "PrivateTuningResult", "exponential_mechanism", "random_split"]
 

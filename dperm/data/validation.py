@@ -9,6 +9,10 @@ import os
 
 import numpy as np
 
+from dperm.data import _arrays
+from dperm.data._arrays import _csr_row_blocks, _is_sparse
+from dperm.data.design import DesignRows
+
 __all__ = [
     "check_X", "check_pm1_labels", "check_positive", "check_alpha", "check_epsilon",
     "check_random_state", "check_n_threads", "apply_norm_bound", "check_choice",
@@ -16,12 +20,7 @@ __all__ = [
 ]
 
 
-def _is_sparse(X):
-    try:
-        import scipy.sparse as sp
-    except ImportError:  # pragma: no cover
-        return False
-    return sp.issparse(X)
+
 
 
 def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
@@ -42,8 +41,6 @@ def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
 
     A `dperm._design.DesignRows` comes back as one over the checked X.
     """
-    from dperm._design import DesignRows
-
     if getattr(X, "_dperm_distributed", False):
         return X   # rows on a Dask cluster, validated there (dperm._dask)
     if type(X).__module__.startswith("dask."):
@@ -208,17 +205,7 @@ def _csr_from_parts(data, indices, indptr, shape):
     return out
 
 
-def _csr_row_blocks(indptr, target=1 << 20):
-    """Row ranges (r0, r1) covering all rows, each holding about `target` stored entries
-    (a longer row is a block of its own), so that a pass over a large CSR matrix, e.g.
-    one memory-mapped from disk, needs temporaries of one block only."""
-    n = indptr.shape[0] - 1
-    nnz = int(indptr[-1]) if n > 0 else 0
-    if nnz <= target:
-        return [(0, n)]
-    cuts = np.searchsorted(indptr, np.arange(target, nnz, target, dtype=np.int64), side="right")
-    bounds = np.unique(np.concatenate(([0], np.clip(cuts - 1, 0, n), [n])))
-    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
 
 
 def _is_canonical(X):
@@ -244,33 +231,12 @@ def _is_canonical(X):
 
 
 def row_norms(X):
-    """Euclidean norm of every row (float64, (n,)); dense, mapped or CSR, with no
-    temporary larger than a block of rows."""
-    from dperm._design import DesignRows
-
+    """Euclidean norm of every row (float64, (n,)); dense, mapped, CSR or DesignRows, with
+    no temporary larger than a block of rows."""
     if isinstance(X, DesignRows):
         nx = X.x_norms() if X.factor is None else X.x_norms() * X.factor
         return X.scale * np.sqrt(nx**2 + (X.constant or 0.0) ** 2)
-    if _is_sparse(X):
-        out = np.zeros(X.shape[0])
-        indptr = X.indptr
-        for r0, r1 in _csr_row_blocks(indptr):
-            p0, p1 = int(indptr[r0]), int(indptr[r1])
-            if p1 == p0:
-                continue
-            sq = np.square(X.data[p0:p1], dtype=np.float64)
-            starts = indptr[r0:r1 + 1].astype(np.intp) - p0
-            nz = starts[1:] > starts[:-1]
-            block = out[r0:r1]
-            block[nz] = np.add.reduceat(sq, starts[:-1][nz])
-        return np.sqrt(out)
-    n = X.shape[0]
-    out = np.empty(n)
-    step = max(1, (1 << 20) // max(1, X.shape[1]))
-    for i in range(0, n, step):
-        blk = X[i:i + step]
-        out[i:i + step] = np.einsum("ij,ij->i", blk, blk, dtype=np.float64)
-    return np.sqrt(out)
+    return _arrays.array_row_norms(X)
 
 
 def check_pm1_labels(y, n, *, name="y"):
@@ -442,8 +408,6 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
     `stats`, a dict, receives "max_norm": the largest ||t_i x_i|| before clipping (a
     statistic of the private rows, for the analyst's warnings only).
     """
-    from dperm._design import DesignRows
-
     if getattr(X, "_dperm_distributed", False):   # on the workers, by this same code
         return X.bound_rows(data_norm, norm_policy, name=name, return_clipped=return_clipped)
     check_choice(norm_policy, "norm_policy", {"clip", "error"})
@@ -479,8 +443,6 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
     for the analyst only).
     """
     check_choice(norm_policy, "norm_policy", {"clip", "error"})
-    from dperm._design import DesignRows
-
     if isinstance(X, DesignRows):
         return bound_rows(X, data_norm, norm_policy, name=name, return_clipped=return_clipped)
     norms = row_norms(X)

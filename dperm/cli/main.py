@@ -155,7 +155,7 @@ def _fmt(v):
 
 # ----------------------------------------------------------------------------- info
 def _config_line():
-    from dperm import get_config
+    from dperm._config import get_config
 
     cfg = get_config()
     omp = "on" if cfg["openmp"] else "off"
@@ -175,7 +175,7 @@ class _VersionAction(argparse.Action):
 
 
 def cmd_info(args):
-    from dperm import get_config
+    from dperm._config import get_config
 
     for key, value in get_config().items():
         print(f"{key:>20}: {value}")
@@ -270,7 +270,7 @@ def _adult_table():
     """The shipped Adult rows as a Table, with its public schema."""
     import numpy as np
 
-    from dperm._cli_io import Table
+    from dperm.cli._io import Table
     from dperm.datasets import (
         ADULT_COLUMNS,
         ADULT_NUMERIC_COLUMNS,
@@ -301,7 +301,7 @@ def _adult_table():
 def _resolve_classes(args, table, label, schema, leaks):
     """The classes as strings ([negative, positive] for two), from the schema or (with
     a warning) the data."""
-    from dperm._cli_io import CLIError, resolve_label
+    from dperm.cli._io import CLIError, resolve_label
 
     classes = schema.classes
     pos = args.positive
@@ -321,7 +321,7 @@ def _resolve_classes(args, table, label, schema, leaks):
 
 def _positive_last(classes, pos):
     """--positive: the class put last (two classes only)."""
-    from dperm._cli_io import CLIError
+    from dperm.cli._io import CLIError
 
     classes = list(classes)
     if pos is not None:
@@ -335,7 +335,7 @@ def _positive_last(classes, pos):
 
 
 def _check_output(args):
-    from dperm._cli_io import CLIError
+    from dperm.cli._io import CLIError
 
     if args.output is None:
         raise _UsageError("fit: -o/--output MODEL.json is required (where to write the model)")
@@ -347,7 +347,7 @@ def _check_output(args):
 
 def _resolve_label(args, schema, header, name):
     """The label column: --label and the schema's must agree; it must be in the file."""
-    from dperm._cli_io import CLIError
+    from dperm.cli._io import CLIError
 
     label = args.label
     if schema is not None and schema.label is not None:
@@ -364,7 +364,7 @@ def _resolve_label(args, schema, header, name):
 
 
 def _check_schema_columns(args, schema, label, header):
-    from dperm._cli_io import CLIError
+    from dperm.cli._io import CLIError
 
     if label in schema.columns:
         raise CLIError(f"the label column {label!r} is also a feature in the schema")
@@ -377,7 +377,7 @@ def _layout(args, schema):
     """'csr' or 'dense' for --sparse auto|yes|no: auto is CSR when the schema has
     categorical columns and a row has at most SPARSE_DENSITY non-zeros (public:
     decided by the schema alone)."""
-    from dperm._cli_stream import SPARSE_DENSITY
+    from dperm.cli._stream import SPARSE_DENSITY
 
     choice = args.sparse or "auto"
     if choice == "auto":
@@ -403,7 +403,7 @@ def _streaming(args):
 
 
 def cmd_fit(args):
-    from dperm._cli_io import (
+    from dperm.cli._io import (
         CLIError,
         encode_rows,
         infer_schema,
@@ -413,7 +413,7 @@ def cmd_fit(args):
         read_csv,
         schema_to_json,
     )
-    from dperm._cli_stream import design_rows
+    from dperm.cli._stream import design_rows
     from dperm.exceptions import PrivacyLeakWarning
 
     _check_output(args)
@@ -472,11 +472,10 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
     write the model."""
     import numpy as np
 
-    import dperm
-    from dperm import PrivateLinearClassifier
-    from dperm._cli_io import MODEL_FORMAT, MODEL_FORMAT_VERSION, model_to_json, schema_to_json
-    from dperm.estimators import split_intercept
+    from dperm._core._build_info import VERSION
+    from dperm.cli._io import MODEL_FORMAT, MODEL_FORMAT_VERSION, model_to_json, schema_to_json
     from dperm.exceptions import PrivacyLeakWarning
+    from dperm.sklearn.classifier import PrivateLinearClassifier, split_intercept
 
     classes = list(schema.classes)
     if args.perturbation == "none":
@@ -524,7 +523,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
     model = {
         "format": MODEL_FORMAT,
         "format_version": MODEL_FORMAT_VERSION,
-        "dperm_version": dperm.__version__,
+        "dperm_version": VERSION,
         "estimator": {"class": "PrivateLinearClassifier", "loss": args.loss,
                       "perturbation": args.perturbation, "epsilon": args.epsilon,
                       "delta": delta, "neighbouring": args.neighbouring,
@@ -566,8 +565,8 @@ _STREAM_ONLY = (("memory_budget", "--memory-budget"), ("work_dir", "--work-dir")
 def _fit_streamed(args):
     """DATA.csv read in chunks (sized by --memory-budget) into an on-disk binary of the
     design rows, then fitted from it in place; the binary is deleted unless kept."""
-    from dperm import _cli_stream as st
-    from dperm._cli_io import (
+    from dperm.cli import _stream as st
+    from dperm.cli._io import (
         CLIError,
         CSVReader,
         Table,
@@ -664,8 +663,8 @@ def _stream_rows(reader, writer, rows, schema, layout, dtype, intercept, missing
     columns that had missing values)."""
     import numpy as np
 
-    from dperm import _cli_stream as st
-    from dperm._cli_io import encode_rows, label_codes, missing_error, missing_masks
+    from dperm.cli import _stream as st
+    from dperm.cli._io import encode_rows, label_codes, missing_error, missing_masks
 
     label, classes = schema.label, schema.classes
     dropped, missing_cols = 0, {}
@@ -704,7 +703,7 @@ class _writing_binary:
 
     def __exit__(self, kind, exc, tb):
         if kind is not None and issubclass(kind, OSError):
-            from dperm._cli_io import CLIError
+            from dperm.cli._io import CLIError
 
             raise CLIError(f"cannot write the binary in {self.directory!r}: "
                            f"{exc.strerror or exc} (give --work-dir DIR or --keep-binary DIR "
@@ -720,7 +719,7 @@ def _binary_dir(args):
     """(directory for the binary, whether this run created it)."""
     import tempfile
 
-    from dperm._cli_io import CLIError
+    from dperm.cli._io import CLIError
 
     if args.keep_binary is not None:
         d = args.keep_binary
@@ -751,8 +750,8 @@ def _binary_dir(args):
 
 
 def _fit_from_binary(args):
-    from dperm import _cli_stream as st
-    from dperm._cli_io import CLIError, model_to_json, normalize_schema, schema_to_json
+    from dperm.cli import _stream as st
+    from dperm.cli._io import CLIError, model_to_json, normalize_schema, schema_to_json
 
     fixed = [o for k, o in (("data", "DATA.csv"), ("schema", "--schema"), ("label", "--label"),
                             ("positive", "--positive"), ("sparse", "--sparse"),
@@ -789,7 +788,7 @@ def _fit_from_binary(args):
 
 def _missing_rows(table, schema, label, policy, what="training rows"):
     """--missing: stop at the first missing value, or drop the rows that have one."""
-    from dperm._cli_io import apply_missing
+    from dperm.cli._io import apply_missing
 
     table, dropped = apply_missing(table, schema, label, schema.classes, policy)
     if dropped:
@@ -806,7 +805,7 @@ def _note_dropped(dropped, remain, what, name):
 def _public_record(rec):
     """The privacy record written to the model: the public keys of format version 2 only
     (a key the library might add later is not written until it is known to be public)."""
-    from dperm._cli_io import PRIVACY_KEYS
+    from dperm.cli._io import PRIVACY_KEYS
 
     return {k: rec.get(k) for k in PRIVACY_KEYS}
 
@@ -901,9 +900,9 @@ def _report_holdout(path, schema, coef, intercept, args):
     streaming (the same --memory-budget), else at once."""
     import numpy as np
 
-    from dperm import _cli_stream as st
-    from dperm._cli_io import CLIError, CSVReader, encode_rows, label_codes
-    from dperm._validation import apply_norm_bound
+    from dperm.cli import _stream as st
+    from dperm.cli._io import CLIError, CSVReader, encode_rows, label_codes
+    from dperm.data.validation import apply_norm_bound
 
     label, classes = schema.label, list(schema.classes)
     layout = _layout(args, schema)
@@ -935,7 +934,7 @@ def _report_holdout(path, schema, coef, intercept, args):
 
 
 def _apply_missing_quiet(table, schema, label, policy):
-    from dperm._cli_io import apply_missing
+    from dperm.cli._io import apply_missing
 
     table, _ = apply_missing(table, schema, label, schema.classes, policy, allow_empty=True)
     return table
@@ -944,7 +943,7 @@ def _apply_missing_quiet(table, schema, label, policy):
 def _write_text(path, text, what, atomic=False):
     """Write `text` to `path`; atomic: through a temporary file in the same directory,
     renamed over `path` at the end, so a failure never leaves a half-written file."""
-    from dperm._cli_io import CLIError
+    from dperm.cli._io import CLIError
 
     target = path
     if atomic:
@@ -971,7 +970,7 @@ def cmd_predict(args):
 
     import numpy as np
 
-    from dperm._cli_io import MISSING_HINT_PREDICT, apply_missing, encode_rows, load_model, read_csv
+    from dperm.cli._io import MISSING_HINT_PREDICT, apply_missing, encode_rows, load_model, read_csv
 
     model = load_model(args.model)
     table = read_csv(args.data, delimiter=args.delimiter)
@@ -1063,7 +1062,7 @@ def _positive_int(s):
 
 
 def _size(s):
-    from dperm._cli_stream import parse_size
+    from dperm.cli._stream import parse_size
 
     try:
         return parse_size(s)
@@ -1072,7 +1071,7 @@ def _size(s):
 
 
 def _delimiter(s):
-    from dperm._cli_io import parse_delimiter
+    from dperm.cli._io import parse_delimiter
 
     try:
         return parse_delimiter(s)
@@ -1081,6 +1080,8 @@ def _delimiter(s):
 
 
 def build_parser():
+    from dperm.privacy.neighbouring import NEIGHBOURING
+
     p = argparse.ArgumentParser(
         prog="dperm",
         description="Differentially private empirical risk minimization (Chaudhuri, "
@@ -1116,7 +1117,7 @@ def build_parser():
                         "with the paper's Laplace-type noise; delta > 0 is (epsilon, delta)-DP "
                         "with Gaussian noise (a probability of failure of the epsilon bound: "
                         "take it well below 1/n, e.g. 1e-6 for n = 10^5)")
-    f.add_argument("--neighbouring", choices=("replace_one", "add_remove"),
+    f.add_argument("--neighbouring", choices=NEIGHBOURING,
                    default="replace_one",
                    help="which data sets count as neighbours: replace_one (default, the "
                         "paper's: one row replaced by another, n is public) or add_remove "
@@ -1241,7 +1242,7 @@ def main(argv=None):
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    from dperm._cli_io import CLIError
+    from dperm.cli._io import CLIError
     from dperm.exceptions import BudgetExceededError
 
     with warnings.catch_warnings():

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dperm._validation import check_n_threads, check_pm1_labels, check_positive, check_X
+from dperm.data.validation import check_n_threads, check_pm1_labels, check_positive, check_X
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import get_loss
 
@@ -41,7 +41,7 @@ class MinimizeResult:
 
 
 def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
-    from dperm import _dask
+    from dperm.data import dask_rows as _dask
 
     if _dask.is_distributed(X):
         # rows and labels stay on the workers (validated there); n and d are public
@@ -82,8 +82,8 @@ def _data(X, y):
     """The kernels' view of validated X and y (no copy): the signed row weights are
     the labels, times the row scale of a virtual intercept column if X has one."""
     from dperm._core._objective import Data
-    from dperm._dask import DaskRows
-    from dperm._design import DesignRows
+    from dperm.data.dask_rows import DaskRows
+    from dperm.data.design import DesignRows
 
     if isinstance(X, DaskRows):
         return X   # the distributed oracle: value_grad / hess_vec over the workers' rows
@@ -178,7 +178,7 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
     if data is X and hasattr(X, "value_grad"):   # distributed rows: the oracle path
         wt = n_threads if n_threads is None else nt
         if solver == "newton":
-            from dperm._newton import trust_region_newton
+            from dperm.optim.newton import trust_region_newton
 
             def hv(W, V, idx):
                 return X.hess_vec(W, V, l2[idx], lo.kernel_id, h, wt)
@@ -256,7 +256,7 @@ def _newton(data, loss, h, W0, l2, B, tol, max_iter, nt):
     """Trust-region Newton-CG on the compiled passes (the oracle seam: the solver
     sees value_grad / hess_vec of row blocks of W, never X)."""
     from dperm._core._objective import hess_vec, value_grad
-    from dperm._newton import trust_region_newton
+    from dperm.optim.newton import trust_region_newton
 
     n, k = data.shape[0], W0.shape[0]
     # phi'' at the last points each problem evaluated: a Hessian-vector pass at a point
@@ -336,8 +336,8 @@ def hessian_vector(X, y, W, V, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, 
 
 def hessian(X, y, W, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=None):
     """Full Hessian(s) (d, d) or (k, d, d); O(n d^2), for small d."""
-    from dperm import _dask
     from dperm._core._objective import hessian as _hess
+    from dperm.data import dask_rows as _dask
 
     if _dask.is_distributed(X):
         raise TypeError("hessian: the full Hessian is not computed over a Dask array; use "
@@ -345,7 +345,7 @@ def hessian(X, y, W, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=
     X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
-    from dperm._design import DesignRows
+    from dperm.data.design import DesignRows
 
     if isinstance(X, DesignRows):
         X = X.toarray()   # the full Hessian is for small d: materializing is fine

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from dperm._validation import check_random_state, is_fixed_seed
+from dperm.data.validation import check_random_state, is_fixed_seed
 from dperm.exceptions import PrivacyLeakWarning
 
 __all__ = ["sample_l2_laplace", "check_random_state", "warn_if_seeded"]

@@ -20,7 +20,7 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from dperm._validation import check_positive, check_random_state, check_X
+from dperm.data.validation import check_positive, check_random_state, check_X
 
 __all__ = ["RandomFourierFeatures"]
 
@@ -133,7 +133,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             raise ValueError(f"X has {X.shape[1]} features, but RandomFourierFeatures is expecting "
                              f"{self.n_features_in_} features as input (the number seen in fit)")
         # in row blocks (CSR: scipy's product, O(nnz D)): X is never densified or copied
-        from dperm._design import matmul_rows
+        from dperm.data.design import matmul_rows
 
         V = matmul_rows(X, self.omega_)
         V += self.psi_

@@ -25,7 +25,7 @@ from collections import Counter
 
 import numpy as np
 
-from dperm._validation import check_epsilon
+from dperm.data.validation import check_epsilon
 from dperm.exceptions import BudgetExceededError
 
 __all__ = [
@@ -121,7 +121,7 @@ class GaussianEvent:
         object.__setattr__(self, "noise_multiplier", float(nm))
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_delta(self.delta, "delta", allow_zero=False))
-        from dperm.calibration import gaussian_delta
+        from dperm.privacy.calibration import gaussian_delta
 
         # exact: no room for a claim below the true delta. The same evaluation as
         # dperm.calibration.analytic_gaussian_sigma, so a sigma calibrated there for

@@ -31,7 +31,7 @@ import shutil
 
 import numpy as np
 
-from dperm._cli_io import CLIError, check_format_header
+from dperm.cli._io import CLIError, check_format_header
 
 __all__ = ["parse_size", "format_size", "design_rows", "DesignWriter", "open_design",
            "chunk_rows", "BINARY_FORMAT", "BINARY_FORMAT_VERSION", "MANIFEST",
@@ -108,8 +108,8 @@ def design_rows(X, fit_intercept, dtype):
     """The rows the solver reads: with the intercept [x, 1]/sqrt(2) (the estimator's
     augment_intercept), cast to dtype, held to norm <= 1 (apply_norm_bound "clip").
     Each row on its own; dense stays dense, CSR stays CSR."""
-    from dperm._validation import apply_norm_bound
-    from dperm.estimators import augment_intercept
+    from dperm.data.validation import apply_norm_bound
+    from dperm.sklearn.classifier import augment_intercept
 
     Xa = augment_intercept(X, 1.0) if fit_intercept else X
     Xa = Xa.astype(dtype, copy=False)
@@ -294,7 +294,7 @@ def open_design(directory):
         indptr = load("indptr", np.int64, (n + 1,))
         if int(indptr[0]) != 0 or int(indptr[-1]) != nnz:
             raise bad("indptr does not run from 0 to nnz")
-        from dperm._validation import _csr_from_parts
+        from dperm.data.validation import _csr_from_parts
 
         X = _csr_from_parts(data, indices, indptr, (n, d))
     return X, y, man

@@ -1,0 +1,51 @@
+"""Plain arrays (dense, memory-mapped or CSR): the low-level passes the row description
+and the validation share.  Imports nothing from dperm."""
+import numpy as np
+
+__all__ = ["array_row_norms"]
+
+
+def _is_sparse(X):
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover
+        return False
+    return sp.issparse(X)
+
+
+def _csr_row_blocks(indptr, target=1 << 20):
+    """Row ranges (r0, r1) covering all rows, each holding about `target` stored entries
+    (a longer row is a block of its own), so that a pass over a large CSR matrix, e.g.
+    one memory-mapped from disk, needs temporaries of one block only."""
+    n = indptr.shape[0] - 1
+    nnz = int(indptr[-1]) if n > 0 else 0
+    if nnz <= target:
+        return [(0, n)]
+    cuts = np.searchsorted(indptr, np.arange(target, nnz, target, dtype=np.int64), side="right")
+    bounds = np.unique(np.concatenate(([0], np.clip(cuts - 1, 0, n), [n])))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
+def array_row_norms(X):
+    """Euclidean norm of every row of a dense, mapped or CSR array (float64, (n,)), with
+    no temporary larger than a block of rows."""
+    if _is_sparse(X):
+        out = np.zeros(X.shape[0])
+        indptr = X.indptr
+        for r0, r1 in _csr_row_blocks(indptr):
+            p0, p1 = int(indptr[r0]), int(indptr[r1])
+            if p1 == p0:
+                continue
+            sq = np.square(X.data[p0:p1], dtype=np.float64)
+            starts = indptr[r0:r1 + 1].astype(np.intp) - p0
+            nz = starts[1:] > starts[:-1]
+            block = out[r0:r1]
+            block[nz] = np.add.reduceat(sq, starts[:-1][nz])
+        return np.sqrt(out)
+    n = X.shape[0]
+    out = np.empty(n)
+    step = max(1, (1 << 20) // max(1, X.shape[1]))
+    for i in range(0, n, step):
+        blk = X[i:i + step]
+        out[i:i + step] = np.einsum("ij,ij->i", blk, blk, dtype=np.float64)
+    return np.sqrt(out)

@@ -1,0 +1,2 @@
+"""scikit-learn estimators: PrivateLinearClassifier (`classifier`) and
+RandomFourierFeatures (`features`)."""

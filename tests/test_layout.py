@@ -1,0 +1,116 @@
+"""The package's plan (issue 20): subpackages, imports only downward, no cycles, and
+every module path of the flat layout still importable as the same module."""
+import ast
+import importlib
+import pathlib
+
+import pytest
+
+import dperm
+from dperm._moved import MOVED
+
+ROOT = pathlib.Path(dperm.__file__).parent
+
+#: the layers, lowest first: a module imports only from its own layer or lower ones
+LAYERS = [
+    ("dperm._core", "dperm.exceptions", "dperm._moved"),
+    ("dperm.data", "dperm.losses"),
+    ("dperm.optim", "dperm._config"),
+    ("dperm.privacy",),
+    ("dperm.schema", "dperm.sklearn"),
+    ("dperm.datasets",),
+    ("dperm.cli", "dperm.experiments"),
+    ("dperm", "dperm.__main__"),
+]
+
+
+def _modules():
+    out = {}
+    for p in ROOT.rglob("*.py"):
+        parts = p.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = p
+    return out
+
+
+def _layer(name):
+    best = None
+    for i, group in enumerate(LAYERS):
+        for prefix in group:
+            if name == prefix or name.startswith(prefix + "."):
+                if best is None or len(prefix) > best[1]:
+                    best = (i, len(prefix))
+    return best[0]
+
+
+def _graph():
+    mods = _modules()
+
+    def resolve(target):
+        while target not in mods and target not in MOVED and "." in target:
+            target = target.rsplit(".", 1)[0]
+        target = MOVED.get(target, target)
+        return target if target in mods else None
+
+    graph = {m: set() for m in mods}
+    for m, p in mods.items():
+        for node in ast.walk(ast.parse(p.read_text())):     # lazy imports included
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for t in targets:
+                r = resolve(t) if t.startswith("dperm") else None
+                if r and r != m and (r == "dperm" or not m.startswith(r + ".")):
+                    graph[m].add(r)
+    return graph
+
+
+def test_imports_only_downward():
+    graph = _graph()
+    up = sorted((m, t) for m, ts in graph.items() for t in ts if _layer(t) > _layer(m))
+    assert not up, up
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(t):] + [t]))
+            if t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_old_module_paths_are_the_new_modules(old):
+    mod = importlib.import_module(old)
+    assert mod is importlib.import_module(MOVED[old])
+    assert mod.__spec__.name == MOVED[old]
+
+
+def test_public_names_and_documented_paths():
+    for name in dperm.__all__:
+        assert getattr(dperm, name) is not None, name
+    from dperm.calibration import analytic_gaussian_sigma
+    from dperm.cli import main
+    from dperm.erm import minimize
+    from dperm.estimators import PrivateLinearClassifier
+    from dperm.mechanisms import objective_perturbation
+
+    assert minimize is dperm.erm.minimize and callable(main)
+    assert PrivateLinearClassifier is dperm.PrivateLinearClassifier
+    assert objective_perturbation is dperm.objective_perturbation
+    assert callable(analytic_gaussian_sigma)
