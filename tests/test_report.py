@@ -68,3 +68,21 @@ def test_real_registry_runs_into_the_report(tmp_path):
     assert "0.0924 ± 0.0522" in text and "0.2962 ± 0.0617" in text
     assert "UCI Pima Diabetes" in text
     assert "](nips2008/nips2008_figure1.png)" in text or "matplotlib" not in text
+
+
+def test_markdown_tables_in_a_section_render_as_tables(tmp_path):
+    """A section whose text holds a Markdown table (the (epsilon, delta) section) shows it as
+    a table in both files, not as raw pipes inside a <pre> block; the rest stays <pre>."""
+    text = ("Adult, 5-fold CV\n\n| method | accuracy |\n|---|---|\n| gaussian | 82.10 |\n"
+            "| pure | 80.00 |\n\nCPU seconds: 1.0")
+    sections = [dict(name="g", title="Gaussian", dataset="Adult", protocol="p.", seconds=1.0,
+                     text=text, files=[])]
+    md, page = write_report(sections, str(tmp_path), quick=True, seed=0)
+    page = open(page).read()
+    assert "<table><tr><th>method</th><th>accuracy</th></tr><tr><td>gaussian</td>" in page
+    assert "| gaussian" not in page and "<pre>Adult, 5-fold CV</pre>" in page
+    assert "<pre>CPU seconds: 1.0</pre>" in page
+    md = open(md).read()
+    assert "| gaussian | 82.10 |" in md
+    fence = md.index("```\nAdult, 5-fold CV\n```")
+    assert fence < md.index("| method | accuracy |")     # the table is outside the fence

@@ -84,6 +84,54 @@ def run_all(out="dperm-results", quick=False, progress=True, n_threads=None, see
     return sections
 
 
+def _segments(text):
+    """Split a section's text into ("table", rows) for Markdown tables (consecutive lines
+    starting with '|', a '|---' separator second) and ("pre", text) for everything else."""
+    lines = text.rstrip().splitlines()
+    out, buf, i = [], [], 0
+    while i < len(lines):
+        if (lines[i].lstrip().startswith("|") and i + 1 < len(lines)
+                and lines[i + 1].replace(" ", "").startswith("|---")):
+            if any(b.strip() for b in buf):
+                out.append(("pre", "\n".join(buf).strip("\n")))
+            buf = []
+            rows = []
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                rows.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+                i += 1
+            out.append(("table", [rows[0]] + rows[2:]))
+            continue
+        buf.append(lines[i])
+        i += 1
+    if any(b.strip() for b in buf):
+        out.append(("pre", "\n".join(buf).strip("\n")))
+    return out
+
+
+def _text_md(text):
+    md = []
+    for kind, part in _segments(text):
+        if kind == "table":
+            md += ["", "| " + " | ".join(part[0]) + " |", "|" + "---|" * len(part[0])]
+            md += ["| " + " | ".join(r) + " |" for r in part[1:]]
+        else:
+            md += ["", "```", part, "```"]
+    return md
+
+
+def _text_html(text):
+    body = []
+    for kind, part in _segments(text):
+        if kind == "table":
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in part[0])
+            rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                           for r in part[1:])
+            body.append(f"<table><tr>{head}</tr>{rows}</table>")
+        else:
+            body.append(f"<pre>{html.escape(part)}</pre>")
+    return body
+
+
 def write_report(sections, out, quick, seed):
     """Write out/report.md and out/report.html; returns their paths."""
     from dperm._core._build_info import VERSION as __version__
@@ -120,8 +168,8 @@ def write_report(sections, out, quick, seed):
                  f"<p>Protocol: {html.escape(s['protocol'])} Ran: {s['seconds']:.1f} s. "
                  f"<code>dperm reproduce {s['name']}{' --quick' if quick else ''}</code></p>"]
         if s["text"]:
-            md += ["", "```", s["text"].rstrip(), "```"]
-            body.append(f"<pre>{html.escape(s['text'].rstrip())}</pre>")
+            md += _text_md(s["text"])
+            body += _text_html(s["text"])
         for f in s["files"]:
             if f.endswith(".png"):
                 md += ["", f"![{os.path.basename(f)}]({rel(f)})"]
@@ -136,8 +184,9 @@ def write_report(sections, out, quick, seed):
     md_path, html_path = os.path.join(out, "report.md"), os.path.join(out, "report.html")
     with open(md_path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(md) + "\n")
-    style = ("body{font-family:sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem}"
-             "pre{background:#f6f6f6;padding:.8rem;overflow-x:auto;font-size:.8rem}"
+    style = ("body{font-family:sans-serif;max-width:96rem;margin:2rem auto;padding:0 1rem}"
+             "pre{background:#f6f6f6;padding:.8rem;overflow-x:auto;font-size:.75rem;"
+             "white-space:pre}"
              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .6rem}")
     with open(html_path, "w", encoding="utf-8") as fh:
         fh.write("<!doctype html><html><head><meta charset='utf-8'><title>dperm report</title>"
