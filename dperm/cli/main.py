@@ -1214,7 +1214,8 @@ def build_parser():
                         "end, learning curve")
     r.add_argument("--quick", action="store_true",
                    help="a reduced, seeded protocol (fewer folds and runs, a smaller KDDCup99 "
-                        "subset: see the list below) that finishes in well under a minute")
+                        "subset: see the list below): a check of the pipeline with noisy "
+                        "numbers, from seconds to about two minutes per experiment on 2 cores")
     r.add_argument("--out", default="dperm-results", metavar="DIR",
                    help="output directory (default: dperm-results)")
     r.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
