@@ -4,6 +4,7 @@ import math
 import os
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,7 +179,7 @@ def test_checksums_verified():
     for name, digest in _adult._SHA256.items():
         raw = _adult._read_verified(name)
         assert hashlib.sha256(raw).hexdigest() == digest
-    readme = open(os.path.join(_adult.DATA_DIR, "README.txt")).read()
+    readme = Path(_adult.DATA_DIR, "README.txt").read_text()
     for name, digest in _adult._SHA256.items():
         assert re.search(rf"{re.escape(name)}\s+{digest}", readme)
     assert "CC BY 4.0" in readme and "Becker" in readme and "Kohavi" in readme
@@ -186,11 +187,11 @@ def test_checksums_verified():
 
 def test_corrupted_data_raises(tmp_path):
     src = os.path.join(_adult.DATA_DIR, "adult.names.xz")
-    raw = lzma.decompress(open(src, "rb").read())
+    raw = lzma.decompress(Path(src).read_bytes())
     (tmp_path / "adult.names.xz").write_bytes(lzma.compress(raw[:-1] + b"!"))
     with pytest.raises(DataChecksumError, match="SHA-256"):
         _adult._read_verified("adult.names", str(tmp_path))
-    (tmp_path / "adult.names.xz").write_bytes(open(src, "rb").read()[:100])
+    (tmp_path / "adult.names.xz").write_bytes(Path(src).read_bytes()[:100])
     with pytest.raises(DataChecksumError):
         _adult._read_verified("adult.names", str(tmp_path))
     shutil.rmtree(tmp_path)

@@ -69,7 +69,7 @@ def test_table1_small_run(adult_small, tmp_path):
     assert "paper" in text and "logistic, objective" in text
     path = tmp_path / "t1.csv"
     write_table1_csv(res, str(path))
-    rows = list(csv.DictReader(open(path)))
+    rows = list(csv.DictReader(Path(path).read_text().splitlines()))
     assert len(rows) == 2 * 3 * 3
     assert {r["method"] for r in rows} == {"none", "output", "objective"}
 
@@ -196,7 +196,7 @@ def test_paper_values_follow_lambda_not_position(tmp_path):
     res = dict(errors=ones, stds=ones, lambdas=lam, losses=("logistic",), folds_run=1, n_runs=2,
                epsilon=0.1, table=TABLE2)
     write_table_csv(res, str(tmp_path / "t.csv"))
-    rows = list(csv.DictReader(open(tmp_path / "t.csv")))
+    rows = list(csv.DictReader(Path(tmp_path / "t.csv").read_text().splitlines()))
     assert [float(r["paper"]) for r in rows if r["method"] == "output"] == [0.0304, 0.0678]
     assert paper_value(TABLE2, "huber", "objective", 1e-2) == 0.0064
     assert paper_value(TABLE2, "huber", "objective", 1e-4) is None
@@ -220,7 +220,7 @@ def test_reproduce_table2_quick_from_the_cli(table2_quick_cli):
     assert "Reproducing Table 2 on KDDCup99 (quick, seed 0)" in text
     assert "Table 2 on KDDCup99 (20,000-row subset) (n=20000, d=118)" in text
     assert text.count("paper") >= 6 and "wall time" in text
-    rows = list(csv.DictReader(open(out / "table2.csv")))
+    rows = list(csv.DictReader(Path(out / "table2.csv").read_text().splitlines()))
     assert list(rows[0]) == TABLE_CSV_COLUMNS
     # the shape: 2 losses x 3 methods x 8 Lambdas, the quick protocol's folds and runs
     assert len(rows) == 48
@@ -278,7 +278,7 @@ def test_reproduce_figure3_quick(figure3_quick):
     assert titles == ["Privacy-accuracy trade-off (1 fold, 5 runs each)",
                       "KDDCup99 (20,000-row subset), logistic regression",
                       "KDDCup99 (20,000-row subset), Huber SVM (h=0.5)"]
-    rows = list(csv.DictReader(open(csv_path)))
+    rows = list(csv.DictReader(Path(csv_path).read_text().splitlines()))
     assert list(rows[0]) == ["loss", "method", "log10_lambda", "epsilon", "error_mean",
                              "error_fold_std", "folds", "runs_per_fold"]
     assert len(rows) == 2 * 3 * 4

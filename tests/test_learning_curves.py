@@ -3,6 +3,7 @@ synthetic data, and the quick reproduction on the shipped KDDCup99 sample."""
 import csv
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,7 +139,7 @@ def test_sizes_must_fit():
 def test_write_and_format(small_run, tmp_path):
     _, _, res = small_run
     csv_path, pngs = write_learning_curves(res, str(tmp_path))
-    rows = list(csv.DictReader(open(csv_path)))
+    rows = list(csv.DictReader(Path(csv_path).read_text().splitlines()))
     # per loss: non-private at 2 sizes, 2 methods x 2 epsilons at 2 sizes
     assert len(rows) == 2 * (2 + 2 * 2 * 2)
     assert {r["method"] for r in rows} == {"non-private", "output", "objective"}

@@ -1,6 +1,7 @@
 """`dperm reproduce all`: every experiment into its own folder, one report that shows them."""
 import os
 import re
+from pathlib import Path
 
 from dperm.experiments import Reproduction
 from dperm.experiments.report import csv_as_text, run_all, write_report
@@ -35,13 +36,13 @@ def test_report_shows_every_experiment(tmp_path):
     sections = run_all(out=str(tmp_path), quick=True, progress=False, registry=REGISTRY)
     assert [s["name"] for s in sections] == ["tab", "fig"]
     md, html = write_report(sections, str(tmp_path), quick=True, seed=0)
-    text = open(md).read()
+    text = Path(md).read_text()
     for needle in ("## Table X (Data A)", "## Figure Y (Data B)", "0.2161", "](fig/f.png)",
                    "[t.csv](tab/t.csv)", "A stand-in figure experiment.", "quick"):
         assert needle in text, needle
     # a figure's numbers appear as a table in the report
     assert re.search(r"epsilon\s+error\n0\.1\s+0\.25", text)
-    page = open(html).read()
+    page = Path(html).read_text()
     assert "<img src='fig/f.png'" in page and "<pre>Lambda" in page
     assert os.path.isfile(tmp_path / "tab" / "t.csv")
 
@@ -62,7 +63,7 @@ def test_real_registry_runs_into_the_report(tmp_path):
     assert "all" in experiments.REPRODUCTIONS and "learning-curves" in experiments.REPRODUCTIONS
     sections = run_all(out=str(tmp_path), quick=True, progress=False, names=["nips2008"])
     md, _ = write_report(sections, str(tmp_path), quick=True, seed=0)
-    text = open(md).read()
+    text = Path(md).read_text()
     assert "## the NIPS 2008 experiments" in text
     # the paper's numbers stand beside ours in the report (its Figure 2 and the slides' table)
     assert "0.0924 ± 0.0522" in text and "0.2962 ± 0.0617" in text
@@ -78,11 +79,11 @@ def test_markdown_tables_in_a_section_render_as_tables(tmp_path):
     sections = [dict(name="g", title="Gaussian", dataset="Adult", protocol="p.", seconds=1.0,
                      text=text, files=[])]
     md, page = write_report(sections, str(tmp_path), quick=True, seed=0)
-    page = open(page).read()
+    page = Path(page).read_text()
     assert "<table><tr><th>method</th><th>accuracy</th></tr><tr><td>gaussian</td>" in page
     assert "| gaussian" not in page and "<pre>Adult, 5-fold CV</pre>" in page
     assert "<pre>CPU seconds: 1.0</pre>" in page
-    md = open(md).read()
+    md = Path(md).read_text()
     assert "| gaussian | 82.10 |" in md
     fence = md.index("```\nAdult, 5-fold CV\n```")
     assert fence < md.index("| method | accuracy |")     # the table is outside the fence
