@@ -1,5 +1,6 @@
-"""The package's plan (issue 20): subpackages, imports only downward, no cycles, and
-every module path of the flat layout still importable as the same module."""
+"""The package's plan (CONTRIBUTING.md, "Where things live"): subpackages, imports only
+downward, no cycles, and every module path of the flat layout still importable as the same
+module."""
 import ast
 import importlib
 import pathlib
