@@ -23,11 +23,11 @@ import warnings
 
 import numpy as np
 
+from dperm.data.design import augment_intercept
 from dperm.data.validation import apply_norm_bound
 from dperm.optim import erm
 from dperm.privacy.mechanisms import objective_perturbation, output_perturbation
 from dperm.privacy.regularization import auto_alpha
-from dperm.sklearn.classifier import augment_intercept
 
 GRID = 10.0 ** np.arange(-6.0, 0.01, 0.5)   # the grid of the comparison (half decades)
 CASES = [("adult", 0.1), ("adult", 1.0), ("kddcup99", 0.1), ("kddcup99", 1.0), ("cancer", 1.0)]

@@ -39,8 +39,9 @@ def main():
     args = ap.parse_args()
 
     from dperm._core._objective import value_grad
+    from dperm.data.oracle import binary_oracle
     from dperm.datasets import make_onehot_classification
-    from dperm.optim.erm import _data, minimize
+    from dperm.optim.erm import minimize
 
     rng = np.random.default_rng(0)
     n, k = 200_000, args.k
@@ -57,7 +58,7 @@ def main():
     for name, X, y in (("dense 200,000 x 100", Xd, yd), ("CSR 200,000 x 400, 30/row", Xs, ys)):
         d = X.shape[1]
         B = np.random.default_rng(2).standard_normal((k, d)) * 0.5
-        D = _data(X, y)
+        D = binary_oracle(X, y, n_threads=1).data   # the compiled rows
         W1, Wk = B[:1] * 0.01, B * 0.01
         p1, _ = best(lambda: value_grad(D, W1, np.full(1, 1e-3), None, 0, 0.5, 1), args.reps * 3)
         pk, _ = best(lambda: value_grad(D, Wk, np.full(k, 1e-3), None, 0, 0.5, 1), args.reps)

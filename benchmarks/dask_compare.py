@@ -105,8 +105,9 @@ def main(argv=None):
     out["local_n_iter"] = int(local[1][1].n_iter)
     W = np.ascontiguousarray(local[1][1].coef[None, :])
     from dperm._core._objective import value_grad
+    from dperm.data.oracle import binary_oracle
 
-    data, l2 = erm._data(X, y), np.array([args.alpha])
+    data, l2 = binary_oracle(X, y, n_threads=1).data, np.array([args.alpha])
     for nt in sorted({1, args.workers}):
         # the compiled pass alone (erm.objective would also re-validate X every call)
         t = time.perf_counter()

@@ -33,14 +33,22 @@ def best(fn, reps):
 
 
 def numpy_path():
-    """Context: _Rows.compiled() returns None, so _data_term takes the numpy path."""
+    """Context: the softmax objective's data term is the numpy row-block reference of the
+    tests (tests/**/softmax_reference.py), the path the compiled pass replaced."""
+    import pathlib
+    import sys
+
+    tests = pathlib.Path(__file__).resolve().parents[1] / "tests"
+    sys.path.insert(0, str(next(tests.rglob("softmax_reference.py")).parent))
+    import softmax_reference
+
     class Ctx:
         def __enter__(self):
-            self.saved = _multinomial._Rows.compiled
-            _multinomial._Rows.compiled = lambda rows: None
+            self.saved = _multinomial._data_term
+            _multinomial._data_term = softmax_reference.data_term
 
         def __exit__(self, *exc):
-            _multinomial._Rows.compiled = self.saved
+            _multinomial._data_term = self.saved
     return Ctx()
 
 

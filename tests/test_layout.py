@@ -1,8 +1,10 @@
-"""The package's plan (issue 20): subpackages, imports only downward, no cycles, and
-every module path of the flat layout still importable as the same module."""
+"""The package's plan (CONTRIBUTING.md, "Where things live"): subpackages, imports only
+downward, no cycles, and every module path of the flat layout still importable as the same
+module."""
 import ast
 import importlib
 import pathlib
+import re
 
 import pytest
 
@@ -114,3 +116,36 @@ def test_public_names_and_documented_paths():
     assert PrivateLinearClassifier is dperm.PrivateLinearClassifier
     assert objective_perturbation is dperm.objective_perturbation
     assert callable(analytic_gaussian_sigma)
+
+
+#: a test of how rows are stored: sparse / Dask / DesignRows / ndarray checks, oracle duck typing
+STORAGE_CHECK = re.compile(
+    r"issparse|_is_sparse|is_distributed|is_dask_array|_dperm_distributed|"
+    r"isinstance\([\w.]+, *\(?(np\.ndarray|DesignRows|DaskRows|np\.memmap)|"
+    r"hasattr\([\w.]+, *[\"'](value_grad|hess_vec|indptr|compute|to_dask_array|tocsr)[\"']\)")
+
+
+@pytest.mark.parametrize("folder", ["optim", "privacy", "sklearn"])
+def test_no_storage_checks_above_the_data_layer(folder):
+    """Only dperm/data/ asks how rows are stored (the oracle factory); the solvers, the
+    mechanisms and the estimators never do."""
+    hits = []
+    for p in sorted((ROOT / folder).rglob("*.py")):
+        for i, line in enumerate(p.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if STORAGE_CHECK.search(code):
+                hits.append(f"{p.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert not hits, hits
+
+
+def test_meson_installs_every_module():
+    """A module missing from a meson.build is missing from the wheel (and from the
+    editable install): every .py file of the package is listed in its folder's file."""
+    if not (ROOT / "meson.build").exists():
+        pytest.skip("an installed package: no meson.build files here")
+    missing = []
+    for p in ROOT.rglob("*.py"):
+        build = p.parent / "meson.build"
+        if not build.exists() or f"'{p.name}'" not in build.read_text():
+            missing.append(str(p.relative_to(ROOT)))
+    assert not missing, missing

@@ -1,4 +1,4 @@
-"""Per-sample losses against the closed forms of SPEC.md (losses table).
+"""Per-sample losses against the closed forms of docs/specification.md ("Losses").
 
 phi(z), phi'(z), phi''(z) come from the compiled kernels through
 Loss.per_sample; the references below are written independently in numpy.

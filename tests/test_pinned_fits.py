@@ -1,7 +1,8 @@
-"""Seeded fits pinned bit for bit: the refactoring of issue 20 (and any later change that
-claims "no change of behaviour") must leave these outputs identical to the last bit.
+"""Seeded fits pinned bit for bit: the package-layout refactoring (CHANGELOG.md) and any
+later change that claims "no change of behaviour" must leave these outputs identical to the
+last bit.
 
-The expected arrays were recorded before the move, in tests/data/pinned_fits.npz, on an
+The expected arrays were recorded before the move, in tests/pinned_fits.npz, on an
 x86-64 CPU at the SIMD level named in the file (the kernels' vector width changes the order
 of floating-point sums, so another level gives other last bits: the test is then skipped).
 To record again (only for a change that is MEANT to change results, said in its commit):
@@ -21,7 +22,7 @@ from dperm.exceptions import ClippingWarning, PrivacyLeakWarning
 from dperm.optim import erm
 from dperm.privacy import mechanisms
 
-_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "pinned_fits.npz")
+_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pinned_fits.npz")
 _RECORD = os.environ.get("DPERM_PIN_RECORD") == "1"
 
 
@@ -98,18 +99,14 @@ def _local_cases():
 
 def _dask_cases():
     da = pytest.importorskip("dask.array")
-    distributed = pytest.importorskip("distributed")
     X, y = _problem()
     out = {}
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster):
-        Xd = da.from_array(X, chunks=(400, -1))
-        out["dask_erm_lbfgs"] = erm.minimize(Xd, y, alpha=[1e-2, 1e-3]).coef
-        out["dask_objective_pure"] = mechanisms.objective_perturbation(
-            Xd, y, alpha=1e-2, epsilon=1.0, random_state=7).coef
-        out["dask_est_gauss"] = _coef(_est(epsilon=1.0, delta=1e-6, alpha=1e-2)
-                                      .fit(Xd, da.from_array(y, chunks=400)))
+    Xd = da.from_array(X, chunks=(400, -1))
+    out["dask_erm_lbfgs"] = erm.minimize(Xd, y, alpha=[1e-2, 1e-3]).coef
+    out["dask_objective_pure"] = mechanisms.objective_perturbation(
+        Xd, y, alpha=1e-2, epsilon=1.0, random_state=7).coef
+    out["dask_est_gauss"] = _coef(_est(epsilon=1.0, delta=1e-6, alpha=1e-2)
+                                  .fit(Xd, da.from_array(y, chunks=400)))
     return out
 
 
@@ -136,6 +133,6 @@ def test_local_fits_bit_identical():
         _check(_local_cases())
 
 
-def test_dask_fits_bit_identical():
+def test_dask_fits_bit_identical(dask_client):
     with _quiet():
         _check(_dask_cases())

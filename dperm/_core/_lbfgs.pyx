@@ -29,11 +29,7 @@ cdef enum:
     ST_MAX_ITER = 2
     ST_LINE_SEARCH = 3
 
-STATUS_MESSAGES = {
-    ST_CONVERGED: "converged",
-    ST_MAX_ITER: "max_iter reached",
-    ST_LINE_SEARCH: "line search failed (rounding error dominates)",
-}
+# the messages of these codes: dperm.optim.status.LBFGS_STATUS
 
 cdef double C1 = 1e-4          # Armijo constant
 cdef double AW_HI = -0.8       # approximate Wolfe: (2*delta - 1) with delta = 0.1

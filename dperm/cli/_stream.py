@@ -108,8 +108,8 @@ def design_rows(X, fit_intercept, dtype):
     """The rows the solver reads: with the intercept [x, 1]/sqrt(2) (the estimator's
     augment_intercept), cast to dtype, held to norm <= 1 (apply_norm_bound "clip").
     Each row on its own; dense stays dense, CSR stays CSR."""
+    from dperm.data.design import augment_intercept
     from dperm.data.validation import apply_norm_bound
-    from dperm.sklearn.classifier import augment_intercept
 
     Xa = augment_intercept(X, 1.0) if fit_intercept else X
     Xa = Xa.astype(dtype, copy=False)

@@ -17,7 +17,7 @@ import numpy as np
 
 from dperm.data import _arrays
 
-__all__ = ["DesignRows", "WithInterceptColumn", "INTERCEPT_SCALE"]
+__all__ = ["DesignRows", "WithInterceptColumn", "INTERCEPT_SCALE", "augment_intercept"]
 
 #: rows [x, R] are scaled by this: 1/sqrt(2), shrunk by 2^-40 so that rounding in
 #: the scaled rows can never lift a norm above R (the bound the guarantee needs)
@@ -141,4 +141,25 @@ def matmul_rows(X, W, block_entries=1 << 18):
         blk = X[i:i + step]
         blk = blk.astype(np.float64) if blk.dtype != np.float64 else blk
         out[i:i + step] = blk @ W
+    return out
+
+
+def augment_intercept(X, data_norm):
+    """Rows [x, R] * INTERCEPT_SCALE (about 1/sqrt(2)): ||.|| <= R when ||x|| <= R.
+
+    A materialized copy (float64 for float64 X): the estimator itself uses the
+    virtual WithInterceptColumn, which never copies X; this is for
+    code that needs the matrix (experiments, benchmarks). CSR stays CSR."""
+    n = X.shape[0]
+    if not isinstance(X, np.ndarray):
+        import scipy.sparse as sp
+
+        const = sp.csr_array(np.full((n, 1), data_norm, dtype=X.dtype))
+        out = sp.hstack([X, const], format="csr", dtype=X.dtype)
+        out.data *= X.dtype.type(INTERCEPT_SCALE)
+        return out
+    out = np.empty((n, X.shape[1] + 1), dtype=X.dtype)
+    out[:, :-1] = X
+    out[:, -1] = data_norm
+    out *= X.dtype.type(INTERCEPT_SCALE)
     return out

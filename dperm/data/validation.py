@@ -17,6 +17,7 @@ __all__ = [
     "check_X", "check_pm1_labels", "check_positive", "check_alpha", "check_epsilon",
     "check_random_state", "check_n_threads", "apply_norm_bound", "check_choice",
     "fresh_generator", "is_fixed_seed", "spawn_generator", "row_norms", "bound_rows",
+    "check_class_labels",
 ]
 
 
@@ -478,3 +479,35 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
         rows = np.flatnonzero(over)[fix]
         out[rows] *= np.asarray(data_norm / n2[fix] * (1 - 4 * np.finfo(X.dtype).eps), dtype=X.dtype)[:, None]
     return (out, int(bad.sum())) if return_clipped else out
+
+
+def check_class_labels(y, n, n_classes, *, name="y"):
+    """Labels as an intp array (n,) with values in {0, ..., n_classes - 1}.
+
+    Integer arrays, and float arrays whose values are whole numbers, are
+    accepted; booleans, strings, fractions, NaN and values out of range raise
+    a ValueError naming `name`.
+    """
+    arr = np.asarray(y)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.reshape(-1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array of class labels, got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name}: has {arr.shape[0]} labels but X has {n} rows")
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
+                                 or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{name}: class labels must be integers 0..{n_classes - 1}, "
+                         f"got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating):
+        whole = np.isfinite(arr) & (arr == np.round(arr))
+        if not whole.all():
+            bad = np.unique(arr[~whole])[:5]
+            raise ValueError(f"{name}: class labels must be integers 0..{n_classes - 1}, "
+                             f"found non-integer values {bad.tolist()}")
+    bad = (arr < 0) | (arr >= n_classes)
+    if bad.any():
+        vals = np.unique(arr[bad])[:5]
+        raise ValueError(f"{name}: class labels must lie in 0..{n_classes - 1} "
+                         f"(n_classes={n_classes}), found {vals.tolist()}")
+    return np.ascontiguousarray(arr, dtype=np.int64)

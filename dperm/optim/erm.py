@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dperm.data.validation import check_n_threads, check_pm1_labels, check_positive, check_X
+from dperm.data import oracle as _oracle
+from dperm.data.validation import check_n_threads, check_positive
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import get_loss
+from dperm.optim.status import LBFGS_STATUS, NEWTON_STATUS
 
 __all__ = ["minimize", "MinimizeResult", "objective", "hessian", "hessian_vector",
            "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
@@ -21,9 +23,6 @@ __all__ = ["minimize", "MinimizeResult", "objective", "hessian", "hessian_vector
 #: gradient-norm tolerance: tight, because the privacy proofs assume the exact minimizer
 DEFAULT_TOL = 1e-10
 DEFAULT_MAX_ITER = 2000
-
-_STATUS = {1: "converged", 2: "max_iter reached", 3: "line search failed (rounding error dominates)"}
-
 
 @dataclass
 class MinimizeResult:
@@ -41,16 +40,10 @@ class MinimizeResult:
 
 
 def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
-    from dperm.data import dask_rows as _dask
-
-    if _dask.is_distributed(X):
-        # rows and labels stay on the workers (validated there); n and d are public
-        X, y = _dask.as_rows(X, y), None
-        n, d = X.shape
-    else:
-        X = check_X(X, name="X", accept_sparse=True)
-        n, d = X.shape
-        y = check_pm1_labels(y, n, name="y")
+    # a Dask collection: rows and labels stay on the workers (validated there); n and d
+    # are public
+    X, y = _oracle.check_rows(X, y)
+    n, d = X.shape
     lo = get_loss(loss)
     h = check_positive(h, "h")
     scalar = np.ndim(alpha) == 0
@@ -76,20 +69,6 @@ def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
         scalar = scalar and np.ndim(linear) == 1
     l2 = np.ascontiguousarray(alpha_arr + extra)
     return X, y, lo, h, l2, B, scalar, check_n_threads(n_threads)
-
-
-def _data(X, y):
-    """The kernels' view of validated X and y (no copy): the signed row weights are
-    the labels, times the row scale of a virtual intercept column if X has one."""
-    from dperm._core._objective import Data
-    from dperm.data.dask_rows import DaskRows
-    from dperm.data.design import DesignRows
-
-    if isinstance(X, DaskRows):
-        return X   # the distributed oracle: value_grad / hess_vec over the workers' rows
-    if isinstance(X, DesignRows):
-        return Data(X.X, X.signed_weights(y), X.constant_column())
-    return Data(X, y)
 
 
 SOLVERS = ("auto", "lbfgs", "newton")
@@ -141,7 +120,8 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
         "lbfgs": batched L-BFGS, one pass over X per iteration (value and gradient).
         "newton": batched trust-region Newton-CG (liblinear's method), one pass per
         Hessian-vector product and per trial point; fewer passes when the problem is
-        ill-conditioned (tiny alpha). "auto" picks by the rule in `choose_solver`.
+        ill-conditioned (tiny alpha). "auto" is L-BFGS (measured in BENCHMARKS.md:
+        no property of X known before the fit predicts when Newton-CG wins).
         Every solver stops at the same gradient-norm tolerance.
 
     Returns
@@ -173,32 +153,19 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
     if solver not in SOLVERS:
         raise ValueError(f"solver={solver!r} is not valid; choose one of {list(SOLVERS)}")
     if solver == "auto":
-        solver = choose_solver(X, l2)
-    data = _data(X, y)
-    if data is X and hasattr(X, "value_grad"):   # distributed rows: the oracle path
-        wt = n_threads if n_threads is None else nt
-        if solver == "newton":
-            from dperm.optim.newton import trust_region_newton
-
-            def hv(W, V, idx):
-                return X.hess_vec(W, V, l2[idx], lo.kernel_id, h, wt)
-            out = trust_region_newton(_dask_vg(X, l2, B, lo.kernel_id, h, wt), hv, W0, tol,
-                                      int(max_iter))
-        else:
-            from dperm._core._lbfgs import lbfgs
-
-            out = lbfgs(_dask_vg(X, l2, B, lo.kernel_id, h, wt), lo.kernel_id, h, W0, l2, B,
-                        tol, int(max_iter), int(memory), nt)
-        coef, fun, n_iter, gnorm, status = (np.ascontiguousarray(out[0]),) + tuple(
-            np.asarray(a) for a in out[1:])
-    elif solver == "newton":
-        coef, fun, n_iter, gnorm, status = _newton(data, lo.kernel_id, h, W0, l2, B, tol,
-                                                   int(max_iter), nt)
+        solver = "lbfgs"
+    oracle = _oracle.binary_oracle(X, y, n_threads=nt,
+                                   worker_threads=n_threads if n_threads is None else nt)
+    if solver == "newton":
+        coef, fun, n_iter, gnorm, status = _newton(oracle, lo.kernel_id, h, W0, l2, B, tol,
+                                                   int(max_iter))
     else:
         from dperm._core._lbfgs import lbfgs
 
-        coef, fun, n_iter, gnorm, status = lbfgs(data, lo.kernel_id, h, W0, l2, B, tol,
-                                                 int(max_iter), int(memory), nt)
+        out = lbfgs(oracle.solver_view(l2, B, lo.kernel_id, h), lo.kernel_id, h, W0, l2, B,
+                    tol, int(max_iter), int(memory), nt)
+        coef, fun, n_iter, gnorm, status = (np.ascontiguousarray(out[0]),) + tuple(
+            np.asarray(a) for a in out[1:])
     converged = status == 1
     if warn and not converged.all():
         # no data-dependent numbers in the text: warnings end up in logs beside released models
@@ -207,7 +174,7 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
             "privacy guarantee assumes the exact minimizer: raise max_iter, raise alpha, or check "
             "the data (the per-problem grad_norm and status are in the result, for the analyst "
             "only).", ConvergenceWarning, stacklevel=2)
-    msgs = _NEWTON_STATUS if solver == "newton" else _STATUS
+    msgs = NEWTON_STATUS if solver == "newton" else LBFGS_STATUS
     res = MinimizeResult(coef=coef, fun=fun, n_iter=n_iter, grad_norm=gnorm,
                          converged=converged, status=[msgs[int(s)] for s in status])
     if scalar:
@@ -216,58 +183,29 @@ def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
     return res
 
 
-def _dask_vg(X, l2, B, loss, h, n_threads):
-    """The value-and-gradient oracle over distributed rows (B is applied here, on the
-    client: the workers never see the noise)."""
-    def vg(W, idx):
-        return X.value_grad(W, l2[idx], None if B is None else B[idx], loss, h, n_threads)
-    return vg
-
-
-_NEWTON_STATUS = {1: "converged", 2: "max_iter reached",
-                  3: "trust region collapsed (rounding error dominates)"}
-
-
-def choose_solver(X, l2):
-    """The solver "auto" picks: L-BFGS, today, for every problem.
-
-    Measured (BENCHMARKS.md, one thread, tol 1e-10, with the curvature cache):
-    Newton-CG is 17-20% faster on Adult (dense) at alpha <= 1e-6, 14% slower at
-    1e-4, 5-60% slower on KDDCup99 (CSR) at every alpha, and within 5% on
-    synthetic one-hot CSR.  Its Hessian-vector pass costs about as much as a
-    value-and-gradient pass on sparse data (both are two sweeps over the
-    non-zeros), and the 100-pair L-BFGS needs about as many passes as CG on these
-    problems, so no property of X known before the fit predicts when Newton wins.
-    """
-    return "newton" if float(np.min(l2)) < NEWTON_BELOW_ALPHA else "lbfgs"
-
-
-#: alpha below which solver="auto" uses Newton-CG; 0: never (see choose_solver)
-NEWTON_BELOW_ALPHA = 0.0
-
-
 #: memory the Newton solver may spend on cached curvatures (CACHED_POINTS vectors of n
 #: per problem)
 CURVATURE_CACHE_BYTES = 512 * 2**20
 CACHED_POINTS = 3
 
 
-def _newton(data, loss, h, W0, l2, B, tol, max_iter, nt):
-    """Trust-region Newton-CG on the compiled passes (the oracle seam: the solver
-    sees value_grad / hess_vec of row blocks of W, never X)."""
-    from dperm._core._objective import hess_vec, value_grad
+def _newton(oracle, loss, h, W0, l2, B, tol, max_iter):
+    """Trust-region Newton-CG on the oracle's passes (the solver sees value_grad /
+    hess_vec of row blocks of W, never X)."""
     from dperm.optim.newton import trust_region_newton
 
-    n, k = data.shape[0], W0.shape[0]
+    n, k = oracle.shape[0], W0.shape[0]
     # phi'' at the last points each problem evaluated: a Hessian-vector pass at a point
     # whose curvature is cached skips the margins and the loss (a rejected trial point
     # pushes an entry in; after several rejections in a row a pass recomputes)
-    cache = [[] for _ in range(k)] if CACHED_POINTS * k * n * 8 <= CURVATURE_CACHE_BYTES else None
+    cache = [[] for _ in range(k)] if oracle.caches_curvature \
+        and CACHED_POINTS * k * n * 8 <= CURVATURE_CACHE_BYTES else None
 
     def vg(W, idx):
         curv = None if cache is None else np.empty((len(idx), n))
-        out = value_grad(data, W, np.ascontiguousarray(l2[idx]),
-                         None if B is None else np.ascontiguousarray(B[idx]), loss, h, nt, curv)
+        out = oracle.value_grad(W, np.ascontiguousarray(l2[idx]),
+                                None if B is None else np.ascontiguousarray(B[idx]), loss, h,
+                                curv)
         if cache is not None:
             for j, kk in enumerate(idx):
                 cache[kk] = [(W[j].copy(), curv[j])] + cache[kk][:CACHED_POINTS - 1]
@@ -280,7 +218,7 @@ def _newton(data, loss, h, W0, l2, B, tol, max_iter, nt):
                     for j, kk in enumerate(idx)]
             if all(r is not None for r in rows):
                 curv = np.stack(rows)
-        return hess_vec(data, W, V, np.ascontiguousarray(l2[idx]), loss, h, nt, curv)
+        return oracle.hess_vec(W, V, np.ascontiguousarray(l2[idx]), loss, h, curv)
 
     W, F, n_iter, gnorm, status = trust_region_newton(vg, hv, W0, tol, max_iter)
     return (np.ascontiguousarray(W), np.asarray(F), np.asarray(n_iter), np.asarray(gnorm),
@@ -301,64 +239,35 @@ def objective(X, y, W, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=
 
     Returns (value, gradient) with shapes () and (d,), or (k,) and (k, d).
     """
-    from dperm._core._objective import value_grad
-
     X, y, lo, h, l2, B, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
     if B is not None:
         B = np.ascontiguousarray(np.broadcast_to(B, W.shape))
-    data = _data(X, y)
-    if hasattr(data, "value_grad"):
-        F, G = data.value_grad(W, l2, B, lo.kernel_id, h, n_threads)
-    else:
-        F, G = value_grad(data, W, l2, B, lo.kernel_id, h, nt)
+    oracle = _oracle.binary_oracle(X, y, n_threads=nt, worker_threads=n_threads)
+    F, G = oracle.value_grad(W, l2, B, lo.kernel_id, h)
     return (F[0], G[0]) if single else (F, G)
 
 
 def hessian_vector(X, y, W, V, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=None):
     """Hessian-vector products H(W_k) V_k, one pass over X for all k."""
-    from dperm._core._objective import hess_vec
-
     X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
     V, _ = _as_block(V, X.shape[1], "V")
     if V.shape != W.shape:
         raise ValueError(f"V: expected the shape of W {W.shape}, got {V.shape}")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
-    data = _data(X, y)
-    if hasattr(data, "hess_vec"):
-        out = data.hess_vec(W, V, l2, lo.kernel_id, h, n_threads)
-    else:
-        out = hess_vec(data, W, V, l2, lo.kernel_id, h, nt)
+    oracle = _oracle.binary_oracle(X, y, n_threads=nt, worker_threads=n_threads)
+    out = oracle.hess_vec(W, V, l2, lo.kernel_id, h)
     return out[0] if single else out
 
 
 def hessian(X, y, W, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=None):
     """Full Hessian(s) (d, d) or (k, d, d); O(n d^2), for small d."""
-    from dperm._core._objective import hessian as _hess
-    from dperm.data import dask_rows as _dask
-
-    if _dask.is_distributed(X):
-        raise TypeError("hessian: the full Hessian is not computed over a Dask array; use "
-                        "hessian_vector (or compute a small X locally)")
+    _oracle.require_local(X, "hessian: the full Hessian is not computed over a Dask array; "
+                          "use hessian_vector (or compute a small X locally)")
     X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
-    from dperm.data.design import DesignRows
-
-    if isinstance(X, DesignRows):
-        X = X.toarray()   # the full Hessian is for small d: materializing is fine
-    if not isinstance(X, np.ndarray):
-        # CSR: X^T diag(phi''/n) X by scipy (the full Hessian is for small d anyway)
-        import scipy.sparse as sp
-
-        out = np.empty((W.shape[0], X.shape[1], X.shape[1]))
-        for j in range(W.shape[0]):
-            _, _, d2 = lo.per_sample(y * (X @ W[j]), h)
-            H = X.T @ (sp.diags_array(d2 / X.shape[0]) @ X)
-            out[j] = H.toarray() + l2[j] * np.eye(X.shape[1])
-        return out[0] if single else out
-    out = _hess(X, y, W, l2, lo.kernel_id, h, nt)
+    out = _oracle.full_hessian(X, y, W, l2, lo, h, nt)
     return out[0] if single else out
-

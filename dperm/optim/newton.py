@@ -71,13 +71,7 @@ steps in a row neither halved the gradient norm nor grew the radius.
 """
 import numpy as np
 
-__all__ = ["trust_region_newton", "STATUS_MESSAGES"]
-
-STATUS_MESSAGES = {
-    1: "converged",
-    2: "max_iter reached",
-    3: "trust region collapsed (rounding error dominates or the oracle is inconsistent)",
-}
+__all__ = ["trust_region_newton"]
 
 # acceptance / radius constants of TRON (liblinear's tron.cpp)
 _ETA0, _ETA1, _ETA2 = 1e-4, 0.25, 0.75
@@ -254,7 +248,7 @@ def trust_region_newton(value_grad, hess_vec, W0, tol, max_iter, *, hess_diag=No
     status : intp (k,)
         1 converged (grad_norm <= tol), 2 max_iter reached, 3 failure (trust
         region collapsed / stuck at the rounding floor / non-finite oracle
-        output); see `STATUS_MESSAGES`.
+        output); the messages are dperm.optim.status.NEWTON_STATUS.
 
     Oracle calls pass only the rows that need them, in increasing problem order,
     with ``idx`` an ``np.intp`` array: one ``value_grad`` call for all k starts,

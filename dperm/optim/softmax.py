@@ -10,11 +10,10 @@ y_i in {0, ..., K-1}, with W_j of shape (K, d) (one row per class),
 objective perturbation's Delta, B_j the linear noise term).  J_j is strongly
 convex whenever alpha_j + extra_l2_j > 0.
 
-One pass over the rows evaluates every problem: rows are read in blocks and,
-per block, the margins of all m problems are ONE matrix product
-X_block @ W_all.T with W_all (m K, d), and the gradients ONE product
-R.T @ X_block with the residuals R (softmax - one-hot) of all problems.
-Temporaries are bounded by the block size (about 16 MiB each), never by n.
+One pass over the rows evaluates every problem: the compiled softmax pass
+(dperm._core._objective.softmax_sums) reads each row once for all m problems.
+Class probabilities for prediction are computed in row blocks whose temporaries are
+bounded by the block size (about 16 MiB each), never by n.
 
 X may be a dense float32/float64 array (or memory map), a scipy.sparse CSR
 matrix, or a `dperm._design.DesignRows` (rows [t_i x_i, c] * scale, built block
@@ -30,60 +29,19 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from dperm.data.validation import check_n_threads, check_positive, check_X
+from dperm.data.oracle import softmax_rows
+from dperm.data.validation import check_class_labels, check_n_threads, check_positive
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import check_n_classes
-from dperm.optim.erm import _STATUS, MinimizeResult
+from dperm.optim.erm import MinimizeResult
+from dperm.optim.status import LBFGS_STATUS
 
 __all__ = ["multinomial_value_grad", "minimize_multinomial", "multinomial_predict_proba",
            "MultinomialResult", "check_class_labels"]
 
-#: entries of one (rows x m K) float64 temporary per block: 2^21 entries = 16 MiB
-BLOCK_ENTRIES = 1 << 21
-
 #: per-problem results of `minimize_multinomial` (always batched): erm's result type,
 #: with coef (m, K, d) and fun, n_iter, grad_norm, converged, status of shape (m,)
 MultinomialResult = MinimizeResult
-
-
-# ------------------------------------------------------------------ validation
-def check_class_labels(y, n, n_classes, *, name="y"):
-    """Labels as an intp array (n,) with values in {0, ..., n_classes - 1}.
-
-    Integer arrays, and float arrays whose values are whole numbers, are
-    accepted; booleans, strings, fractions, NaN and values out of range raise
-    a ValueError naming `name`.
-    """
-    arr = np.asarray(y)
-    if arr.ndim == 2 and 1 in arr.shape:
-        arr = arr.reshape(-1)
-    if arr.ndim != 1:
-        raise ValueError(f"{name}: expected a 1-D array of class labels, got shape {arr.shape}")
-    if arr.shape[0] != n:
-        raise ValueError(f"{name}: has {arr.shape[0]} labels but X has {n} rows")
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
-                                 or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"{name}: class labels must be integers 0..{n_classes - 1}, "
-                         f"got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.floating):
-        whole = np.isfinite(arr) & (arr == np.round(arr))
-        if not whole.all():
-            bad = np.unique(arr[~whole])[:5]
-            raise ValueError(f"{name}: class labels must be integers 0..{n_classes - 1}, "
-                             f"found non-integer values {bad.tolist()}")
-    bad = (arr < 0) | (arr >= n_classes)
-    if bad.any():
-        vals = np.unique(arr[bad])[:5]
-        raise ValueError(f"{name}: class labels must lie in 0..{n_classes - 1} "
-                         f"(n_classes={n_classes}), found {vals.tolist()}")
-    return np.ascontiguousarray(arr, dtype=np.int64)
-
-
-def _check_rows(X):
-    if getattr(X, "_dperm_distributed", False):
-        raise TypeError("X: the multinomial objective runs on local rows (dense, CSR, memory "
-                        "map or DesignRows); a Dask collection is not supported here")
-    return check_X(X, name="X", accept_sparse=True)
 
 
 def _batch_params(alpha, extra_l2, linear, K, d, m=None):
@@ -134,90 +92,6 @@ def _thread_limit(n_threads):
     return threadpool_limits(limits=nt, user_api="blas")
 
 
-# ------------------------------------------------------------------ row blocks
-class _Rows:
-    """Block-by-block access to validated rows: a dense/mapped/CSR X, or a DesignRows
-    (rows [t_i x_i, c] * scale, formed per block from X's raw rows)."""
-
-    def __init__(self, X):
-        from dperm.data.design import DesignRows
-
-        if isinstance(X, DesignRows):
-            self.raw = X.X
-            self.factor = X.factor
-            self.scale = X.scale
-            self.const = None if X.constant is None else X.constant * X.scale
-        else:
-            self.raw, self.factor, self.scale, self.const = X, None, 1.0, None
-        self.sparse = hasattr(self.raw, "indptr")
-        self.n, self.d_raw = self.raw.shape
-        self.d = self.d_raw + (self.const is not None)
-        self.n_threads = None       # set by the entry points (None: all cores)
-        self._compiled = None
-
-    def compiled(self):
-        """The rows as the compiled kernels read them (dperm._core._objective.Data:
-        dense or CSR X in place, row weights scale t_i, the constant column c / t_i)."""
-        if self._compiled is None:
-            from dperm._core._objective import Data
-
-            X = self.raw
-            if self.sparse:
-                X = X if X.format == "csr" else X.tocsr()
-            elif not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
-                      and X.flags.c_contiguous):
-                X = np.ascontiguousarray(X, dtype=np.float64)
-            s = np.full(self.n, self.scale) if self.factor is None else self.scale * self.factor
-            icpt = None
-            if self.const is not None:   # row i's last entry s_i icpt_i = const
-                icpt = np.ascontiguousarray(self.const / s)
-            self._compiled = Data(X, np.ascontiguousarray(s), icpt)
-        return self._compiled
-
-    def block_rows(self, width):
-        """Rows per block so that an (rows, width) float64 temporary, and the float64
-        copy of a block of X, stay within BLOCK_ENTRIES entries."""
-        per_row = max(1, self.raw.nnz // max(self.n, 1)) if self.sparse else self.d_raw
-        return int(max(1, min(self.n, BLOCK_ENTRIES // max(1, width),
-                              BLOCK_ENTRIES // max(1, per_row))))
-
-    def blocks(self, width):
-        """Yields (i0, i1, Xb, rs): Xb the float64 raw rows i0:i1 (dense or CSR) and rs
-        the per-row multiplier (rows, 1) or a float, so that row i is [rs_i Xb_i, const]."""
-        step = self.block_rows(width)
-        for i0 in range(0, self.n, step):
-            i1 = min(self.n, i0 + step)
-            Xb = self.raw[i0:i1]
-            if Xb.dtype != np.float64:
-                Xb = Xb.astype(np.float64)
-            elif not self.sparse:
-                Xb = np.asarray(Xb)
-            rs = self.scale if self.factor is None else (self.scale * self.factor[i0:i1])[:, None]
-            yield i0, i1, Xb, rs
-
-    def margins(self, Xb, rs, Wx, wc):
-        """Z = rows @ W_all.T (rows, m K) for W_all = [Wx, wc] (wc: the constant column's
-        weights, or None)."""
-        Z = np.asarray(Xb @ Wx.T)
-        if not (isinstance(rs, float) and rs == 1.0):
-            Z *= rs
-        if wc is not None:
-            Z += self.const * wc
-        return Z
-
-    def grad_add(self, Xb, rs, R, Gx, gc):
-        """Gx += (rs R).T @ Xb, gc += const * sum(R): the gradient of the data term."""
-        if not (isinstance(rs, float) and rs == 1.0):
-            if gc is not None:
-                gc += self.const * R.sum(axis=0)
-            R = R * rs
-        elif gc is not None:
-            gc += self.const * R.sum(axis=0)
-        if self.sparse:
-            Gx += (Xb.T @ R).T
-        else:
-            Gx += R.T @ Xb
-
 
 def _max_last(Z):
     """Z.max(axis=-1) for a short last axis (the classes): K elementwise maxima of
@@ -231,42 +105,13 @@ def _max_last(Z):
 def _data_term(rows, y, W):
     """sum_i [logsumexp(W_j x_i) - (W_j x_i)_{y_i}] (m,) and its gradient (m, K, d)
     for W (m, K, d): one pass over the rows for all m problems, by the compiled
-    softmax pass (the numpy row blocks below are the reference it is tested against)."""
-    m, K, d = W.shape
-    mK = m * K
-    data = rows.compiled()
-    if data is not None:
-        from dperm._core._objective import softmax_sums
+    softmax pass (tests/optim/softmax_reference.py holds the numpy reference it is
+    tested against)."""
+    from dperm._core._objective import softmax_sums
 
-        nt = check_n_threads(rows.n_threads)
-        F, G = softmax_sums(data, y, np.ascontiguousarray(W.reshape(mK, d)), K, nt)
-        return F, G.reshape(m, K, d)
-    Wall = W.reshape(mK, d)
-    has_c = rows.const is not None
-    Wx = np.ascontiguousarray(Wall[:, :rows.d_raw]) if has_c else Wall
-    wc = Wall[:, -1].copy() if has_c else None
-    F = np.zeros(m)
-    Gx = np.zeros((mK, rows.d_raw))
-    gc = np.zeros(mK) if has_c else None
-    ones = np.ones(K)
-    for i0, i1, Xb, rs in rows.blocks(mK):
-        nb = i1 - i0
-        Z = rows.margins(Xb, rs, Wx, wc).reshape(nb, m, K)
-        ar = np.arange(nb)
-        yb = y[i0:i1]
-        zy = Z[ar, :, yb]                      # (nb, m): margin of the true class
-        mx = _max_last(Z)                      # (nb, m)
-        Z -= mx[:, :, None]
-        np.exp(Z, out=Z)
-        s = Z @ ones                           # (nb, m), each >= 1
-        F += (mx + np.log(s) - zy).sum(axis=0)
-        Z /= s[:, :, None]                     # softmax
-        Z[ar, :, yb] -= 1.0                    # residuals: softmax - one-hot
-        rows.grad_add(Xb, rs, Z.reshape(nb, mK), Gx, gc)
-    G = np.empty((mK, d))
-    G[:, :rows.d_raw] = Gx
-    if has_c:
-        G[:, -1] = gc
+    m, K, d = W.shape
+    nt = check_n_threads(rows.n_threads)
+    F, G = softmax_sums(rows.compiled(), y, np.ascontiguousarray(W.reshape(m * K, d)), K, nt)
     return F, G.reshape(m, K, d)
 
 
@@ -310,7 +155,7 @@ def multinomial_value_grad(X, y, W, alpha, extra_l2=None, linear=None, n_threads
     values (m,) and gradients (m, K, d) (float64), or a float and (K, d) for W (K, d).
     Values are in nats per row (mean cross-entropy plus the penalty terms).
     """
-    rows = _Rows(_check_rows(X))
+    rows = softmax_rows(X)
     W = np.asarray(W, dtype=np.float64)
     single = W.ndim == 2
     if single:
@@ -372,7 +217,7 @@ def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, 
     from dperm._core._lbfgs import lbfgs
     from dperm.optim.erm import DEFAULT_MAX_ITER, DEFAULT_TOL
 
-    rows = _Rows(_check_rows(X))
+    rows = softmax_rows(X)
     K = check_n_classes(n_classes)
     n, d = rows.n, rows.d
     y = check_class_labels(y, n, K)
@@ -422,7 +267,7 @@ def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, 
             "result, for the analyst only).", ConvergenceWarning, stacklevel=2)
     return MultinomialResult(coef=np.ascontiguousarray(W).reshape(m, K, d), fun=np.asarray(fun),
                              n_iter=np.asarray(n_iter), grad_norm=np.asarray(gnorm),
-                             converged=converged, status=[_STATUS[int(s)] for s in status])
+                             converged=converged, status=[LBFGS_STATUS[int(s)] for s in status])
 
 
 def multinomial_predict_proba(X, W, intercept=None):
@@ -431,7 +276,7 @@ def multinomial_predict_proba(X, W, intercept=None):
     X : array (n, d), CSR or DesignRows; W : array (K, d); intercept : None or (K,).
     Returns an (n, K) float64 array whose rows sum to 1.
     """
-    rows = _Rows(_check_rows(X))
+    rows = softmax_rows(X)
     W = np.asarray(W, dtype=np.float64)
     if W.ndim != 2 or W.shape[1] != rows.d or W.shape[0] < 2:
         raise ValueError(f"W: expected shape (K, {rows.d}) with K >= 2, got {np.shape(W)}")

@@ -36,22 +36,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dperm.data.oracle import check_rows
 from dperm.data.validation import (
     bound_rows,
     check_alpha,
     check_choice,
     check_data_norm,
     check_epsilon,
-    check_pm1_labels,
     check_positive,
     check_random_state,
-    check_X,
 )
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.losses import (
     MULTINOMIAL,
     SOFTMAX_GRADIENT_FACTOR,
-    check_n_classes,
     get_loss,
     softmax_curvature,
 )
@@ -278,24 +276,11 @@ def _warn_if_grid_clamps(g, scale):
 
 
 def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes):
-    from dperm.data import dask_rows as _dask
-
     multinomial = loss == MULTINOMIAL
-    if _dask.is_distributed(X):
-        if multinomial:
-            raise TypeError("loss='multinomial': a Dask array is not supported yet; fit "
-                            "one-vs-rest binary models or compute X first")
-        # a Dask array: rows, labels, validation and clipping stay on the workers
-        X, y = _dask.as_rows(X, y, min_samples=2), None
-    else:
-        X = check_X(X, name="X", min_samples=2, accept_sparse=True)
-        if multinomial:
-            from dperm.optim.softmax import check_class_labels
-
-            n_classes = check_n_classes(n_classes, mechanism=True)
-            y = check_class_labels(y, X.shape[0], n_classes, name="y")
-        else:
-            y = check_pm1_labels(y, X.shape[0], name="y")
+    # a Dask array: rows, labels, validation and clipping stay on the workers
+    X, y = check_rows(X, y, min_samples=2, softmax=multinomial, n_classes=n_classes,
+                      softmax_message="loss='multinomial': a Dask array is not supported "
+                                      "yet; fit one-vs-rest binary models or compute X first")
     lo = None if multinomial else get_loss(loss)
     alphas, scalar = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dperm.data import dask_rows as _dask
-from dperm.data.validation import check_epsilon, check_positive, check_random_state, check_X, spawn_generator
+from dperm.data import oracle as _oracle
+from dperm.data.validation import check_epsilon, check_positive, check_random_state, spawn_generator
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.privacy.accountant import ApproxEvent
 from dperm.privacy.noise import warn_if_seeded
@@ -324,16 +324,10 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):  # 
                                  f"({', '.join(_PUBLIC_BOUNDS)}) must be fixed on the estimator "
                                  "before seeing the data, not chosen by a grid")
 
-    distributed = _dask.is_dask_array(X)
-    if distributed:
-        # rows stay on the workers; the labels (n values, needed to check them against the
-        # public label set and to score the validation part) are read here, as in
-        # PrivateLinearClassifier.fit
-        X = _dask._check_array(X)
-        if hasattr(y, "compute"):
-            y = y.compute()
-    else:
-        X = check_X(X, name="X", accept_sparse=True)
+    # a Dask array: rows stay on the workers; the labels (n values, needed to check them
+    # against the public label set and to score the validation part) are read here, as
+    # in PrivateLinearClassifier.fit
+    X, y, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False)
     n = X.shape[0]
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -364,16 +358,8 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):  # 
     rng = check_random_state(random_state)
     parts = random_split(n, m + 1, rng)
     val = parts[-1]
-    if distributed:
-        # each part is cut out of the Dask array's chunks on the workers (the split is
-        # public randomness, drawn here); within a part the rows keep X's order
-        cut = _dask.split_rows(X, parts)
-
-        def part(i):
-            return cut[i][0], y[cut[i][1]]
-    else:
-        def part(i):   # one part at a time: no copy of all of X
-            return X[parts[i]], y[parts[i]]
+    # a Dask array's parts are cut out of its chunks on the workers
+    part = _oracle.row_parts(X, y, parts)
     X_val, y_val = part(m)
     rs_keys = _keys(base, "random_state")
 
@@ -393,11 +379,7 @@ def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):  # 
         # a generator (or any seed) left in a released estimator's parameters would
         # let its holder regenerate the noise
         est.set_params(**{k: None for k in rs_keys})
-        if distributed:
-            # predicted on the workers, chunk by chunk; only the counts come back
-            mistakes[i] = _dask.count_mistakes(est, X_val, y_val)
-        else:
-            mistakes[i] = int(np.count_nonzero(np.asarray(est.predict(X_val)) != y_val))
+        mistakes[i] = _oracle.count_mistakes(est, X_val, y_val)
         estimators.append(est)
 
     # mistakes change by at most 1 when one validation row changes: sensitivity 1

@@ -10,8 +10,9 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 
-from dperm.data import dask_rows as _dask
-from dperm.data.design import INTERCEPT_SCALE, DesignRows, WithInterceptColumn, matmul_rows
+from dperm.data import oracle as _oracle
+from dperm.data.design import INTERCEPT_SCALE, WithInterceptColumn
+from dperm.data.design import augment_intercept as augment_intercept  # re-exported
 from dperm.data.validation import (
     bound_rows,
     check_choice,
@@ -42,27 +43,6 @@ from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise
 __all__ = ["PrivateLinearClassifier"]
 
 PERTURBATIONS = {"objective", "output", "amp", "none"}
-
-
-def augment_intercept(X, data_norm):
-    """Rows [x, R] * INTERCEPT_SCALE (about 1/sqrt(2)): ||.|| <= R when ||x|| <= R.
-
-    A materialized copy (float64 for float64 X): the estimator itself uses the
-    virtual dperm._design.WithInterceptColumn, which never copies X; this is for
-    code that needs the matrix (experiments, benchmarks). CSR stays CSR."""
-    n = X.shape[0]
-    if not isinstance(X, np.ndarray):
-        import scipy.sparse as sp
-
-        const = sp.csr_array(np.full((n, 1), data_norm, dtype=X.dtype))
-        out = sp.hstack([X, const], format="csr", dtype=X.dtype)
-        out.data *= X.dtype.type(INTERCEPT_SCALE)
-        return out
-    out = np.empty((n, X.shape[1] + 1), dtype=X.dtype)
-    out[:, :-1] = X
-    out[:, -1] = data_norm
-    out *= X.dtype.type(INTERCEPT_SCALE)
-    return out
 
 
 def split_intercept(w, data_norm):
@@ -385,17 +365,11 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.perturbation != "none":
             warn_if_seeded(self.random_state, accountant=self.accountant)
         feature_names = _feature_names(X)
-        distributed = _dask.is_distributed(X)
-        if distributed:
-            # rows stay on the workers; the labels (n values) are read here to find and
-            # map the classes, then sent back chunked like the rows (dperm._dask)
-            X = _dask._check_array(X)
-            if hasattr(y, "compute"):   # a Dask array or Series
-                y = y.compute()
-        else:
-            # validated once here; the mechanism and the solver below take the rows as
-            # checked (and their norms, once computed), not another pass over the data
-            X = DesignRows(check_X(X, name="X", min_samples=2, accept_sparse=True), checked=True)
+        # a Dask collection: rows stay on the workers; the labels (n values) are read
+        # here to find and map the classes, then sent back chunked like the rows. Local
+        # rows: validated once here; the mechanism and the solver below take them as
+        # checked (and their norms, once computed), not another pass over the data
+        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
         n = X.shape[0]
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
@@ -412,7 +386,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         n_fits = K if mode == "ovr" else 1
         eps_fit = float(self.epsilon) / n_fits if self.perturbation != "none" else float("inf")
         if distributed:
-            X = _dask.as_rows(X, np.where(codes == 1, 1.0, -1.0), min_samples=2)
+            X = _oracle.with_worker_labels(X, np.where(codes == 1, 1.0, -1.0), min_samples=2)
         lo = get_loss(self.loss)
         R = float(self.data_norm)
         # rows over R get a clipping factor the kernels apply as they read them: no copy
@@ -598,9 +572,10 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
 
         check_is_fitted(self, ["coef_", "classes_"])
         self._check_feature_names_at_predict(X)   # here, once (a Dask array has none)
-        return _dask.map_rows(X, _functools.partial(_block_call, self, method),
-                              self.n_features_in_, out_cols, dtype)
+        return _oracle.map_rows(X, _functools.partial(_block_call, self, method),
+                                self.n_features_in_, out_cols, dtype)
 
+    @_oracle.on_workers_if_dask()
     def decision_function(self, X):
         """Signed score f.x + b, shape (n,); positive means classes_[1].
 
@@ -612,23 +587,13 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         A Dask array gives a Dask array (lazy), computed block by block on the
         workers by the same code; so do predict, predict_proba and predict_log_proba.
         """
-        if _dask.is_dask_array(X):
-            return self._on_workers(X, "decision_function")
         X = self._check_fitted_X(X)
-        factor = None
-        if isinstance(X, DesignRows):
-            X, factor = X.X, X.factor
-        # in row blocks: no float64 copy of X
-        score = np.column_stack([matmul_rows(X, w) for w in self.coef_])
-        if factor is not None:
-            score = score * np.asarray(factor).reshape(-1, 1)
-        score = score + self.intercept_
+        score = _oracle.linear_scores(X, self.coef_, self.intercept_)
         return score[:, 0] if score.shape[1] == 1 else score
 
+    @_oracle.on_workers_if_dask(dtype=lambda self: self.classes_.dtype)
     def predict(self, X):
         """Predicted labels, shape (n,), taken from classes_ (the largest score for K > 2)."""
-        if _dask.is_dask_array(X):
-            return self._on_workers(X, "predict", dtype=self.classes_.dtype)
         scores = self.decision_function(X)  # checks fitted-ness before classes_ is read
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
@@ -640,24 +605,22 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         return True
 
     @available_if(_has_proba)
+    @_oracle.on_workers_if_dask(out_cols=lambda self: len(self.classes_))
     def predict_proba(self, X):
         """Class probabilities (n, K) in the order of classes_ (logistic loss only).
 
         Binary: sigmoid of the score.  Multinomial (softmax) model: softmax of the K
         scores.  One-vs-rest: the K sigmoids normalised to sum to 1."""
-        if _dask.is_dask_array(X):
-            return self._on_workers(X, "predict_proba", out_cols=len(self.classes_))
         return np.exp(self.predict_log_proba(X))
 
     @available_if(_has_proba)
+    @_oracle.on_workers_if_dask(out_cols=lambda self: len(self.classes_))
     def predict_log_proba(self, X):
         """log of predict_proba, (n, K) (logistic loss only); finite for every finite score.
 
         log sigmoid(s) = -log(1 + e^-s) = -logaddexp(0, -s), exact where
         log(predict_proba) would give -inf.
         """
-        if _dask.is_dask_array(X):
-            return self._on_workers(X, "predict_log_proba", out_cols=len(self.classes_))
         s = self.decision_function(X)
         if s.ndim == 1:
             return np.column_stack([-np.logaddexp(0.0, s), -np.logaddexp(0.0, -s)])
@@ -671,24 +634,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         """Mean accuracy on (X, y).  With a Dask array X the rows are predicted and
         compared on the workers (y: numpy or Dask, chunked like X's rows there) and
         a float comes back."""
-        if not _dask.is_dask_array(X):
-            return super().score(X, y, sample_weight=sample_weight)
-        if sample_weight is not None:
-            raise TypeError("sample_weight: not supported with a Dask array X")
-        import dask.array as da
-
-        pred = self.predict(X)
-        if _dask.is_dask_array(y) or hasattr(y, "to_dask_array"):
-            y = (y if _dask.is_dask_array(y) else y.to_dask_array(lengths=True)).reshape(-1)
-            if y.shape[0] != pred.shape[0]:
-                raise ValueError(f"y: has {y.shape[0]} labels but X has {pred.shape[0]} rows")
-            y = y.rechunk(pred.chunks)
-        else:
-            y = np.asarray(y).reshape(-1)
-            if y.shape[0] != pred.shape[0]:
-                raise ValueError(f"y: has {y.shape[0]} labels but X has {pred.shape[0]} rows")
-            y = da.from_array(y, chunks=pred.chunks)
-        return float((pred == y).mean().compute())
+        return _oracle.mean_accuracy(X, y, self.predict, super().score, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -19,7 +19,7 @@ import pytest
 import dperm._core as core
 
 HERE = Path(__file__).resolve().parent
-CORE = HERE.parent / "dperm" / "_core"
+CORE = HERE.parents[1] / "dperm" / "_core"
 PROBE = HERE / "c" / "kernel_probe.c"
 CC = shutil.which("cc") or shutil.which("gcc")
 FLAGS = ["-std=c11", "-O3", "-Wall", "-Wno-unused-function", "-fopenmp-simd"]

@@ -17,16 +17,6 @@ TOL = 1e-10
 
 
 # ------------------------------------------------------------------ helpers
-def make_data(n=2000, d=20, seed=0):
-    """Gaussian features, rows of norm <= 1, labels from a noisy linear model."""
-    rng = np.random.default_rng(seed)
-    w_true = rng.standard_normal(d)
-    X = rng.standard_normal((n, d))
-    X /= np.linalg.norm(X, axis=1).max()
-    y = np.where(X @ w_true + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
-    return X, y
-
-
 def make_adultlike(n=3000, d=40, seed=0):
     """Adult-like: a few continuous columns in [0, 1] and one-hot-like binary
     columns, some rare (ill-conditioned Hessian at small alpha)."""
@@ -104,8 +94,8 @@ def true_grad_norm(oracle, W):
 # ------------------------------------------- agreement with L-BFGS, tolerance
 @pytest.mark.parametrize("precondition", [False, True])
 @pytest.mark.parametrize("loss", LOSS_NAMES)
-def test_agrees_with_lbfgs_and_reaches_tol(loss, precondition):
-    X, y = make_data()
+def test_agrees_with_lbfgs_and_reaches_tol(loss, precondition, linear_problem):
+    X, y = linear_problem(2000, 20)
     alphas = np.array([1.0, 1e-2, 1e-4, 1e-6])
     ref = minimize(X, y, loss=loss, alpha=alphas, tol=1e-12, warn=False)
     assert all(s == "converged" for s in ref.status)
@@ -124,10 +114,10 @@ def test_agrees_with_lbfgs_and_reaches_tol(loss, precondition):
     assert o.n_hd == (0 if not precondition else o.n_hd) and (o.n_hd > 0) == precondition
 
 
-def test_objective_perturbation_linear_term_large_f():
+def test_objective_perturbation_linear_term_large_f(linear_problem):
     """Linear terms b.w/n (objective perturbation), up to |f| ~ 1e5, where f's rounding
     error (~1e-8) is far above the last reductions: gradient norms still reach 1e-10."""
-    X, y = make_data(n=1500, d=15, seed=3)
+    X, y = linear_problem(1500, 15, seed=3)
     n, d = X.shape
     rng = np.random.default_rng(7)
     alphas = np.array([1e-2, 1e-3, 1e-5, 1e-2])
@@ -197,8 +187,8 @@ def test_f_without_information_converges_on_the_gradient():
 
 # --------------------------------------------------- batching and determinism
 @pytest.mark.parametrize("precondition", [False, True])
-def test_batch_equals_single_and_shares_calls(precondition):
-    X, y = make_data(n=1500, d=12, seed=1)
+def test_batch_equals_single_and_shares_calls(precondition, linear_problem):
+    X, y = linear_problem(1500, 12, seed=1)
     d = X.shape[1]
     rng = np.random.default_rng(2)
     alphas = np.array([1e-1, 1e-3, 1e-6, 1e-4, 1e-2])
@@ -227,8 +217,8 @@ def test_batch_equals_single_and_shares_calls(precondition):
         np.testing.assert_allclose(Wp, Wb[perm], rtol=1e-12, atol=1e-14)
 
 
-def test_hess_vec_gets_only_rows_still_in_cg():
-    X, y = make_data(n=800, d=10, seed=4)
+def test_hess_vec_gets_only_rows_still_in_cg(linear_problem):
+    X, y = linear_problem(800, 10, seed=4)
     alphas = np.array([1.0, 1e-5])          # the first needs far fewer CG iterations
     o = Oracle(X, y, "logistic", alphas)
     solve(o, np.zeros((2, 10)))
@@ -289,8 +279,8 @@ def test_few_passes_on_ill_conditioned_problem():
 
 
 # ------------------------------------------------------------- edge cases
-def test_max_iter_zero_returns_start():
-    X, y = make_data(n=500, d=8)
+def test_max_iter_zero_returns_start(linear_problem):
+    X, y = linear_problem(500, 8)
     o = Oracle(X, y, "logistic", [1e-2, 1e-3])
     W0 = np.random.default_rng(0).standard_normal((2, 8))
     W, F, n_iter, gnorm, status = solve(o, W0, max_iter=0)
@@ -308,8 +298,8 @@ def test_max_iter_zero_returns_start():
     assert np.all(F1 < F0)
 
 
-def test_start_at_the_optimum_and_input_checks():
-    X, y = make_data(n=500, d=8)
+def test_start_at_the_optimum_and_input_checks(linear_problem):
+    X, y = linear_problem(500, 8)
     ref = minimize(X, y, alpha=1e-2, tol=1e-12)
     o = Oracle(X, y, "logistic", [1e-2])
     W, F, n_iter, gnorm, status = solve(o, ref.coef[None, :], max_iter=0)
@@ -348,10 +338,10 @@ def test_broken_hess_vec_never_claims_convergence(defect):
         np.testing.assert_array_equal(n_iter, 0)
 
 
-def test_collapsing_trust_region_reports_failure():
+def test_collapsing_trust_region_reports_failure(linear_problem):
     """An oracle whose f is NaN away from the start: every trial point is rejected,
     the radius shrinks, and the solver gives up with status 3 (in bounded work)."""
-    X, y = make_data(n=500, d=8)
+    X, y = linear_problem(500, 8)
     o = Oracle(X, y, "logistic", [1e-2])
     W0 = np.zeros((1, 8))
 
@@ -366,10 +356,10 @@ def test_collapsing_trust_region_reports_failure():
     assert o.n_vg <= 100
 
 
-def test_unreachable_tolerance_stops_at_the_rounding_floor():
+def test_unreachable_tolerance_stops_at_the_rounding_floor(linear_problem):
     """tol below the gradient's rounding floor: the solver gets to the floor
     (no radius collapse on the way), then reports status 3 well before max_iter."""
-    X, y = make_data(n=1000, d=10, seed=5)
+    X, y = linear_problem(1000, 10, seed=5)
     o = Oracle(X, y, "logistic", [1e-3])
     W, F, n_iter, gnorm, status = solve(o, np.zeros((1, 10)), tol=1e-30, max_iter=500)
     assert status[0] == 3

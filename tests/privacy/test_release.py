@@ -1,4 +1,5 @@
-"""What a fit releases: only public inputs and the noisy model (SPEC.md, "What a fit releases").
+"""What a fit releases: only public inputs and the noisy model (docs/specification.md,
+"Setting": what a fit releases).
 
 Every test here compares two data sets that differ in one row (replace-one, n public): the
 releasable fields must be identical, while the analyst-only diagnostics do differ (which

@@ -136,7 +136,7 @@ def test_progress_bar_has_no_nan_before_the_first_step():
 
 
 # ----------------------------------------------------------------------------- KDDCup99: Table 2, Figure 3
-PAPER_MD = Path(__file__).resolve().parents[2] / "shared" / "papers" / "dp-erm-jmlr2011.md"
+PAPER_MD = Path(__file__).resolve().parents[3] / "shared" / "papers" / "dp-erm-jmlr2011.md"
 
 
 def _paper_md():

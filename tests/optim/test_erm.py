@@ -19,17 +19,8 @@ LOSS_NAMES = ["logistic", "huber", "smooth_hinge"]
 
 
 # ------------------------------------------------------------------ helpers
-def make_data(n=300, d=6, seed=0, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    w_true = rng.standard_normal(d)
-    X = rng.standard_normal((n, d))
-    X /= np.linalg.norm(X, axis=1).max()          # rows of norm <= 1
-    y = np.where(X @ w_true + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
-    return X.astype(dtype), y
-
-
 def ref_phi(name, z, h):
-    """phi and phi' in numpy (SPEC.md losses table)."""
+    """phi and phi' in numpy (docs/specification.md, "Losses")."""
     if name == "logistic":
         return np.logaddexp(0, -z), -expit(-z)
     u = 1 - z
@@ -67,15 +58,15 @@ def fd_grad(fun, w, eps=1e-6):
 
 
 @pytest.fixture(scope="module")
-def data():
-    return make_data()
+def data(linear_problem):
+    return linear_problem(300, 6)
 
 
 # ------------------------------------------------------------- the kernels
 @pytest.mark.parametrize("name", LOSS_NAMES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_objective_matches_reference_and_finite_differences(name, dtype):
-    X, y = make_data(dtype=dtype)
+def test_objective_matches_reference_and_finite_differences(name, dtype, linear_problem):
+    X, y = linear_problem(300, 6, dtype=dtype)
     rng = np.random.default_rng(1)
     alpha, h = 0.05, 0.3
     for w in (np.zeros(X.shape[1]), rng.standard_normal(X.shape[1]) * 2):
@@ -89,8 +80,8 @@ def test_objective_matches_reference_and_finite_differences(name, dtype):
 
 @pytest.mark.parametrize("name", LOSS_NAMES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_hessian_matches_finite_differences(name, dtype):
-    X, y = make_data(dtype=dtype, seed=2)
+def test_hessian_matches_finite_differences(name, dtype, linear_problem):
+    X, y = linear_problem(300, 6, dtype=dtype, seed=2)
     d = X.shape[1]
     rng = np.random.default_rng(3)
     w = rng.standard_normal(d)
@@ -113,8 +104,8 @@ def test_hessian_matches_finite_differences(name, dtype):
 
 @pytest.mark.parametrize("name", LOSS_NAMES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_hessian_vector_matches_full_hessian(name, dtype):
-    X, y = make_data(dtype=dtype, seed=4)
+def test_hessian_vector_matches_full_hessian(name, dtype, linear_problem):
+    X, y = linear_problem(300, 6, dtype=dtype, seed=4)
     k, d = 3, X.shape[1]
     rng = np.random.default_rng(5)
     W = rng.standard_normal((k, d))
@@ -162,14 +153,14 @@ def test_linear_term_and_extra_l2(data):
 @pytest.mark.parametrize("name", LOSS_NAMES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n, d", [(203, 6), (101, 17), (64, 40)])
-def test_batched_objective_equals_single_exactly(name, dtype, n, d):
+def test_batched_objective_equals_single_exactly(name, dtype, n, d, linear_problem):
     """Each problem's numbers do not depend on which problems share its pass.
 
     The kernels compute every margin and gradient entry by the same operations
     whatever register tile it lands in (k = 9 covers full and partial tiles of
     problems; n not a multiple of the row tile covers partial row tiles).
     """
-    X, y = make_data(n=n, d=d, seed=7, dtype=dtype)
+    X, y = linear_problem(n, d, seed=7, dtype=dtype)
     k = 9
     rng = np.random.default_rng(7)
     W = rng.standard_normal((k, d))
@@ -243,9 +234,9 @@ def test_batched_minimize_equals_one_at_a_time(data):
         assert res.grad_norm[j] == one.grad_norm
 
 
-def test_threads_agree_and_repeat_calls_are_bitwise_identical():
+def test_threads_agree_and_repeat_calls_are_bitwise_identical(linear_problem):
     # large enough that the kernels do split the rows over two threads
-    X, y = make_data(n=20000, d=12, seed=10)
+    X, y = linear_problem(20000, 12, seed=10)
     k1 = erm.minimize(X, y, alpha=1e-3, n_threads=1)
     k2 = erm.minimize(X, y, alpha=1e-3, n_threads=2)
     np.testing.assert_allclose(k1.coef, k2.coef, rtol=1e-9, atol=1e-12)
@@ -271,8 +262,8 @@ def test_threads_agree_and_repeat_calls_are_bitwise_identical():
                                                                  n_threads=nt))
 
 
-def test_float32_close_to_float64():
-    X, y = make_data(n=2000, d=10, seed=12)
+def test_float32_close_to_float64(linear_problem):
+    X, y = linear_problem(2000, 10, seed=12)
     X32 = X.astype(np.float32)
     r64 = erm.minimize(X, y, alpha=1e-3)
     r32 = erm.minimize(X32, y, alpha=1e-3)

@@ -27,11 +27,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
+def client(dask_client):
+    return dask_client
 
 
 def _problem(n=3000, d=12, seed=0):

@@ -1,4 +1,4 @@
-"""Black-box privacy audit (SPEC.md, "How privacy is tested").
+"""Black-box privacy audit (docs/specification.md, "How privacy is tested").
 
 Many releases of a mechanism on a worst-case neighbouring pair D, D' (row 0 flipped
 x -> -x), a scalar statistic (the projection of the coefficients on f*(D) - f*(D')),

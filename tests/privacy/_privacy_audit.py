@@ -1,6 +1,6 @@
 """Shared helpers for the privacy audits (white box and black box).
 
-Written from the definitions in SPEC.md, not from dperm's code: the mechanisms are
+Written from the definitions in docs/specification.md, not from dperm's code: the mechanisms are
 checked against these, so they must not share an implementation.
 
 Notation: u_i = y_i x_i (the losses and A_D depend on the data only through u_i and
@@ -67,7 +67,7 @@ def objective_privacy_loss(U, U2, F, loss, h, lam, beta):
 
     p_D(f) = nu(b_D(f)) |det d b_D / d f| with nu(b) proportional to exp(-beta ||b||), so
         log p_D/p_D' = beta (||b_D'|| - ||b_D||) + log det A_D - log det A_D'.
-    (The determinant of D goes with the density of D: SPEC.md writes the two
+    (The determinant of D goes with the density of D: docs/specification.md writes the two
     log det terms in the other order, which is not the log of the density ratio.)
     """
     b1, l1 = noise_and_logdet(U, F, loss, h, lam)

@@ -1,4 +1,4 @@
-"""White-box privacy tests (SPEC.md, "How privacy is tested").
+"""White-box privacy tests (docs/specification.md, "How privacy is tested").
 
 (a) Sensitivity of the exact minimizer, the premise of output perturbation:
     ||f*(D) - f*(D')|| <= 2R/(n Lambda) over adversarially chosen neighbours.
@@ -285,7 +285,7 @@ def test_objective_perturbation_exact_privacy_loss(loss, h, R, branch):
         sup = 2 * R * v["beta"] + np.log1p(get_loss(loss).curvature(h, R) / lam)
         assert abs(v["max_loss"] - sup) < 1e-3, (
             f"audit missed the known supremum {sup:.6f} (found {v['max_loss']:.6f}): the "
-            f"search lost power, or the constants differ from SPEC.md: {v}")
+            f"search lost power, or the constants differ from docs/specification.md: {v}")
 
 
 @pytest.mark.parametrize("R", RS)

@@ -9,8 +9,10 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import softmax_reference
 from scipy.special import logsumexp, softmax
 
+from dperm.data import oracle
 from dperm.data.design import WithInterceptColumn
 from dperm.data.validation import bound_rows
 from dperm.exceptions import ConvergenceWarning
@@ -48,14 +50,14 @@ def ref_objective(X, y, W, l2, B=None):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Force many row blocks (the blocking must not change the sums)."""
-    monkeypatch.setattr(mn, "BLOCK_ENTRIES", 64)
+    monkeypatch.setattr(oracle, "BLOCK_ENTRIES", 64)
 
 
 # ------------------------------------------------------------------ objective
 @pytest.mark.parametrize("blocks", [False, True])
 def test_value_grad_matches_direct_formula(blocks, monkeypatch):
     if blocks:
-        monkeypatch.setattr(mn, "BLOCK_ENTRIES", 64)
+        monkeypatch.setattr(oracle, "BLOCK_ENTRIES", 64)
     X, y = make_data()
     rng = np.random.default_rng(1)
     m, K, d = 3, 4, X.shape[1]
@@ -107,7 +109,7 @@ def test_logsumexp_is_stable_for_huge_margins():
 @pytest.mark.parametrize("blocks", [False, True])
 def test_dense_csr_float32_agree(blocks, monkeypatch):
     if blocks:
-        monkeypatch.setattr(mn, "BLOCK_ENTRIES", 64)
+        monkeypatch.setattr(oracle, "BLOCK_ENTRIES", 64)
     X, y = make_data(n=150, d=8, K=3, density=0.4)
     rng = np.random.default_rng(4)
     W = rng.standard_normal((2, 3, 8))
@@ -132,12 +134,12 @@ def test_dense_csr_float32_agree(blocks, monkeypatch):
 
 def test_block_temporaries_are_bounded():
     X, _ = make_data(n=5000, d=10)
-    rows = mn._Rows(X)
+    rows = oracle.SoftmaxRows(X)
     for width in (10, 80, 10_000, 10**7):
         nb = rows.block_rows(width)
-        assert nb >= 1 and (nb * width <= mn.BLOCK_ENTRIES or nb == 1)
-        assert nb * 10 <= mn.BLOCK_ENTRIES
-    assert mn.BLOCK_ENTRIES * 8 <= 64 * 2**20
+        assert nb >= 1 and (nb * width <= oracle.BLOCK_ENTRIES or nb == 1)
+        assert nb * 10 <= oracle.BLOCK_ENTRIES
+    assert oracle.BLOCK_ENTRIES * 8 <= 64 * 2**20
 
 
 # ------------------------------------------------------------------ minimiser
@@ -179,7 +181,7 @@ def test_first_order_condition_with_linear_term():
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_batched_equals_each_alone(sparse, monkeypatch):
-    monkeypatch.setattr(mn, "BLOCK_ENTRIES", 4096)    # several blocks per pass
+    monkeypatch.setattr(oracle, "BLOCK_ENTRIES", 4096)    # several blocks per pass
     X, y = make_data(n=260, d=7, K=3, seed=8, density=0.5 if sparse else None)
     if sparse:
         X = sp.csr_matrix(X)
@@ -202,7 +204,7 @@ def test_batched_equals_each_alone(sparse, monkeypatch):
 
 
 def test_design_rows_equal_materialised_matrix(monkeypatch):
-    monkeypatch.setattr(mn, "BLOCK_ENTRIES", 256)
+    monkeypatch.setattr(oracle, "BLOCK_ENTRIES", 256)
     rng = np.random.default_rng(10)
     X = rng.standard_normal((180, 5)) * 0.6          # some rows over the bound 1
     y = rng.integers(0, 3, 180)
@@ -342,9 +344,8 @@ def test_compiled_pass_equals_the_numpy_path(monkeypatch, form, dtype, threads):
     B = rng.standard_normal((3, 5, 14))
     alpha = np.array([1e-3, 1e-2, 1e-1])
     F, G = mn.multinomial_value_grad(rows, y, W, alpha, linear=B, n_threads=threads)
-    assert mn._Rows(rows).compiled() is not None
-    monkeypatch.setattr(mn._Rows, "compiled", lambda self: None)
-    F0, G0 = mn.multinomial_value_grad(rows, y, W, alpha, linear=B, n_threads=threads)
+    assert oracle.SoftmaxRows(rows).compiled() is not None
+    F0, G0 = softmax_reference.multinomial_value_grad(rows, y, W, alpha, linear=B)
     np.testing.assert_allclose(F, F0, rtol=1e-12)
     np.testing.assert_allclose(G, G0, rtol=1e-11, atol=1e-14)
     # and each problem alone gives the batch's numbers exactly (batch invariance)

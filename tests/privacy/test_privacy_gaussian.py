@@ -1,4 +1,4 @@
-"""Privacy tests of the (epsilon, delta) mechanisms (SPEC.md, "How privacy is tested").
+"""Privacy tests of the (epsilon, delta) mechanisms (docs/specification.md, "How privacy is tested").
 
 1. Black box, Gaussian objective perturbation: many fits on a worst-case neighbouring pair
    (one row of norm R whose loss gradient is saturated, removed (add_remove, n_public

@@ -245,9 +245,10 @@ def test_log_det_bounds():
 
 # ------------------------------------------------------------------ objective, binary, loss' <= 0
 # docs/privacy_analysis.md section 3.3 (profile) and section 4 (RDP): nonincreasing_loss=True.
-# The SPEC's binary losses as functions of the margin u = y f.x: first and second derivative.
+# The binary losses of docs/specification.md as functions of the margin u = y f.x: first and
+# second derivative.
 def _huber_derivatives(h):
-    """SPEC Huber: loss'(u) = -1 (u < 1-h), -(1+h-u)/(2h) (|1-u| <= h), 0 (u > 1+h)."""
+    """Huber (docs/specification.md): loss'(u) = -1 (u < 1-h), -(1+h-u)/(2h) (|1-u| <= h), 0 (u > 1+h)."""
     return (lambda u: -np.clip((1 + h - u) / (2 * h), 0.0, 1.0),
             lambda u: (np.abs(1 - u) <= h) / (2 * h), [1 - h, 1 + h])
 

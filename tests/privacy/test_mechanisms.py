@@ -1,6 +1,6 @@
 """Algorithms 1 and 2 (dperm.output_perturbation / dperm.objective_perturbation).
 
-The constants are recomputed here from SPEC.md, independently of
+The constants are recomputed here from docs/specification.md, independently of
 dperm.mechanisms, with a public row-norm bound R: the gradient bound scales by
 R and the curvature bound c by R^2.
 """
@@ -98,7 +98,8 @@ def test_output_constants(R):
 
 
 def expected_objective_constants(n, alpha, eps, c):
-    """SPEC.md Algorithm 2 for one Lambda; c already includes R^2.  Returns (eps', Delta, branch)."""
+    """docs/specification.md, Algorithm 2, for one Lambda; c already includes R^2.
+    Returns (eps', Delta, branch)."""
     q = c / (n * alpha)
     eps_p = eps - math.log(1 + 2 * q + q * q)
     if eps_p > 0:

@@ -1,0 +1,358 @@
+"""The one oracle factory: the only Python code that asks how the rows are stored.
+
+X arrives as a dense array, a memory map, a CSR matrix, a `DesignRows` (clipping
+factors and an intercept column described, not copied) or a Dask collection.  The
+functions here validate it and hand the solvers one object, "the objective over these
+rows", whatever the storage:
+
+* `check_rows(X, y, ...)`: the validated rows and labels (a Dask collection becomes a
+  `DaskRows`, validated on the workers; local rows are checked here);
+* `binary_oracle(rows, y, ...)`: value + gradient, Hessian-vector products, the
+  solver's view (the compiled `Data` for the nogil L-BFGS, or a Python callable over
+  the workers) and whether the curvature cache of Newton-CG applies;
+* `softmax_rows(X)`: the rows of the softmax (multinomial) objective, read block by
+  block or by the compiled softmax pass;
+* `is_distributed`, `require_local`, `full_hessian`, `dense_rows`: the few other
+  places where storage matters (refusals, O(d^2) Hessians, small materializations).
+
+Solvers (dperm.optim), mechanisms (dperm.privacy) and the estimators (dperm.sklearn)
+call these and never test a storage type themselves.
+"""
+import numpy as np
+
+from dperm.data import dask_rows
+from dperm.data.design import DesignRows
+from dperm.data.validation import check_class_labels, check_pm1_labels, check_X
+from dperm.losses import check_n_classes
+
+__all__ = ["check_rows", "binary_oracle", "softmax_rows", "is_distributed", "is_dask_array",
+           "require_local", "full_hessian", "dense_rows", "SoftmaxRows"]
+
+#: entries of one (rows x m K) float64 temporary per block: 2^21 entries = 16 MiB
+BLOCK_ENTRIES = 1 << 21
+
+
+def is_distributed(X):
+    """Whether X is a Dask collection (or rows already on the workers)."""
+    return dask_rows.is_distributed(X)
+
+
+def is_dask_array(X):
+    """Whether X is a Dask array (not yet rows on the workers)."""
+    return dask_rows.is_dask_array(X)
+
+
+def require_local(X, message):
+    """TypeError(message) if X is a Dask collection."""
+    if dask_rows.is_distributed(X):
+        raise TypeError(message)
+
+
+def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_message=None):
+    """(rows, labels) validated for an objective.
+
+    A Dask collection becomes a DaskRows (rows, labels, validation and clipping stay on
+    the workers; labels None here); the softmax model refuses it with
+    `softmax_message`.  Local X is checked (dense, mapped, CSR or DesignRows); y becomes
+    labels in {-1, +1}, or class indices 0..K-1 for the softmax model (K = n_classes,
+    the public number of classes of a private multinomial fit).
+    """
+    if dask_rows.is_distributed(X):
+        if softmax:
+            raise TypeError(softmax_message)
+        return dask_rows.as_rows(X, y, min_samples=min_samples), None
+    X = check_X(X, name="X", min_samples=min_samples, accept_sparse=True)
+    if softmax:
+        n_classes = check_n_classes(n_classes, mechanism=True)
+        return X, check_class_labels(y, X.shape[0], n_classes, name="y")
+    return X, check_pm1_labels(y, X.shape[0], name="y")
+
+
+# ------------------------------------------------------------------ binary losses
+class _CompiledOracle:
+    """Local rows (dense, mapped, CSR, DesignRows) read by the compiled passes."""
+
+    caches_curvature = True
+
+    def __init__(self, data, n_threads):
+        self.data = data
+        self.shape = data.shape
+        self.n_threads = n_threads
+
+    def value_grad(self, W, l2, B, loss, h, curv=None):
+        from dperm._core._objective import value_grad
+
+        return value_grad(self.data, W, l2, B, loss, h, self.n_threads, curv)
+
+    def hess_vec(self, W, V, l2, loss, h, curv=None):
+        from dperm._core._objective import hess_vec
+
+        return hess_vec(self.data, W, V, l2, loss, h, self.n_threads, curv)
+
+    def solver_view(self, l2, B, loss, h):
+        """What the compiled L-BFGS reads: the rows themselves (passes run without the GIL)."""
+        return self.data
+
+
+class _DistributedOracle:
+    """Rows on the Dask workers: each pass is a sum over the workers (B stays here, on
+    the client: the workers never see the noise)."""
+
+    caches_curvature = False
+
+    def __init__(self, rows, worker_threads):
+        self.rows = rows
+        self.shape = rows.shape
+        self.n_threads = worker_threads
+
+    def value_grad(self, W, l2, B, loss, h, curv=None):
+        return self.rows.value_grad(W, l2, B, loss, h, self.n_threads)
+
+    def hess_vec(self, W, V, l2, loss, h, curv=None):
+        return self.rows.hess_vec(W, V, l2, loss, h, self.n_threads)
+
+    def solver_view(self, l2, B, loss, h):
+        """What the compiled L-BFGS reads: a value-and-gradient callable (W, idx)."""
+        def vg(W, idx):
+            return self.rows.value_grad(W, l2[idx], None if B is None else B[idx], loss, h,
+                                        self.n_threads)
+        return vg
+
+
+def binary_oracle(rows, y, *, n_threads, worker_threads=None):
+    """The objective over validated rows (from `check_rows`) for a binary loss.
+
+    n_threads: OpenMP threads of a local pass; worker_threads: what each Dask worker is
+    asked to use (None: its own default).  The kernels read the signed row weights (the
+    labels, times the row scale of a virtual intercept column) without a copy of X.
+    """
+    if isinstance(rows, dask_rows.DaskRows):
+        return _DistributedOracle(rows, worker_threads)
+    from dperm._core._objective import Data
+
+    if isinstance(rows, DesignRows):
+        return _CompiledOracle(Data(rows.X, rows.signed_weights(y), rows.constant_column()),
+                               n_threads)
+    return _CompiledOracle(Data(rows, y), n_threads)
+
+
+def full_hessian(X, y, W, l2, lo, h, n_threads):
+    """Full Hessians (k, d, d) of the binary objective at W (k, d) over validated local
+    rows: O(n d^2), for small d."""
+    from dperm._core._objective import hessian as _hess
+
+    if isinstance(X, DesignRows):
+        X = X.toarray()   # the full Hessian is for small d: materializing is fine
+    if not isinstance(X, np.ndarray):
+        # CSR: X^T diag(phi''/n) X by scipy (the full Hessian is for small d anyway)
+        import scipy.sparse as sp
+
+        out = np.empty((W.shape[0], X.shape[1], X.shape[1]))
+        for j in range(W.shape[0]):
+            _, _, d2 = lo.per_sample(y * (X @ W[j]), h)
+            H = X.T @ (sp.diags_array(d2 / X.shape[0]) @ X)
+            out[j] = H.toarray() + l2[j] * np.eye(X.shape[1])
+        return out
+    return _hess(X, y, W, l2, lo.kernel_id, h, n_threads)
+
+
+def dense_rows(X):
+    """X as a numpy array if it is not one already (a small public matrix)."""
+    return X if isinstance(X, np.ndarray) else np.asarray(X)
+
+
+# ------------------------------------------------------------------ the softmax model
+class SoftmaxRows:
+    """Block-by-block access to validated rows for the softmax objective: a
+    dense/mapped/CSR X, or a DesignRows (rows [t_i x_i, c] * scale, formed per block
+    from X's raw rows)."""
+
+    def __init__(self, X):
+        if isinstance(X, DesignRows):
+            self.raw = X.X
+            self.factor = X.factor
+            self.scale = X.scale
+            self.const = None if X.constant is None else X.constant * X.scale
+        else:
+            self.raw, self.factor, self.scale, self.const = X, None, 1.0, None
+        self.sparse = hasattr(self.raw, "indptr")
+        self.n, self.d_raw = self.raw.shape
+        self.d = self.d_raw + (self.const is not None)
+        self.n_threads = None       # set by the entry points (None: all cores)
+        self._compiled = None
+
+    def compiled(self):
+        """The rows as the compiled kernels read them (dperm._core._objective.Data:
+        dense or CSR X in place, row weights scale t_i, the constant column c / t_i)."""
+        if self._compiled is None:
+            from dperm._core._objective import Data
+
+            X = self.raw
+            if self.sparse:
+                X = X if X.format == "csr" else X.tocsr()
+            elif not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
+                      and X.flags.c_contiguous):
+                X = np.ascontiguousarray(X, dtype=np.float64)
+            s = np.full(self.n, self.scale) if self.factor is None else self.scale * self.factor
+            icpt = None
+            if self.const is not None:   # row i's last entry s_i icpt_i = const
+                icpt = np.ascontiguousarray(self.const / s)
+            self._compiled = Data(X, np.ascontiguousarray(s), icpt)
+        return self._compiled
+
+    def block_rows(self, width):
+        """Rows per block so that an (rows, width) float64 temporary, and the float64
+        copy of a block of X, stay within BLOCK_ENTRIES entries."""
+        per_row = max(1, self.raw.nnz // max(self.n, 1)) if self.sparse else self.d_raw
+        return int(max(1, min(self.n, BLOCK_ENTRIES // max(1, width),
+                              BLOCK_ENTRIES // max(1, per_row))))
+
+    def blocks(self, width):
+        """Yields (i0, i1, Xb, rs): Xb the float64 raw rows i0:i1 (dense or CSR) and rs
+        the per-row multiplier (rows, 1) or a float, so that row i is [rs_i Xb_i, const]."""
+        step = self.block_rows(width)
+        for i0 in range(0, self.n, step):
+            i1 = min(self.n, i0 + step)
+            Xb = self.raw[i0:i1]
+            if Xb.dtype != np.float64:
+                Xb = Xb.astype(np.float64)
+            elif not self.sparse:
+                Xb = np.asarray(Xb)
+            rs = self.scale if self.factor is None else (self.scale * self.factor[i0:i1])[:, None]
+            yield i0, i1, Xb, rs
+
+    def margins(self, Xb, rs, Wx, wc):
+        """Z = rows @ W_all.T (rows, m K) for W_all = [Wx, wc] (wc: the constant column's
+        weights, or None)."""
+        Z = np.asarray(Xb @ Wx.T)
+        if not (isinstance(rs, float) and rs == 1.0):
+            Z *= rs
+        if wc is not None:
+            Z += self.const * wc
+        return Z
+
+
+def softmax_rows(X):
+    """SoftmaxRows over validated local rows; a Dask collection is refused."""
+    if getattr(X, "_dperm_distributed", False):
+        raise TypeError("X: the multinomial objective runs on local rows (dense, CSR, memory "
+                        "map or DesignRows); a Dask collection is not supported here")
+    return SoftmaxRows(check_X(X, name="X", accept_sparse=True))
+
+
+# ------------------------------------------------------------------ estimators and tuning
+def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=False):
+    """(X, y, distributed) for an estimator's fit or private tuning.
+
+    A Dask collection (rows already on the workers too, when `accept_worker_rows`)
+    keeps its rows on the workers: its shape and chunks are checked here and the labels
+    (n values, public-sized) are brought to the client.  Local X is validated once;
+    with `describe` it comes back as a DesignRows marked checked, so that the mechanism
+    and the solver below take it (and its row norms, once computed) as it is.
+    """
+    distributed = dask_rows.is_distributed(X) if accept_worker_rows \
+        else dask_rows.is_dask_array(X)
+    if distributed:
+        X = dask_rows._check_array(X)
+        if hasattr(y, "compute"):   # a Dask array or Series
+            y = y.compute()
+        return X, y, True
+    X = check_X(X, name="X", min_samples=min_samples, accept_sparse=True)
+    return (DesignRows(X, checked=True) if describe else X), y, False
+
+
+def with_worker_labels(X, labels, *, min_samples=1):
+    """Rows on the workers get their labels ({-1, +1}, sent chunked like the rows);
+    local rows are returned as they are (their labels travel with the fit's call)."""
+    if dask_rows.is_distributed(X):
+        return dask_rows.as_rows(X, labels, min_samples=min_samples)
+    return X
+
+
+def row_parts(X, y, parts):
+    """part(i) -> (rows, labels) of the i-th disjoint part (sorted row indices): cut on
+    the workers for a Dask array (the split is public randomness, drawn by the caller;
+    within a part the rows keep X's order), one part at a time for local rows (no copy
+    of all of X)."""
+    if dask_rows.is_dask_array(X):
+        cut = dask_rows.split_rows(X, parts)
+
+        def part(i):
+            return cut[i][0], y[cut[i][1]]
+    else:
+        def part(i):
+            return X[parts[i]], y[parts[i]]
+    return part
+
+
+def count_mistakes(estimator, X, y):
+    """Rows whose predicted label differs from y: counted chunk by chunk on the workers
+    for a Dask array (only the counts come back), locally otherwise."""
+    if dask_rows.is_dask_array(X):
+        return dask_rows.count_mistakes(estimator, X, y)
+    return int(np.count_nonzero(np.asarray(estimator.predict(X)) != y))
+
+
+def on_workers_if_dask(out_cols=None, dtype=None):
+    """Decorator of an estimator's prediction method ``f(self, X)``: a Dask array X is
+    handed to ``self._on_workers(X, name, out_cols, dtype)`` (the same method run block
+    by block on the workers, lazily); other X run f.  out_cols and dtype may be
+    callables of the estimator."""
+    import functools
+
+    def deco(method):
+        @functools.wraps(method)
+        def wrapper(self, X):
+            if dask_rows.is_dask_array(X):
+                kw = {}
+                if out_cols is not None:
+                    kw["out_cols"] = out_cols(self) if callable(out_cols) else out_cols
+                if dtype is not None:
+                    kw["dtype"] = dtype(self) if callable(dtype) else dtype
+                return self._on_workers(X, method.__name__, **kw)
+            return method(self, X)
+        return wrapper
+    return deco
+
+
+def map_rows(X, fn, n_features, out_cols=None, dtype=np.float64):
+    """fn on every row block of a Dask array X, on the workers (dperm.data.dask_rows)."""
+    return dask_rows.map_rows(X, fn, n_features, out_cols, dtype)
+
+
+def mean_accuracy(X, y, predict, local_score, sample_weight=None):
+    """Mean accuracy of `predict` on (X, y).  A Dask array X: the rows are predicted and
+    compared on the workers (y numpy or Dask, chunked like X's rows there) and a float
+    comes back; other X: `local_score(X, y, sample_weight=...)`."""
+    if not dask_rows.is_dask_array(X):
+        return local_score(X, y, sample_weight=sample_weight)
+    if sample_weight is not None:
+        raise TypeError("sample_weight: not supported with a Dask array X")
+    import dask.array as da
+
+    pred = predict(X)
+    if dask_rows.is_dask_array(y) or hasattr(y, "to_dask_array"):
+        y = (y if dask_rows.is_dask_array(y) else y.to_dask_array(lengths=True)).reshape(-1)
+        if y.shape[0] != pred.shape[0]:
+            raise ValueError(f"y: has {y.shape[0]} labels but X has {pred.shape[0]} rows")
+        y = y.rechunk(pred.chunks)
+    else:
+        y = np.asarray(y).reshape(-1)
+        if y.shape[0] != pred.shape[0]:
+            raise ValueError(f"y: has {y.shape[0]} labels but X has {pred.shape[0]} rows")
+        y = da.from_array(y, chunks=pred.chunks)
+    return float((pred == y).mean().compute())
+
+
+def linear_scores(X, coef, intercept):
+    """X @ coef.T + intercept (n, k) over validated local rows, in row blocks (no float64
+    copy of X); a DesignRows' clipping factors are applied to the scores."""
+    from dperm.data.design import matmul_rows
+
+    factor = None
+    if isinstance(X, DesignRows):
+        X, factor = X.X, X.factor
+    score = np.column_stack([matmul_rows(X, w) for w in coef])
+    if factor is not None:
+        score = score * np.asarray(factor).reshape(-1, 1)
+    return score + intercept
