@@ -16,7 +16,7 @@ from dperm.experiments import _nips2008_common as cm
 from dperm.experiments import nips2008 as nx
 from dperm.experiments import nips2008_early as early
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 PIMA_CSV = SHARED / "data" / "pima" / "pima-indians-diabetes.csv"
 needs_pima = pytest.mark.skipif(not PIMA_CSV.is_file(), reason="../shared/data/pima is absent")
 
