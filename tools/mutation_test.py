@@ -76,8 +76,12 @@ MUTANTS = [
     ("pure_composition_max", "accountant: pure epsilons composed by max, not sum",
      "eps = sum(e.epsilon * c for e, c in events.items())",
      "eps = max(e.epsilon for e, c in events.items())"),
-    ("clip_too_loose", "validation: rows clipped to 2R instead of R",
-     "scale[over] = data_norm / norms[over]", "scale[over] = 2.0 * data_norm / norms[over]"),
+    # (rows clipped to 2R in apply_norm_bound's copying path is an equivalent mutant: its
+    # float-rounding fix-up rescales any row still above R, so that path cannot be broken
+    # by this one line; the kernels' path below, used by the estimator, can)
+    ("clip_factor_too_loose", "validation: bound_rows lets rows reach 2R",
+     "factor[over] = rx / base[over] * (1.0 - 2.0**-40)",
+     "factor[over] = 2.0 * rx / base[over] * (1.0 - 2.0**-40)"),
     ("x_radius_ignores_constant", "design: the intercept column's radius not subtracted",
      "r2 = (data_norm / self.scale) ** 2 - (self.constant or 0.0) ** 2",
      "r2 = (data_norm / self.scale) ** 2"),

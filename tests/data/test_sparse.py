@@ -8,6 +8,13 @@ from dperm.data.validation import apply_norm_bound, check_X, row_norms
 from dperm.optim import erm
 from dperm.privacy.mechanisms import objective_perturbation, output_perturbation
 
+# rows beyond the bound and small alphas on purpose (both warnings are asserted in
+# tests/sklearn/test_estimators.py)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::dperm.exceptions.ClippingWarning"),
+    pytest.mark.filterwarnings("ignore::dperm.exceptions.NoiseDominatedWarning"),
+]
+
 LOSSES = ["logistic", "huber", "smooth_hinge"]
 
 

@@ -23,6 +23,9 @@ from dperm.privacy.accountant import (
     compose,
 )
 
+# small budgets per fit on purpose (the warning is asserted in tests/sklearn/test_estimators.py)
+pytestmark = [pytest.mark.filterwarnings("ignore::dperm.exceptions.NoiseDominatedWarning")]
+
 
 def make_data(n=100, d=3, seed=0):
     rng = np.random.default_rng(seed)

@@ -29,6 +29,9 @@ from dperm.privacy.mechanisms import (
 )
 from dperm.privacy.noise import sample_l2_laplace
 
+# audits draw many seeded fits (the seed's warning is asserted in tests/privacy/test_release.py)
+pytestmark = [pytest.mark.filterwarnings("ignore:random_state is a fixed seed")]
+
 EPS = 1.0
 H = 0.5
 

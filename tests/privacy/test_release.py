@@ -20,6 +20,13 @@ import dperm
 from dperm import PrivacyLeakWarning, PrivateLinearClassifier, private_tuning
 from dperm.cli import main as cli_main
 
+# neighbouring data sets with rows beyond data_norm and small alphas on purpose (both warnings are
+# asserted in tests/sklearn/test_estimators.py)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::dperm.exceptions.ClippingWarning"),
+    pytest.mark.filterwarnings("ignore::dperm.exceptions.NoiseDominatedWarning"),
+]
+
 
 def neighbours(n=300, d=5, seed=0):
     """(X, y) and (X', y') with row 0 replaced by a far-away row of the opposite label."""

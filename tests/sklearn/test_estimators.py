@@ -14,6 +14,14 @@ from sklearn.preprocessing import FunctionTransformer, Normalizer
 import dperm
 from dperm.optim import erm
 
+# seeded fits; scikit-learn's estimator checks feed data of any norm (clipping is the estimator's
+# job): ClippingWarning and NoiseDominatedWarning are asserted by their own tests below
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:random_state is a fixed seed"),
+    pytest.mark.filterwarnings("ignore::dperm.exceptions.ClippingWarning"),
+    pytest.mark.filterwarnings("ignore::dperm.exceptions.NoiseDominatedWarning"),
+]
+
 
 def PLC(**kwargs):
     """The estimator, single-threaded unless asked: the test problems are tiny, and OpenMP

@@ -9,6 +9,10 @@ from sklearn.pipeline import Pipeline
 from dperm import PrivateLinearClassifier
 from dperm.sklearn.features import RandomFourierFeatures
 
+# seeded pipelines for reproducible comparisons (the seed's warning is asserted in
+# tests/privacy/test_release.py)
+pytestmark = [pytest.mark.filterwarnings("ignore:random_state is a fixed seed")]
+
 
 def _ball(n, d, rng, radius=1.0):
     """n points uniform in the d-ball of the given radius."""
