@@ -70,3 +70,51 @@ def test_replace_one_logistic_2d_corner_exact_delta(n, alpha, angle):
     assert exact <= claim, (exact, claim)
     broken, _ = _exact_delta(eps, U, U2, lam, sigma / 3, 9 * sigma / lam)
     assert broken > 10 * claim, (broken, claim)
+
+
+def _softmax_log_density(W, x, y, lam, sigma):
+    """d = 1, K classes: the output density of multinomial objective perturbation when one row
+    (x, y) is informative and the others are zero rows (no gradient, no curvature)."""
+    from scipy.special import softmax
+
+    K = W.shape[1]
+    p = softmax(W * x, axis=1)
+    b = -(p - np.eye(K)[y]) * x - lam * W
+    H = (p[:, :, None] * np.eye(K)[None] - p[:, :, None] * p[:, None, :]) * x * x
+    logdet = np.linalg.slogdet(H + lam * np.eye(K)[None])[1]
+    return -(b ** 2).sum(1) / (2 * sigma ** 2) - K / 2 * np.log(2 * np.pi * sigma ** 2) + logdet
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n, alpha", [(10, 1.0), (3, 1.0)])
+def test_replace_one_multinomial_label_change_exact_delta(n, alpha):
+    """Three classes, d = 1: the row (R, class 0) replaced by (R, class 1), a gradient
+    difference of sqrt(2) R, integrated exactly over the 3-d output space. (The 2 sqrt(2) R
+    corner needs d >= 2, a 6-d integral: not checked here.)"""
+    R, eps, delta, K = 1.0, 1.0, 1e-5, 3
+    X = np.zeros((n, 1))
+    X[0, 0] = R
+    y = np.arange(n) % K
+    y[0] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = objective_perturbation(X, y, loss="multinomial", n_classes=K, alpha=alpha,
+                                     epsilon=eps, delta=delta, random_state=0)
+    sigma, lam = float(fit.sigma), n * (alpha + float(fit.extra_l2))
+    claim = calibration.objective_gaussian_delta(
+        eps, sigma, data_norm=R, curvature=(1 - 1 / K) * R * R, lambda_total=lam,
+        neighbouring="replace_one", n_classes=K)
+    assert claim <= delta
+    g = np.linspace(-7 * sigma / lam, 7 * sigma / lam, 161)
+    cell = (g[1] - g[0]) ** 3
+    W = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, K)
+
+    def exact(s):
+        l1, l2 = _softmax_log_density(W, R, 0, lam, s), _softmax_log_density(W, R, 1, lam, s)
+        mass = np.exp(l1).sum() * cell
+        return max(np.maximum(np.exp(l1) - np.exp(eps + l2), 0.0).sum(),
+                   np.maximum(np.exp(l2) - np.exp(eps + l1), 0.0).sum()) * cell, mass
+
+    got, mass = exact(sigma)
+    assert abs(mass - 1.0) < 1e-4 and got <= claim, (got, claim, mass)
+    assert exact(sigma / 3)[0] > 5 * claim                 # the check has power
