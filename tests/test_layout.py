@@ -149,3 +149,17 @@ def test_meson_installs_every_module():
         if not build.exists() or f"'{p.name}'" not in build.read_text():
             missing.append(str(p.relative_to(ROOT)))
     assert not missing, missing
+
+
+def test_readme_layout_is_the_tree():
+    """README's Layout section lists every module of the package's own folders."""
+    readme = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+    if not readme.exists():
+        pytest.skip("no README.md next to tests/")
+    text = readme.read_text()
+    layout = text[text.index("## Layout"):text.index("\n## ", text.index("## Layout") + 3)]
+    missing = [str(p.relative_to(ROOT)) for folder in ("", "data", "optim", "privacy", "sklearn", "cli")
+               for p in sorted((ROOT / folder).glob("*.py"))
+               if p.name not in layout and p.name != "__main__.py"
+               and not (folder and p.name == "__init__.py")]
+    assert not missing, missing
