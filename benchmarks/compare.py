@@ -25,17 +25,11 @@ import time
 import warnings
 
 import numpy as np
+from _timing import timed
 
 
 def median_time(fn, reps, warmup=1):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+    return timed(fn, reps, warmup=warmup, stat="median")[0]
 
 
 def machine():

@@ -50,6 +50,7 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+from _timing import timed  # noqa: E402
 
 DPERM_LADDER = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 LIBLINEAR_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
@@ -59,12 +60,7 @@ SKLEARN_LADDER = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 # --------------------------------------------------------------------------- helpers
 def median_time(fn, reps):
     """Median wall time of reps calls, and the last result."""
-    ts, out = [], None
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)), out
+    return timed(fn, reps, stat="median")
 
 
 from compare import machine  # noqa: E402  (benchmarks/compare.py, beside this file)

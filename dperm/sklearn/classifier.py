@@ -655,15 +655,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         """log of predict_proba, (n, K) (logistic loss only); finite for every finite score.
 
         log sigmoid(s) = -log(1 + e^-s) = -logaddexp(0, -s), exact where
-        log(predict_proba) would give -inf.
-
-        Parameters
-        ----------
-        X : array (n, d), CSR matrix, memory map, DataFrame or Dask array
-
-        Returns
-        -------
-        array (n, K)
+        log(predict_proba) would give -inf.  X as for `predict_proba`; returns an (n, K)
+        array (a lazy Dask array for a Dask X).
         """
         s = self.decision_function(X)
         if s.ndim == 1:
