@@ -56,11 +56,16 @@ def _graph():
 
     graph = {m: set() for m in mods}
     for m, p in mods.items():
+        package = m if p.name == "__init__.py" else m.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(p.read_text())):     # lazy imports included
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:                                # relative: from ..schema import
+                    up = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{up}.{base}" if base else up
+                targets = [f"{base}.{a.name}" for a in node.names]
             else:
                 continue
             for t in targets:
