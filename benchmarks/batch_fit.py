@@ -20,15 +20,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from _timing import timed  # noqa: E402
 
 
 def best(fn, reps):
-    ts = []
-    for _ in range(reps):
-        t0 = time.process_time()
-        out = fn()
-        ts.append(time.process_time() - t0)
-    return min(ts), out
+    """CPU time of this process (min over reps) and the result."""
+    return timed(fn, reps, clock=time.process_time)
 
 
 def main():

@@ -21,21 +21,15 @@ import os
 import platform
 import subprocess
 import sys
-import time
 import warnings
 
 import numpy as np
+from _timing import timed
+from peers import liblinear_available, liblinear_fit, liblinear_problem, logistic_objective, sklearn_fit
 
 
 def median_time(fn, reps, warmup=1):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+    return timed(fn, reps, warmup=warmup, stat="median")[0]
 
 
 def machine():
@@ -122,14 +116,6 @@ def part_c(reps, n, all_threads):
     return res
 
 
-def logistic_objective(X, y, w, alpha):
-    """The common yardstick: J(w) and its gradient, in numpy."""
-    z = y * (X @ w)
-    f = np.logaddexp(0.0, -z).mean() + 0.5 * alpha * (w @ w)
-    g = X.T @ (-y * np.exp(-np.logaddexp(0.0, z))) / X.shape[0] + alpha * w
-    return f, g
-
-
 def part_b_d(reps, all_threads, alpha, tol):
     from dperm.optim import erm
 
@@ -139,16 +125,12 @@ def part_b_d(reps, all_threads, alpha, tol):
         section("(b) Adult")
         print(f"skipped: dperm.datasets.load_adult not available ({exc})")
         return None
-    from sklearn.linear_model import LogisticRegression
-    from threadpoolctl import threadpool_limits
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")       # PrivacyLeakWarning: paper preprocessing
         X, y = load_adult(preprocess="paper")
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n, d = X.shape
-    C = 1.0 / (n * alpha)
     section(f"(b) non-private logistic regression on Adult (paper preprocessing, {n} x {d}), "
             f"alpha = {alpha:g}, C = 1/(n alpha)")
     print(f"dperm: erm.minimize(tol={tol:g}) stops at ||grad||_2 <= tol; scikit-learn lbfgs "
@@ -158,21 +140,12 @@ def part_b_d(reps, all_threads, alpha, tol):
     def fit_dperm(nt):
         return erm.minimize(X, y, alpha=alpha, tol=tol, n_threads=nt).coef
 
-    def fit_sklearn():
-        clf = LogisticRegression(C=C, fit_intercept=False, solver="lbfgs", tol=tol,
-                                 max_iter=100_000)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            clf.fit(X, y)
-        return clf.coef_.ravel()
-
     out = {}
     print(f"{'solver':<34} {'threads':>7} {'time ms':>9} {'objective':>22} "
           f"{'||grad||_2':>11} {'speed-up':>9}")
     for nt in sorted({1, all_threads}, reverse=True):
-        with threadpool_limits(nt):
-            t_sk = median_time(fit_sklearn, reps, warmup=1)
-            w_sk = fit_sklearn()
+        t_sk = median_time(lambda: sklearn_fit(X, y, alpha, tol, n_threads=nt), reps, warmup=1)
+        w_sk = sklearn_fit(X, y, alpha, tol, n_threads=nt)[0]
         t_dp = median_time(lambda: fit_dperm(nt), reps, warmup=1)
         w_dp = fit_dperm(nt)
         f_sk, g_sk = logistic_objective(X, y, w_sk, alpha)
@@ -190,27 +163,17 @@ def part_b_d(reps, all_threads, alpha, tol):
           f" -> {'MET' if s >= 3 else ('MET with all threads' if out[max(out)] >= 3 else 'MISSED')}")
 
     section("(d) liblinear -s 0 (primal trust-region Newton, sparse input) on the same problem")
-    try:
-        import scipy.sparse as sp
-        from liblinear.liblinearutil import parameter, problem, train
-    except ImportError:
+    if not liblinear_available():
         print("skipped: liblinear-official is not installed (pip install liblinear-official)")
         return out
-    Xs = sp.csr_matrix(X)
-    t0 = time.perf_counter()
-    prob = problem(y, Xs)
-    t_prob = time.perf_counter() - t0
+    prob, t_prob = liblinear_problem(X, y)
     print(f"(problem construction from CSR, not timed below: {t_prob * 1e3:.0f} ms; "
           f"liblinear is single-threaded)")
     print(f"{'solver':<34} {'-e':>7} {'time ms':>9} {'objective':>22} {'||grad||_2':>11}")
     t_dp = median_time(lambda: fit_dperm(1), reps)
     for eps in (0.01, 1e-4, 1e-6):
-        param = parameter(f"-s 0 -c {C!r} -B -1 -e {eps:g} -q")
-        t_ll = median_time(lambda: train(prob, param), reps)
-        m = train(prob, param)
-        w = np.array(m.get_decfun()[0])
-        if m.get_labels()[0] == -1:       # liblinear's w scores its first label
-            w = -w
+        t_ll = median_time(lambda: liblinear_fit(prob, n, alpha, eps), reps)
+        w = liblinear_fit(prob, n, alpha, eps)[0]
         f, g = logistic_objective(X, y, w, alpha)
         print(f"{'liblinear':<34} {eps:>7g} {t_ll * 1e3:>9.1f} {f:>22.16f} "
               f"{np.linalg.norm(g):>11.2e}")

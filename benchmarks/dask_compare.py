@@ -40,6 +40,7 @@ import time
 import warnings
 
 import numpy as np
+from _timing import timed
 
 
 def make_chunk(i, rows, d, seed=0):
@@ -88,14 +89,6 @@ def main(argv=None):
     y = np.concatenate([p[1] for p in parts])
     del parts
     out["local_generate_s"] = time.perf_counter() - t
-
-    def timed(fn, reps):
-        best, res = np.inf, None
-        for _ in range(reps):
-            t = time.perf_counter()
-            res = fn()
-            best = min(best, time.perf_counter() - t)
-        return best, res
 
     local = {}
     for nt in sorted({1, args.workers}):

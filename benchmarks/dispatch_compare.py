@@ -21,19 +21,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
+from _timing import timed
 
 
 def _best(fn, reps):
-    fn()
-    best = np.inf
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return timed(fn, reps, warmup=1)[0]
 
 
 def worker(reps):

@@ -16,6 +16,7 @@ import time
 import warnings
 
 import numpy as np
+from _timing import timed
 
 from dperm import PrivateLinearClassifier
 from dperm.optim import erm
@@ -23,13 +24,7 @@ from dperm.optim import softmax as _multinomial
 
 
 def best(fn, reps):
-    fn()
-    t = np.inf
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        t = min(t, time.perf_counter() - t0)
-    return t
+    return timed(fn, reps, warmup=1)[0]
 
 
 def numpy_path():

@@ -45,11 +45,10 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+from _timing import timed  # noqa: E402
 
 DPERM_LADDER = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 LIBLINEAR_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
@@ -59,84 +58,22 @@ SKLEARN_LADDER = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 # --------------------------------------------------------------------------- helpers
 def median_time(fn, reps):
     """Median wall time of reps calls, and the last result."""
-    ts, out = [], None
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)), out
+    return timed(fn, reps, stat="median")
 
 
 from compare import machine  # noqa: E402  (benchmarks/compare.py, beside this file)
-
-
-def logistic_objective(X, y, w, alpha):
-    """f(w) and its gradient in float64 (X: float64 CSR or dense)."""
-    z = y * np.asarray(X @ w, dtype=np.float64)
-    f = np.mean(np.logaddexp(0.0, -z)) + 0.5 * alpha * float(w @ w)
-    s = -y * np.exp(-np.logaddexp(0.0, z))  # d/dz log(1+e^{-z}) = -sigmoid(-z)
-    g = np.asarray(X.T @ s, dtype=np.float64) / X.shape[0] + alpha * w
-    return float(f), g
+from peers import (  # noqa: E402
+    Dperm,
+    liblinear_available,
+    liblinear_fit,
+    liblinear_problem,
+    logistic_objective,
+    sklearn_fit,
+)
 
 
 def rel_max_diff(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
-
-
-# --------------------------------------------------------------------------- solvers
-class Dperm:
-    def __init__(self, densify):
-        from dperm.optim import erm
-        self.erm = erm
-        self.densify = densify
-
-    def prepare(self, X):
-        return X.toarray() if self.densify and sp.issparse(X) else X
-
-    def fit(self, X, y, alpha, tol, n_threads=1):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            r = self.erm.minimize(X, y, loss="logistic", alpha=alpha, tol=tol, n_threads=n_threads)
-        return np.asarray(r.coef, dtype=np.float64), {"n_iter": int(r.n_iter),
-                                                     "grad_norm": float(r.grad_norm),
-                                                     "converged": bool(r.converged)}
-
-
-def liblinear_available():
-    try:
-        import liblinear.liblinearutil  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
-def liblinear_problem(X, y):
-    from liblinear.liblinearutil import problem
-    Xm = sp.csr_matrix(X, dtype=np.float64)  # liblinear's reader wants a csr_matrix
-    t0 = time.perf_counter()
-    prob = problem(y, Xm)
-    return prob, time.perf_counter() - t0
-
-
-def liblinear_fit(prob, n, alpha, eps):
-    from liblinear.liblinearutil import parameter, train
-    C = 1.0 / (n * alpha)
-    m = train(prob, parameter(f"-s 0 -c {C!r} -B -1 -e {eps:g} -q"))
-    w = np.array(m.get_decfun()[0], dtype=np.float64)
-    if m.get_labels()[0] == -1:  # liblinear's w scores its first label
-        w = -w
-    return w, {}
-
-
-def sklearn_fit(X, y, alpha, tol):
-    from sklearn.linear_model import LogisticRegression
-    from threadpoolctl import threadpool_limits
-    clf = LogisticRegression(solver="lbfgs", C=1.0 / (X.shape[0] * alpha), fit_intercept=False,
-                             tol=tol, max_iter=100_000)
-    with threadpool_limits(1), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf.fit(X, y)
-    return clf.coef_[0].astype(np.float64), {"n_iter": int(clf.n_iter_[0])}
 
 
 # --------------------------------------------------------------------------- one data set

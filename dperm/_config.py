@@ -1,4 +1,6 @@
 """Build and runtime configuration (dperm.show_config)."""
+from __future__ import annotations
+
 import platform
 
 from dperm.data.validation import default_threads
@@ -6,9 +8,15 @@ from dperm.data.validation import default_threads
 __all__ = ["get_config", "show_config"]
 
 
-def get_config():
-    """A dict: version, whether the kernels were built with OpenMP, threads a fit uses,
-    and the SIMD kernel level in use (with the levels built and those this CPU runs)."""
+def get_config() -> dict:
+    """The build and runtime configuration.
+
+    Returns
+    -------
+    dict
+        version, whether the kernels were built with OpenMP, threads a fit uses, and the
+        SIMD kernel level in use (with the levels built and those this CPU runs).
+    """
     import numpy as np
 
     from dperm import _core
@@ -34,7 +42,12 @@ def get_config():
     }
 
 
-def show_config():
-    """Print the configuration returned by get_config()."""
+def show_config() -> None:
+    """Print the configuration returned by `get_config`, one ``key: value`` per line.
+
+    Returns
+    -------
+    None
+    """
     for key, value in get_config().items():
         print(f"{key:>20}: {value}")

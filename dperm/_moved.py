@@ -1,4 +1,4 @@
-"""Module paths of the flat layout (before issue 20), kept importable.
+"""Module paths of the flat layout (dperm 0.1.0: every module in dperm/), kept importable.
 
 Each old path is the SAME module object as its new home (``dperm.erm is
 dperm.optim.erm``), so attributes, monkeypatching and pickles by old path keep

@@ -56,11 +56,16 @@ def _graph():
 
     graph = {m: set() for m in mods}
     for m, p in mods.items():
+        package = m if p.name == "__init__.py" else m.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(p.read_text())):     # lazy imports included
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:                                # relative: from ..schema import
+                    up = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{up}.{base}" if base else up
+                targets = [f"{base}.{a.name}" for a in node.names]
             else:
                 continue
             for t in targets:
@@ -148,4 +153,18 @@ def test_meson_installs_every_module():
         build = p.parent / "meson.build"
         if not build.exists() or f"'{p.name}'" not in build.read_text():
             missing.append(str(p.relative_to(ROOT)))
+    assert not missing, missing
+
+
+def test_readme_layout_is_the_tree():
+    """README's Layout section lists every module of the package's own folders."""
+    readme = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+    if not readme.exists():
+        pytest.skip("no README.md next to tests/")
+    text = readme.read_text()
+    layout = text[text.index("## Layout"):text.index("\n## ", text.index("## Layout") + 3)]
+    missing = [str(p.relative_to(ROOT)) for folder in ("", "data", "optim", "privacy", "sklearn", "cli")
+               for p in sorted((ROOT / folder).glob("*.py"))
+               if p.name not in layout and p.name != "__main__.py"
+               and not (folder and p.name == "__init__.py")]
     assert not missing, missing

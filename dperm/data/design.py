@@ -3,7 +3,7 @@
 Two public, row-by-row maps sit between the user's X and the solver: clipping a
 row onto the ball of radius R (a factor t_i <= 1 per row), and the estimator's
 intercept column (the constant R appended, the row scaled by about 1/sqrt(2), so
-that ||[x, R]|| / sqrt(2) <= R whenever ||x|| <= R; SPEC.md).  Materializing
+that ||[x, R]|| / sqrt(2) <= R whenever ||x|| <= R; docs/specification.md).  Materializing
 either copies X -- a memory map of many gigabytes included.  `DesignRows`
 describes the rows
 

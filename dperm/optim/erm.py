@@ -6,10 +6,13 @@ Solves, for every k at once,
 
 with one pass over X per iteration for all still-active problems.
 """
+from __future__ import annotations
+
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dperm.data import oracle as _oracle
 from dperm.data.validation import check_n_threads, check_positive
@@ -74,9 +77,12 @@ def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
 SOLVERS = ("auto", "lbfgs", "newton")
 
 
-def minimize(X, y, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0,
-             tol=None, max_iter=None, n_threads=None, memory=None, coef_init=None, warn=True,
-             solver="auto"):
+def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | ArrayLike = 1.0,
+             h: float = 0.5, linear: ArrayLike | None = None,
+             extra_l2: float | ArrayLike = 0.0, tol: float | None = None,
+             max_iter: int | None = None, n_threads: int | None = None,
+             memory: int | None = None, coef_init: ArrayLike | None = None, warn: bool = True,
+             solver: str = "auto") -> MinimizeResult:
     """Minimize regularized empirical risk for one or many problems at once.
 
     Parameters
@@ -234,10 +240,22 @@ def _as_block(W, d, name):
     return W, single
 
 
-def objective(X, y, W, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=0.0, n_threads=None):
-    """Objective values and gradients at W ((d,) or (k, d)) in one pass over X.
+def objective(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
+              alpha: float | ArrayLike = 1.0, h: float = 0.5, linear: ArrayLike | None = None,
+              extra_l2: float | ArrayLike = 0.0,
+              n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Objective values and gradients at W in one pass over X.
 
-    Returns (value, gradient) with shapes () and (d,), or (k,) and (k, d).
+    Parameters
+    ----------
+    X, y, loss, alpha, h, linear, extra_l2, n_threads
+        As in `minimize` (alpha and extra_l2 per row of W).
+    W : array (d,) or (k, d)
+        The points.
+
+    Returns
+    -------
+    value, gradient : arrays of shapes () and (d,), or (k,) and (k, d).
     """
     X, y, lo, h, l2, B, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
@@ -249,8 +267,22 @@ def objective(X, y, W, loss="logistic", alpha=1.0, h=0.5, linear=None, extra_l2=
     return (F[0], G[0]) if single else (F, G)
 
 
-def hessian_vector(X, y, W, V, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=None):
-    """Hessian-vector products H(W_k) V_k, one pass over X for all k."""
+def hessian_vector(X: ArrayLike, y: ArrayLike, W: ArrayLike, V: ArrayLike, loss: str = "logistic",
+                   alpha: float | ArrayLike = 1.0, h: float = 0.5,
+                   extra_l2: float | ArrayLike = 0.0, n_threads: int | None = None) -> np.ndarray:
+    """Hessian-vector products H(W_k) V_k, one pass over X for all k.
+
+    Parameters
+    ----------
+    X, y, loss, alpha, h, extra_l2, n_threads
+        As in `minimize`.
+    W, V : arrays (d,) or (k, d) of the same shape
+        The points and the directions.
+
+    Returns
+    -------
+    array of the shape of W.
+    """
     X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
     V, _ = _as_block(V, X.shape[1], "V")
@@ -262,8 +294,22 @@ def hessian_vector(X, y, W, V, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, 
     return out[0] if single else out
 
 
-def hessian(X, y, W, loss="logistic", alpha=1.0, h=0.5, extra_l2=0.0, n_threads=None):
-    """Full Hessian(s) (d, d) or (k, d, d); O(n d^2), for small d."""
+def hessian(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
+            alpha: float | ArrayLike = 1.0, h: float = 0.5, extra_l2: float | ArrayLike = 0.0,
+            n_threads: int | None = None) -> np.ndarray:
+    """Full Hessian(s) of the objective; O(n d^2), for small d (not for a Dask array).
+
+    Parameters
+    ----------
+    X, y, loss, alpha, h, extra_l2, n_threads
+        As in `minimize`.
+    W : array (d,) or (k, d)
+        The points.
+
+    Returns
+    -------
+    array (d, d) or (k, d, d).
+    """
     _oracle.require_local(X, "hessian: the full Hessian is not computed over a Dask array; "
                           "use hessian_vector (or compute a small X locally)")
     X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)

@@ -1,5 +1,5 @@
 """The private mechanisms: Algorithms 1 and 2 of Chaudhuri, Monteleoni & Sarwate (2011)
-with the corrections of SPEC.md (pure epsilon-DP, ``delta=0``), and their (epsilon, delta)
+with the corrections of docs/specification.md (pure epsilon-DP, ``delta=0``), and their (epsilon, delta)
 Gaussian counterparts (``delta > 0``); approximate minima perturbation.
 
 Every privacy constant is computed here (pure epsilon: `output_perturbation_constants`,
@@ -15,7 +15,7 @@ curvature bound c R^2.  With q = c R^2 / (n Lambda):
                                   or eps - log(1 + q) (add_remove);
                                   Delta branch if eps' <= 0;  beta = eps' / (2R) or eps' / R.
 
-Neighbouring relations.  "replace_one" (the paper's, SPEC.md): n is public.  "add_remove"
+Neighbouring relations.  "replace_one" (the paper's, docs/specification.md): n is public.  "add_remove"
 (the relation DP-SGD libraries use): the data set's size is itself private, so the mean
 objective is normalised by a PUBLIC count `n_public` (sum loss / n_public); with
 n_public=None the row count of X is used and a PrivacyLeakWarning says that the guarantee
@@ -30,11 +30,14 @@ minimiser and the sum rounded to the grid.  Objective perturbation releases its
 minimiser as solved: like the paper's proof, its guarantee assumes exact arithmetic
 (docs/privacy_analysis.md, section 10, "Floating point").
 """
+from __future__ import annotations
+
 import math
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dperm.data.oracle import check_rows
 from dperm.data.validation import (
@@ -373,10 +376,18 @@ _COMMON_DOC = """
 """
 
 
-def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
+def _common_parameters(fn):
+    """The mechanisms' shared Parameters section, put in place of the `{parameters}` line
+    of fn's docstring."""
+    fn.__doc__ = fn.__doc__.replace("    {parameters}\n", _COMMON_DOC.lstrip("\n") + "\n")
+    return fn
+
+
+@_common_parameters
+def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, epsilon, delta=0.0,
                         neighbouring="replace_one", n_public=None, n_classes=None, h=0.5,
                         data_norm=1.0, norm_policy="clip", n_draws=1, random_state=None,
-                        tol=None, max_iter=None, n_threads=None, solver="auto"):
+                        tol=None, max_iter=None, n_threads=None, solver="auto") -> PrivateFit:
     """Algorithm 1 (sensitivity method): f* + b.
 
     delta = 0: ||b|| ~ Gamma(d, 1/beta), beta = eps / sens (sens = 2R/(n Lambda) for
@@ -384,7 +395,7 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     delta > 0: b ~ N(0, sigma^2 I) sampled exactly on the grid (dperm.exact_noise), sigma
     the analytic Gaussian scale (Balle & Wang 2018) for sens + sqrt(d) g.
     Multinomial: the Frobenius sensitivity is sqrt(2) times larger.
-    """ + _COMMON_DOC + """
+    {parameters}
     Returns
     -------
     PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).
@@ -448,12 +459,13 @@ def output_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
                 alphas, scalar, n_draws, coef, res, consts)
 
 
-def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
+@_common_parameters
+def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, epsilon, delta=0.0,
                            neighbouring="replace_one", n_public=None, n_classes=None, h=0.5,
                            data_norm=1.0, norm_policy="clip", n_draws=1, random_state=None,
                            tol=None, max_iter=None, n_threads=None, solver="auto",
-                           perturbation="objective", amp_output_fraction=0.05):
-    """Algorithm 2: argmin J(f) + b.f/n + (Delta/2)||f||^2 with the constants of SPEC.md.
+                           perturbation="objective", amp_output_fraction=0.05) -> PrivateFit:
+    """Algorithm 2: argmin J(f) + b.f/n + (Delta/2)||f||^2 with the constants of docs/specification.md.
 
     delta = 0: the paper's mechanism (b with density ~ exp(-beta ||b||)).  delta > 0:
     b ~ N(0, sigma^2 I) with sigma and Delta from dperm.calibration
@@ -469,7 +481,7 @@ def objective_perturbation(X, y, *, loss="logistic", alpha, epsilon, delta=0.0,
     raises RuntimeError and releases nothing), by adding exact Gaussian noise on the
     grid to the approximate minimiser (dperm.calibration.amp_calibration: a fraction
     `amp_output_fraction` of epsilon and delta pays for it).
-    """ + _COMMON_DOC + """
+    {parameters}
     Returns
     -------
     PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).

@@ -24,12 +24,16 @@ Utility (Theorem 9): with probability at least 1 - beta the chosen model makes
 at most z_min + 2 log(m / beta) / epsilon mistakes on the validation part (beta a
 failure probability of the utility bound, not a privacy parameter).
 """
+from __future__ import annotations
+
 import numbers
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dperm.data import oracle as _oracle
 from dperm.data.validation import check_epsilon, check_positive, check_random_state, spawn_generator
@@ -221,7 +225,8 @@ def _procedure_delta(base, grid):
     return max(deltas, default=0.0)
 
 
-def private_tuning(estimator, X, y, param_grid, epsilon, random_state=None):  # noqa: C901
+def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any,  # noqa: C901
+                   epsilon: float, random_state: Any = None) -> PrivateTuningResult:
     """Choose among parameter settings with epsilon-differential privacy (Algorithm 4).
 
     The data are split uniformly at random into m + 1 disjoint parts of (nearly)

@@ -1,10 +1,14 @@
 """PrivateLinearClassifier: the scikit-learn face of Algorithms 1 and 2."""
+from __future__ import annotations
+
 import functools as _functools
 import math
 import numbers
 import warnings
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
@@ -338,7 +342,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         return "ovr"
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y, **fit_params):  # noqa: C901
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> PrivateLinearClassifier:  # noqa: C901
         """Fit privately. X: (n, d) floats with row norms <= data_norm; y: (n,) labels.
 
         Two classes: one binary model.  K > 2 classes: the softmax (multinomial
@@ -349,6 +353,17 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         A failed fit (bad input, exceeded budget) leaves the estimator as it was.
         ``sample_weight`` is refused: weights change how much one row can move
         the minimizer, so the mechanisms' constants would no longer hold.
+
+        Parameters
+        ----------
+        X : array (n, d), CSR matrix, memory map, DataFrame or Dask array
+            Rows with norms <= data_norm (longer ones per norm_policy).
+        y : array (n,)
+            Labels, from `classes` when it is given.
+
+        Returns
+        -------
+        self
         """
         if "sample_weight" in fit_params:
             raise TypeError(
@@ -576,7 +591,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
                                 self.n_features_in_, out_cols, dtype)
 
     @_oracle.on_workers_if_dask()
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Signed score f.x + b, shape (n,); positive means classes_[1].
 
         Rows longer than data_norm are first shrunk onto the sphere of radius
@@ -586,14 +601,31 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
 
         A Dask array gives a Dask array (lazy), computed block by block on the
         workers by the same code; so do predict, predict_proba and predict_log_proba.
+
+        Parameters
+        ----------
+        X : array (n, d), CSR matrix, memory map, DataFrame or Dask array
+
+        Returns
+        -------
+        array (n,), or (n, K) for K > 2 classes
         """
         X = self._check_fitted_X(X)
         score = _oracle.linear_scores(X, self.coef_, self.intercept_)
         return score[:, 0] if score.shape[1] == 1 else score
 
     @_oracle.on_workers_if_dask(dtype=lambda self: self.classes_.dtype)
-    def predict(self, X):
-        """Predicted labels, shape (n,), taken from classes_ (the largest score for K > 2)."""
+    def predict(self, X: ArrayLike) -> np.ndarray:
+        """Predicted labels, taken from classes_ (the largest score for K > 2).
+
+        Parameters
+        ----------
+        X : array (n, d), CSR matrix, memory map, DataFrame or Dask array
+
+        Returns
+        -------
+        array (n,) of labels
+        """
         scores = self.decision_function(X)  # checks fitted-ness before classes_ is read
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
@@ -606,20 +638,30 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
 
     @available_if(_has_proba)
     @_oracle.on_workers_if_dask(out_cols=lambda self: len(self.classes_))
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Class probabilities (n, K) in the order of classes_ (logistic loss only).
 
         Binary: sigmoid of the score.  Multinomial (softmax) model: softmax of the K
-        scores.  One-vs-rest: the K sigmoids normalised to sum to 1."""
+        scores.  One-vs-rest: the K sigmoids normalised to sum to 1.
+
+        Parameters
+        ----------
+        X : array (n, d), CSR matrix, memory map, DataFrame or Dask array
+
+        Returns
+        -------
+        array (n, K)
+        """
         return np.exp(self.predict_log_proba(X))
 
     @available_if(_has_proba)
     @_oracle.on_workers_if_dask(out_cols=lambda self: len(self.classes_))
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """log of predict_proba, (n, K) (logistic loss only); finite for every finite score.
 
         log sigmoid(s) = -log(1 + e^-s) = -logaddexp(0, -s), exact where
-        log(predict_proba) would give -inf.
+        log(predict_proba) would give -inf.  X as for `predict_proba`; returns an (n, K)
+        array (a lazy Dask array for a Dask X).
         """
         s = self.decision_function(X)
         if s.ndim == 1:
@@ -630,10 +672,21 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
             s = -np.logaddexp(0.0, -s)   # log sigmoid of each one-vs-rest score
         return s - logsumexp(s, axis=1, keepdims=True)
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
         """Mean accuracy on (X, y).  With a Dask array X the rows are predicted and
         compared on the workers (y: numpy or Dask, chunked like X's rows there) and
-        a float comes back."""
+        a float comes back.
+
+        Parameters
+        ----------
+        X : array (n, d), CSR matrix, memory map, DataFrame or Dask array
+        y : array (n,) of labels
+        sample_weight : None or array (n,) (not with a Dask array)
+
+        Returns
+        -------
+        float
+        """
         return _oracle.mean_accuracy(X, y, self.predict, super().score, sample_weight)
 
     def __sklearn_tags__(self):

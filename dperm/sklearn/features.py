@@ -6,7 +6,7 @@ INDEPENDENTLY of the data, then runs the linear private algorithms
 (Algorithm 1 or 2) on v(x).  The random parameters are part of the released
 model; since they do not depend on the data they cost no privacy.
 
-Norm correction (SPEC.md).  The paper's Algorithm 3 scales the features by
+Norm correction (docs/specification.md).  The paper's Algorithm 3 scales the features by
 sqrt(2/D), so that v(x).v(x') approximates the kernel directly; but then
 ||v(x)||^2 = (2/D) sum_j cos^2(...) can reach 2, i.e. ||v(x)|| up to sqrt(2),
 and the privacy proofs of Algorithms 1 and 2 assume ||v(x)|| <= 1.  This
@@ -15,9 +15,13 @@ norm) and `PrivateLinearClassifier(data_norm=1.0)` can be used unchanged;
 the kernel is then approximated by 2 v(x).v(x').  The factor 2 only rescales
 the coefficients (equivalently Lambda), it changes no classifier's sign.
 """
+from __future__ import annotations
+
 import numbers
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from dperm.data.validation import check_positive, check_random_state, check_X
@@ -84,7 +88,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         if not isinstance(self.random_state, (np.random.Generator, np.random.RandomState)):
             check_random_state(self.random_state)
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: Any = None) -> RandomFourierFeatures:
         """Draw the random parameters.
 
         Parameters
@@ -111,7 +115,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self._n_features_out = D
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Map rows to random features.
 
         Parameters
