@@ -329,6 +329,17 @@ def table_lines(rows):
     return out
 
 
+def curve_lines(xname, xs, errors, stat=None):
+    """A curve as text: one line per x (xs), mean ± sd of errors[key][i] for every column.
+    stat: (mean, sd) of an array; default fold_mean_std (sd over folds)."""
+    stat = fold_mean_std if stat is None else stat
+    out = [f"  {xname:>6}  " + "  ".join(f"{SHORT[k]:>15}" for k in KEYS)]
+    for i, x in enumerate(xs):
+        out.append(f"  {x:>6g}  " + "  ".join("{:>7.4f}±{:<7.4f}".format(*stat(errors[k][i]))
+                                              for k in KEYS))
+    return out
+
+
 def fmt_bound(b):
     if b is None:
         return ""

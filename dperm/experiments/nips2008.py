@@ -393,10 +393,8 @@ def format_nips2008(result):
              f" x {plural(dg['n_draws'], 'draw')}; the paper prints no numbers (a plot)")
     for lam in dg["lambdas"]:
         L.append(f" Λ = {lam:g}")
-        L.append(f"  {'n':>5}  " + "  ".join(f"{_short(k):>15}" for k in KEYS))
-        for si, n in enumerate(dg["sizes"]):
-            L.append(f"  {n:>5}  " + "  ".join(
-                "{:>7.4f}±{:<7.4f}".format(*cm.mean_std(dg["errors"][(k, lam)][si])) for k in KEYS))
+        L.extend(cm.curve_lines("n", dg["sizes"], {k: dg["errors"][(k, lam)] for k in KEYS},
+                                stat=cm.mean_std))
 
     L.append("")
     L.append(f"Figure 2 (table): test error, 5-fold cross-validation ({plural(cfg['folds_run'], 'fold')}"
@@ -446,10 +444,7 @@ def format_nips2008(result):
             continue
         ec = ds["epsilon_curve"]
         L.append(f" {DATASET_LABELS[name]}, Λ = {ds['lambda']:g}")
-        L.append(f"  {'eps':>5}  " + "  ".join(f"{_short(k):>15}" for k in KEYS))
-        for i, e in enumerate(ec["epsilons"]):
-            L.append(f"  {e:>5g}  " + "  ".join(
-                "{:>7.4f}±{:<7.4f}".format(*cm.fold_mean_std(ec["errors"][k][i])) for k in KEYS))
+        L.extend(cm.curve_lines("eps", ec["epsilons"], ec["errors"]))
 
     L.append("")
     L.append(f"Figure 4: learning curves (eps = {cfg['eps']:g}, the first N rows of each training "
@@ -457,10 +452,7 @@ def format_nips2008(result):
     for name, ds in result["datasets"].items():
         lc = ds["learning_curve"]
         L.append(f" {DATASET_LABELS[name]}, Λ = {ds['lambda']:g}")
-        L.append(f"  {'N':>5}  " + "  ".join(f"{_short(k):>15}" for k in KEYS))
-        for i, n in enumerate(lc["sizes"]):
-            L.append(f"  {n:>5}  " + "  ".join(
-                "{:>7.4f}±{:<7.4f}".format(*cm.fold_mean_std(lc["errors"][k][i])) for k in KEYS))
+        L.extend(cm.curve_lines("N", lc["sizes"], lc["errors"]))
 
     L.append("")
     L.append(early.format_early(result["early"]))
@@ -471,10 +463,6 @@ def format_nips2008(result):
              "(1e-10); times: " + ", ".join(f"{k} {v:.1f}s"
                                            for k, v in result["section_seconds"].items()))
     return "\n".join(L)
-
-
-def _short(key):
-    return cm.SHORT[key]
 
 
 # ------------------------------------------------------------------ files

@@ -138,12 +138,8 @@ def format_early(res):
         for name, ds in res["datasets"].items():
             c = ds[field]
             L.append(f" {title}, {LABELS[name]} ({plural(cfg['curve_runs'], 'restart')} per fold)")
-            L.append(f"  {'N' if field == 'learning_curve' else 'eps':>6}  "
-                     + "  ".join(f"{cm.SHORT[k]:>15}" for k in cm.KEYS))
-            for i, x in enumerate(c[xname]):
-                L.append(f"  {x:>6g}  " + "  ".join(
-                    "{:>7.4f}±{:<7.4f}".format(*cm.fold_mean_std(c["errors"][k][i]))
-                    for k in cm.KEYS))
+            L.extend(cm.curve_lines("N" if field == "learning_curve" else "eps", c[xname],
+                                    c["errors"]))
     return "\n".join(L)
 
 
