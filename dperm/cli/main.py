@@ -255,9 +255,9 @@ def _reproduce_help(reproductions):
         text = f"{entry.title} on {entry.dataset}." + (f" {first}" if first else "")
         lines += textwrap.wrap(text, 78, initial_indent=f"  {name:<9} ",
                                subsequent_indent=" " * 12)
-    lines += textwrap.wrap("--quick runs are seeded (--seed), small and take well under a "
-                           "minute each: they check the pipeline; their numbers are noisy, "
-                           "not the paper's protocol.", 78)
+    lines += textwrap.wrap("--quick runs are seeded (--seed) and small (from seconds to about "
+                           "two minutes each on 2 cores): they check the pipeline; their "
+                           "numbers are noisy, not the paper's protocol.", 78)
     return "\n".join(lines)
 
 

@@ -770,3 +770,20 @@ def test_positive_class_without_schema_is_explained(toy, capsys, monkeypatch):
     assert code == 0
     assert "positive class: 'ontime', the larger of the two labels in sort order" in err
     assert "--positive LABEL" in err and "label.classes" in err
+
+
+def test_schema_copied_from_pandas_values_with_spaces_fits_like_the_clean_one(toy, capsys,
+                                                                             monkeypatch):
+    """pd.read_csv without skipinitialspace keeps ' red'; a schema copied from those values
+    used to fail on the command line (cells were stripped, schema strings were not). Both are
+    normalised by one rule now: the two schemas give the same model."""
+    monkeypatch.chdir(toy)
+    padded = dict(SCHEMA, categorical={"color": [" red", "green ", " blue "]})
+    (toy / "padded.json").write_text(json.dumps(padded))
+    models = []
+    for schema in ("schema.json", "padded.json"):
+        code, _, err = _fit(toy, capsys, "train.csv", "--schema", schema, "--epsilon", "1",
+                            "--seed", "3", "-o", f"m_{schema}")
+        assert code == 0, err
+        models.append(json.loads((toy / f"m_{schema}").read_text())["coef"])
+    assert models[0] == models[1]
