@@ -17,11 +17,15 @@ analysed with a shift of one sensitivity (its ADD_OR_REMOVE_ONE analysis); its
 REPLACE_ONE analysis would double the shift and must not be used with these
 noise multipliers.
 """
+from __future__ import annotations
+
 import dataclasses
 import math
 import numbers
 import threading
 from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Union
 
 import numpy as np
 
@@ -78,7 +82,7 @@ class PureEvent:
     def delta(self):
         return 0.0
 
-    def rdp(self, orders=RDP_ORDERS):
+    def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
         """The RDP curve at `orders` (a float64 array)."""
         a = np.asarray(orders, dtype=np.float64)
         return np.minimum(self.epsilon, a * self.epsilon ** 2 / 2)
@@ -133,7 +137,7 @@ class GaussianEvent:
                 f"is not ({self.epsilon:g}, {self.delta:g})-DP: at epsilon={self.epsilon:g} "
                 f"its delta is {true_delta:.17g}")
 
-    def rdp(self, orders=RDP_ORDERS):
+    def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
         a = np.asarray(orders, dtype=np.float64)
         return a / (2 * self.noise_multiplier ** 2)
 
@@ -180,7 +184,7 @@ class ObjectiveGaussianEvent:
         object.__setattr__(self, "rdp_orders", tuple(float(a) for a in orders))
         object.__setattr__(self, "rdp_values", tuple(float(v) for v in values))
 
-    def rdp(self, orders=RDP_ORDERS):
+    def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
         a = np.asarray(orders, dtype=np.float64)
         given = np.asarray(self.rdp_orders)
         values = np.asarray(self.rdp_values)
@@ -204,7 +208,7 @@ class ApproxEvent:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_delta(self.delta, "delta"))
 
-    def rdp(self, orders=RDP_ORDERS):
+    def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
         return None
 
 
@@ -218,6 +222,10 @@ def _as_event(event_or_epsilon):
 
 
 # ----------------------------------------------------------------------- composition
+
+#: any event a BudgetAccountant takes (a float stands for a PureEvent)
+Event = Union["PureEvent", "GaussianEvent", "ObjectiveGaussianEvent", "ApproxEvent"]
+
 
 @dataclasses.dataclass(frozen=True)
 class Composition:
@@ -310,7 +318,7 @@ def _pld(events, delta_budget):
     return (eps, delta_budget)
 
 
-def compose(events, delta):
+def compose(events: Iterable[Event | float], delta: float) -> Composition:
     """Total (epsilon, delta) of `events` (events or floats, in any order) at the
     delta budget `delta`: a :class:`Composition`.
 
@@ -395,7 +403,7 @@ class BudgetAccountant:
 
     RDP_ORDERS = RDP_ORDERS
 
-    def __init__(self, epsilon, delta=0.0):
+    def __init__(self, epsilon: float, delta: float = 0.0) -> None:
         self.epsilon = check_epsilon(epsilon, "epsilon")
         self.delta = _check_delta(delta, "delta")
         self.history = []
@@ -405,29 +413,29 @@ class BudgetAccountant:
 
     # ---- totals
     @property
-    def spent(self):
+    def spent(self) -> float:
         """The epsilon part of the total spent."""
         return self._total[0]
 
     @property
-    def spent_delta(self):
+    def spent_delta(self) -> float:
         return self._total[1]
 
-    def spent_epsilon_delta(self):
+    def spent_epsilon_delta(self) -> tuple[float, float]:
         """The total (epsilon, delta) spent, at the budget's delta."""
         return self._total
 
     @property
-    def composition(self):
+    def composition(self) -> Composition:
         """The :class:`Composition` of the history (which bound, every candidate)."""
         return self._composition
 
     @property
-    def remaining(self):
+    def remaining(self) -> float:
         return max(0.0, self.epsilon - self.spent)
 
     @property
-    def remaining_delta(self):
+    def remaining_delta(self) -> float:
         return max(0.0, self.delta - self.spent_delta)
 
     # ---- spending
@@ -463,7 +471,7 @@ class BudgetAccountant:
                 f"would be epsilon={total[0]:g}, delta={total[1]:g}; "
                 f"{self.remaining:g} epsilon left")
 
-    def check(self, event_or_epsilon):
+    def check(self, event_or_epsilon: Event | float) -> Event | float:
         """Raise BudgetExceededError if spending the event (a float: pure epsilon)
         would exceed the budget; return it (a float validated, an event as is)."""
         event = self._validated(event_or_epsilon)
@@ -472,11 +480,11 @@ class BudgetAccountant:
             self._refuse_if_over([event], total)
         return event
 
-    def spend(self, event_or_epsilon, label=None):
+    def spend(self, event_or_epsilon: Event | float, label: str | None = None) -> None:
         """Record a release (checks first; refused releases spend nothing)."""
         self.spend_all([event_or_epsilon], label=label)
 
-    def check_all(self, events):
+    def check_all(self, events: Iterable[Event | float]) -> list[Event | float]:
         """check() for several releases made together (e.g. the K models of a
         one-vs-rest fit): all of them fit in the budget, or BudgetExceededError."""
         events = [self._validated(e) for e in events]
@@ -485,7 +493,7 @@ class BudgetAccountant:
             self._refuse_if_over(events, total)
         return events
 
-    def spend_all(self, events, label=None):
+    def spend_all(self, events: Iterable[Event | float], label: str | None = None) -> None:
         """Record several releases at once, all or none (checks first)."""
         events = [self._validated(e) for e in events]
         if not events:
