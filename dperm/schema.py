@@ -24,11 +24,14 @@ A missing value (None, NaN, pandas' NA) is replaced by the column's public
 fill value, or is an error naming the column and the first such row.  Nothing
 is read from any other row, so the map is safe for private training.
 """
+from __future__ import annotations
+
 import json
 import math
 import numbers
 import types
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -73,7 +76,7 @@ def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def normalize_category(v):
+def normalize_category(v: Any) -> Any:
     """The one rule by which cells and the schema's categories are compared: a string loses
     its surrounding whitespace (pandas' read_csv keeps the space after a comma unless told
     skipinitialspace; the command line strips every cell); case is kept (two codes that differ
@@ -204,8 +207,9 @@ class PublicSchema:
 
     __slots__ = ("_numeric", "_categorical", "_label", "_classes", "_fill")
 
-    def __init__(self, numeric=None, categorical=None, *, label=None, classes=None,  # noqa: C901
-                 fill=None):
+    def __init__(self, numeric: Mapping | None = None,  # noqa: C901
+                 categorical: Mapping | None = None, *, label: str | None = None,
+                 classes: Any = None, fill: Mapping | None = None) -> None:
         numeric = {} if numeric is None else numeric
         categorical = {} if categorical is None else categorical
         fill = {} if fill is None else fill
@@ -294,26 +298,26 @@ class PublicSchema:
     fill = property(lambda self: self._fill, doc="column -> public fill value")
 
     @property
-    def columns(self):
+    def columns(self) -> tuple:
         """The feature columns, numeric then categorical (tuple of str)."""
         return tuple(self._numeric) + tuple(self._categorical)
 
     @property
-    def n_features(self):
+    def n_features(self) -> int:
         """Width d of the encoded matrix."""
         return len(self._numeric) + sum(len(v) for v in self._categorical.values())
 
     @property
-    def row_divisor(self):
+    def row_divisor(self) -> float:
         """sqrt(#numeric + #categorical): each encoded row is divided by it."""
         return math.sqrt(len(self._numeric) + len(self._categorical))
 
-    def feature_names(self):
+    def feature_names(self) -> list[str]:
         """Names of the encoded columns: ``"col"`` (numeric), ``"col=category"`` (one-hot)."""
         return list(self._numeric) + [f"{c}={v}" for c, cats in self._categorical.items()
                                       for v in cats]
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> PublicSchema:
         """A copy with some of numeric, categorical, label, classes, fill replaced."""
         unknown = set(changes) - set(_SCHEMA_KEYS) - {"classes"}
         if unknown:
@@ -347,7 +351,7 @@ class PublicSchema:
         return f"PublicSchema({', '.join(parts)})"
 
     # ------------------------------------------------------------------ JSON
-    def to_dict(self):
+    def to_dict(self) -> dict:
         """The JSON form (plain dicts and lists); "fill" only when there is one."""
         out = {
             "numeric": {c: [lo, hi] for c, (lo, hi) in self._numeric.items()},
@@ -359,13 +363,13 @@ class PublicSchema:
             out["fill"] = dict(self._fill)
         return out
 
-    def to_json(self, **kwargs):
+    def to_json(self, **kwargs: Any) -> str:
         """``json.dumps(self.to_dict(), **kwargs)`` (indent=2 unless given)."""
         kwargs.setdefault("indent", 2)
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
     @classmethod
-    def from_json(cls, text, *, where="schema"):
+    def from_json(cls, text: str, *, where: str = "schema") -> PublicSchema:
         """Parse the JSON text written by :meth:`to_json` (or by hand)."""
         try:
             obj = json.loads(text)
@@ -375,7 +379,8 @@ class PublicSchema:
         return cls.from_dict(obj, where=where)
 
     @classmethod
-    def from_dict(cls, obj, *, where="schema", categories_as_text=False):
+    def from_dict(cls, obj: dict, *, where: str = "schema",
+                  categories_as_text: bool = False) -> PublicSchema:
         """Read the JSON form; errors are ValueError starting with `where`.
 
         With ``categories_as_text`` (the command line, which reads every cell
@@ -535,7 +540,7 @@ class PublicSchema:
         return out
 
     @property
-    def stored_per_row(self):
+    def stored_per_row(self) -> int:
         """Stored entries of an encoded row in sparse form: #numeric + #categorical.
 
         Every numeric column is a stored entry (a value mapped to 0 is an
@@ -544,7 +549,7 @@ class PublicSchema:
         return len(self._numeric) + len(self._categorical)
 
     @property
-    def density(self):
+    def density(self) -> float:
         """Largest fraction of non-zero entries of an encoded row (a public number:
         ``stored_per_row / n_features``), for choosing sparse or dense output."""
         return self.stored_per_row / self.n_features
@@ -783,8 +788,9 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
     >>> model.fit(frame, y)                             # doctest: +SKIP
     """
 
-    def __init__(self, numeric=None, categorical=None, fill=None, data_norm=1.0,
-                 unknown="error", sparse_output=False):
+    def __init__(self, numeric: Any = None, categorical: Mapping | None = None,
+                 fill: Any = None, data_norm: float = 1.0, unknown: str = "error",
+                 sparse_output: bool = False) -> None:
         self.numeric = numeric
         self.categorical = categorical
         self.fill = fill
@@ -793,7 +799,8 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         self.sparse_output = sparse_output
 
     @classmethod
-    def from_schema(cls, schema, *, data_norm=1.0, unknown="error", sparse_output=False):
+    def from_schema(cls, schema: PublicSchema, *, data_norm: float = 1.0, unknown: str = "error",
+                    sparse_output: bool = False) -> PublicBoundsTransformer:
         """A transformer applying a :class:`PublicSchema` to the feature columns.
 
         The schema's label and classes are not used here: y passes through
@@ -887,7 +894,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
             raise ValueError(f"fill must map column -> value or be one number, got {fill!r}")
         return selection, PublicSchema(num_s, cat_s, fill=fill_s)
 
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: Any = None) -> PublicBoundsTransformer:
         """Check the parameters against X's column names / count; reads no values.
 
         X : DataFrame or array of shape (n_samples, n_features); y is ignored.
@@ -911,7 +918,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ transform
-    def transform(self, X):
+    def transform(self, X: Any) -> Any:
         """Encode X: float64 array (n_samples, d), or CSR with ``sparse_output``, with
         row norms <= data_norm."""
         from sklearn.utils.validation import check_is_fitted
@@ -979,7 +986,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
             return da.zeros((0, meta.shape[1]), dtype=meta.dtype, chunks=((0,), (meta.shape[1],)))
         return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Names of the output columns: ``col`` and ``col=category``."""
         from sklearn.utils.validation import check_is_fitted
 
