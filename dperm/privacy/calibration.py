@@ -24,10 +24,13 @@ normalisation n, must be the same public number for both data sets).
 All arrays are float64; every delta returned is an upper bound computed so that rounding
 and the numerical maximisations err on the safe side (section 7).
 """
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import log_ndtr, logsumexp
 
 from dperm.losses import SOFTMAX_GRADIENT_FACTOR, check_n_classes, softmax_curvature
@@ -144,7 +147,7 @@ def _two_sided_a(e, a):
     return np.clip(out, 0.0, 1.0)
 
 
-def gaussian_delta(epsilon, sensitivity, sigma):
+def gaussian_delta(epsilon: ArrayLike, sensitivity: float, sigma: float) -> float | np.ndarray:
     """Exact delta(epsilon) of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
 
     delta = Phi(S/(2 sigma) - epsilon sigma/S) - e^epsilon Phi(-S/(2 sigma) - epsilon sigma/S),
@@ -191,7 +194,7 @@ def _smallest_sigma(ok, guess):
     return hi
 
 
-def analytic_gaussian_sigma(epsilon, delta, sensitivity):
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     """Smallest sigma with gaussian_delta(epsilon, sensitivity, sigma) <= delta.
 
     epsilon > 0, 0 < delta < 1, sensitivity > 0 (l2; sigma comes back in its units).
@@ -274,8 +277,10 @@ def _objective_args(sigma, data_norm, curvature, lambda_total, neighbouring, n_c
     return sg, r, c, lam, nb, k
 
 
-def objective_gaussian_delta(epsilon, sigma, *, data_norm, curvature=None, lambda_total,
-                             neighbouring, n_classes=2, nonincreasing_loss=False):
+def objective_gaussian_delta(epsilon: ArrayLike, sigma: float, *, data_norm: float,
+                             curvature: float | None = None, lambda_total: float,
+                             neighbouring: str, n_classes: int = 2,
+                             nonincreasing_loss: bool = False) -> float | np.ndarray:
     """Upper bound on delta(epsilon) of objective perturbation with b ~ N(0, sigma^2 I).
 
     The mechanism releases argmin sum_i loss + (lambda_total/2)||f||^2 + b.f (SUM units:
@@ -311,8 +316,10 @@ def objective_gaussian_delta(epsilon, sigma, *, data_norm, curvature=None, lambd
                 e.ndim == 0)
 
 
-def objective_gaussian_rdp(orders, sigma, *, data_norm, curvature=None, lambda_total,
-                           neighbouring, n_classes=2, nonincreasing_loss=False):
+def objective_gaussian_rdp(orders: ArrayLike, sigma: float, *, data_norm: float,
+                           curvature: float | None = None, lambda_total: float,
+                           neighbouring: str, n_classes: int = 2,
+                           nonincreasing_loss: bool = False) -> np.ndarray:
     """Upper bound on the Renyi DP curve of Gaussian objective perturbation.
 
     orders : array of Renyi orders, each > 1.  Returns an array of the same shape:
@@ -422,8 +429,10 @@ def _calibration_args(epsilon, delta, n, alpha, data_norm, curvature, neighbouri
     return eps, dlt, nn, al, r, c, nb, k
 
 
-def objective_gaussian_calibration(epsilon, delta, *, n, alpha, data_norm, curvature=None,
-                                   neighbouring, n_classes=2, nonincreasing_loss=False):
+def objective_gaussian_calibration(epsilon: float, delta: float, *, n: float, alpha: float,
+                                   data_norm: float, curvature: float | None = None,
+                                   neighbouring: str, n_classes: int = 2,
+                                   nonincreasing_loss: bool = False) -> ObjectiveGaussianCalibration:
     """(sigma, Delta) of objective perturbation with Gaussian noise at (epsilon, delta).
 
     Delta rule (as the paper's): if epsilon_det at Delta = 0 is <= epsilon/2, Delta = 0;
@@ -441,7 +450,8 @@ def objective_gaussian_calibration(epsilon, delta, *, n, alpha, data_norm, curva
 
 
 # --------------------------------------------------------------------------- references
-def kifer_objective_sigma(epsilon, delta, *, data_norm, neighbouring):
+def kifer_objective_sigma(epsilon: float, delta: float, *, data_norm: float,
+                          neighbouring: str) -> float:
     """Reference: sigma of Kifer, Smith & Thakurta (2012), Thm 2 as usually quoted.
 
     sigma^2 = zeta^2 (8 log(2/delta) + 4 epsilon) / epsilon^2, SUM units, with zeta the
@@ -456,7 +466,7 @@ def kifer_objective_sigma(epsilon, delta, *, data_norm, neighbouring):
     return zeta * math.sqrt(8.0 * math.log(2.0 / dlt) + 4.0 * eps) / eps
 
 
-def kifer_min_lambda_total(epsilon, curvature):
+def kifer_min_lambda_total(epsilon: float, curvature: float) -> float:
     """Reference: smallest SUM-form regulariser of Kifer et al. (2012), 2 lambda_h / epsilon.
 
     curvature : lambda_h = c R^2, the bound on the rank-one Hessian's eigenvalue.
@@ -466,7 +476,8 @@ def kifer_min_lambda_total(epsilon, curvature):
 
 
 # --------------------------------------------------------------------------- output perturbation
-def output_gaussian_sigma(epsilon, delta, *, n, alpha, data_norm, neighbouring):
+def output_gaussian_sigma(epsilon: float, delta: float, *, n: float, alpha: float,
+                          data_norm: float, neighbouring: str) -> float:
     """Gaussian output perturbation: sigma (coefficient units) for the exact minimiser.
 
     l2 sensitivity of argmin of the mean objective with public normalisation n
@@ -517,8 +528,10 @@ class AMPCalibration:
         return math.exp(eo) * self.delta_objective + (1.0 + math.exp(ej + eo)) * self.delta_output
 
 
-def amp_calibration(epsilon, delta, *, n, alpha, data_norm, curvature=None, neighbouring,
-                    grad_tol, output_fraction=0.05, n_classes=2, nonincreasing_loss=False):
+def amp_calibration(epsilon: float, delta: float, *, n: float, alpha: float, data_norm: float,
+                    curvature: float | None = None, neighbouring: str, grad_tol: float,
+                    output_fraction: float = 0.05, n_classes: int = 2,
+                    nonincreasing_loss: bool = False) -> AMPCalibration:
     """Approximate minima perturbation: objective noise, then output noise on an approximate
     minimiser theta_hat with ||grad J_priv(theta_hat)||_2 <= grad_tol (MEAN objective,
     Delta and b.f/n included; SUM units gamma = n grad_tol).
