@@ -208,8 +208,8 @@ class ApproxEvent:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_delta(self.delta, "delta"))
 
-    def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
-        return None
+    def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray | None:
+        return None      # no RDP curve: composed by its (epsilon, delta) alone
 
 
 _EVENT_TYPES = (PureEvent, GaussianEvent, ObjectiveGaussianEvent, ApproxEvent)
@@ -406,7 +406,7 @@ class BudgetAccountant:
     def __init__(self, epsilon: float, delta: float = 0.0) -> None:
         self.epsilon = check_epsilon(epsilon, "epsilon")
         self.delta = _check_delta(delta, "delta")
-        self.history = []
+        self.history: list[tuple[str | None, Event | float]] = []
         self._total = (0.0, 0.0)
         self._composition = Composition(0.0, 0.0, "none", {})
         self._lock = threading.RLock()
