@@ -15,9 +15,13 @@ each with epsilon / K and the rule's Lambda for epsilon / K, scored by the large
 margin.  The rule sees only n (the training size), d (with the intercept), epsilon (per
 model) and R.
 
-    python benchmarks/alpha_auto.py --suite calibration --grid-step 0.25 --out CURVES.json
-    python benchmarks/alpha_auto.py --calibrate CURVES.json     # fit the constants (no fits)
-    python benchmarks/alpha_auto.py --suite all --out docs/alpha_auto.json   # the README table
+    # the calibration curves (about 22 min on 2 shared cores), then the constants
+    python benchmarks/alpha_auto.py --suite calibration --grid-step 0.25 --min-ratio 1e-3 \
+        --rdata DIR --out docs/alpha_auto_calibration.json
+    python benchmarks/alpha_auto.py --calibrate docs/alpha_auto_calibration.json   # no fits
+    # the README table: every data set, the rule as it is (about 30 min)
+    python benchmarks/alpha_auto.py --suite all --rdata DIR --out docs/alpha_auto.json
+    python benchmarks/alpha_auto.py --table docs/alpha_auto.json
 
 Protocol per case: n = "all" is 3-fold cross-validation on the whole data set (n is the
 training folds' size); an integer n draws `reps` random training sets of n rows and scores

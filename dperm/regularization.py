@@ -57,8 +57,8 @@ __all__ = ["auto_alpha", "expected_noise_shift", "coefficient_bound", "noise_dom
 #     Lambda = C R^2 (d / 100)^a / (n epsilon)^b,
 # then raised until the expected noise shift is at most S times the coefficient bound.
 # logistic: fitted by benchmarks/alpha_auto.py --calibrate on the calibration data sets
-# (issue 21; docs/alpha_auto_calibration.json).  huber and smooth_hinge: the earlier
-# rule (C / (n epsilon), C = 15 and 35), not re-fitted.
+# (issue 21; docs/alpha_auto_calibration.json: C = 10^1.55 and 10^1.5 there, rounded).
+# huber and smooth_hinge: the earlier rule (C / (n epsilon), C = 15 and 35), not re-fitted.
 _RULE = {
     "logistic": {"objective": (35.0, 0.25, 1.2, 1.5), "output": (32.0, 0.25, 1.0, 1.0)},
     "huber": {"objective": (15.0, 0.0, 1.0, 1.0), "output": (35.0, 0.0, 1.0, 1.0)},
