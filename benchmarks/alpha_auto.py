@@ -22,6 +22,8 @@ model) and R.
     # the README table: every data set, the rule as it is (about 30 min)
     python benchmarks/alpha_auto.py --suite all --rdata DIR --out docs/alpha_auto.json
     python benchmarks/alpha_auto.py --table docs/alpha_auto.json
+    # the Huber loss (its rule not re-fitted): docs/alpha_auto_huber.json
+    python benchmarks/alpha_auto.py --suite all --losses huber --rdata DIR --out FILE
 
 Protocol per case: n = "all" is 3-fold cross-validation on the whole data set (n is the
 training folds' size); an integer n draws `reps` random training sets of n rows and scores
