@@ -324,8 +324,12 @@ def test_first_fit_on_breast_cancer_is_sensible():
 
 def test_noise_dominated_alpha_warns():
     X, y = make_data(n=200)
+    # (objective perturbation warns above 1.5 times the coefficient bound, the factor
+    # alpha="auto" uses since issue 21: at epsilon = 1 this alpha's shift is 1.28 times it)
     with pytest.warns(dperm.NoiseDominatedWarning, match=r"alpha=1e-05: .* mostly noise"):
-        PLC(classes=[0, 1], alpha=1e-5, epsilon=1.0).fit(X, y)
+        PLC(classes=[0, 1], alpha=1e-5, epsilon=0.5).fit(X, y)
+    with pytest.warns(dperm.NoiseDominatedWarning, match=r"alpha=1e-05: .* mostly noise"):
+        PLC(classes=[0, 1], alpha=1e-5, epsilon=1.0, perturbation="output").fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         PLC(classes=[0, 1], alpha=1.0, epsilon=1.0).fit(X, y)
