@@ -1,0 +1,683 @@
+"""`dperm fit`: in memory, streamed (larger than memory) or from a kept binary; the
+privacy record and the solver diagnostics it prints."""
+import os
+import time
+import warnings
+
+from dperm.cli._common import _fmt, _note, _UsageError, _write_text
+
+
+def _adult_table():
+    """The shipped Adult rows as a Table, with its public schema."""
+    import numpy as np
+
+    from dperm.cli._io import Table
+    from dperm.datasets import (
+        ADULT_COLUMNS,
+        ADULT_NUMERIC_COLUMNS,
+        ADULT_PUBLIC_BOUNDS,
+        ADULT_PUBLIC_CATEGORIES,
+        load_adult,
+    )
+    from dperm.schema import PublicSchema
+
+    bunch = load_adult(preprocess="public", return_frame=True)
+    frame = bunch.frame
+    columns = {}
+    for c in ADULT_COLUMNS:
+        if c in ADULT_NUMERIC_COLUMNS:
+            columns[c] = np.ascontiguousarray(frame[c], dtype=np.float64)
+        else:
+            columns[c] = [str(v) for v in frame[c]]
+    columns["income"] = [">50K" if v > 0 else "<=50K" for v in frame["income"]]
+    table = Table("Adult (shipped with dperm)", list(ADULT_COLUMNS) + ["income"], columns,
+                  len(frame))
+    schema = PublicSchema(
+        numeric={c: (0.0, float(ADULT_PUBLIC_BOUNDS[c])) for c in ADULT_NUMERIC_COLUMNS},
+        categorical={c: list(v) for c, v in ADULT_PUBLIC_CATEGORIES.items()},
+        label="income", classes=["<=50K", ">50K"])
+    return table, schema
+
+
+def _resolve_classes(args, table, label, schema, leaks):
+    """The classes as strings ([negative, positive] for two), from the schema or (with
+    a warning) the data."""
+    from dperm.cli._io import CLIError, resolve_label
+
+    classes = schema.classes
+    pos = args.positive
+    if classes is None:
+        values = sorted(set(resolve_label(table, label)))
+        if len(values) < 2:
+            raise CLIError(f"{table.name}: the label column {label!r} must hold at least two "
+                           f"classes, found {len(values)}: {values}")
+        leaks.append("classes")
+        classes = values
+        if pos is None and len(values) == 2:
+            _note(f"positive class: {classes[1]!r}, the larger of the two labels in sort order "
+                  "(no schema lists them): pass --positive LABEL, or give the schema "
+                  "label.classes as [negative, positive]")
+    return _positive_last(classes, pos)
+
+
+def _positive_last(classes, pos):
+    """--positive: the class put last (two classes only)."""
+    from dperm.cli._io import CLIError
+
+    classes = list(classes)
+    if pos is not None:
+        if len(classes) > 2:
+            raise CLIError(f"--positive is for two classes; the label has {len(classes)} "
+                           f"({classes}): a K-class model scores every class")
+        if pos not in classes:
+            raise CLIError(f"--positive {pos!r} is not one of the classes {classes}")
+        classes = [c for c in classes if c != pos] + [pos]
+    return classes
+
+
+def _check_output(args):
+    from dperm.cli._io import CLIError
+
+    if args.output is None:
+        raise _UsageError("fit: -o/--output MODEL.json is required (where to write the model)")
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(out_dir):
+        raise CLIError(f"cannot write the model to {args.output!r}: directory {out_dir!r} "
+                       "does not exist")
+
+
+def _resolve_label(args, schema, header, name):
+    """The label column: --label and the schema's must agree; it must be in the file."""
+    from dperm.cli._io import CLIError
+
+    label = args.label
+    if schema is not None and schema.label is not None:
+        if label is not None and label != schema.label:
+            raise CLIError(f"--label {label!r} differs from the schema's label column "
+                           f"{schema.label!r}")
+        label = schema.label
+    if label is None:
+        raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
+    if label not in header:
+        raise CLIError(f"{name}: label column {label!r} not found (the file has: "
+                       f"{', '.join(header)})")
+    return label
+
+
+def _check_schema_columns(args, schema, label, header):
+    from dperm.cli._io import CLIError
+
+    if label in schema.columns:
+        raise CLIError(f"the label column {label!r} is also a feature in the schema")
+    ignored = [c for c in header if c != label and c not in schema.columns]
+    if ignored and args.data is not None:
+        _note(f"ignoring column(s) not in the schema: {', '.join(ignored)}")
+
+
+def _layout(args, schema):
+    """'csr' or 'dense' for --sparse auto|yes|no: auto is CSR when the schema has
+    categorical columns and a row has at most SPARSE_DENSITY non-zeros (public:
+    decided by the schema alone)."""
+    from dperm.cli._stream import SPARSE_DENSITY
+
+    choice = args.sparse or "auto"
+    if choice == "auto":
+        return "csr" if schema.categorical and schema.density < SPARSE_DENSITY else "dense"
+    return "csr" if choice == "yes" else "dense"
+
+
+def _check_privacy_args(args):
+    """Combinations of --perturbation, --delta, --neighbouring and --n-public, checked
+    before any data is read."""
+    if args.perturbation == "amp" and args.delta == 0:
+        raise _UsageError("--perturbation amp is an (epsilon, delta) mechanism: give --delta "
+                          "> 0 (e.g. 1e-6, well below 1/n)")
+    if args.n_public is not None and args.neighbouring != "add_remove":
+        raise _UsageError("--n-public is only used with --neighbouring add_remove (under "
+                          "replace_one the row count n is public and used as it is)")
+    if args.perturbation == "none" and args.delta > 0:
+        _note("--delta is not used by --perturbation none (no noise, no privacy)")
+
+
+def _streaming(args):
+    return any(v is not None for v in (args.memory_budget, args.work_dir, args.keep_binary))
+
+
+def cmd_fit(args):
+    from dperm.cli._io import (
+        CLIError,
+        encode_rows,
+        infer_schema,
+        label_codes,
+        load_schema,
+        model_to_json,
+        read_csv,
+        schema_to_json,
+    )
+    from dperm.cli._stream import design_rows
+    from dperm.exceptions import PrivacyLeakWarning
+
+    _check_output(args)
+    _check_privacy_args(args)
+    if args.from_binary is not None:
+        return _fit_from_binary(args)
+    if _streaming(args):
+        return _fit_streamed(args)
+    leaks = []
+    if args.data is None:
+        table, schema = _adult_table()
+        if args.label not in (None, "income"):
+            raise CLIError(f"the shipped Adult data has the label column 'income', not {args.label!r}")
+        if args.schema is not None:
+            schema = load_schema(args.schema)
+            if schema.label is None:
+                schema = schema.replace(label="income")
+        source = "adult"
+    else:
+        table = read_csv(args.data, delimiter=args.delimiter)
+        schema = load_schema(args.schema) if args.schema is not None else None
+        source = os.path.basename(args.data)
+    label = _resolve_label(args, schema, table.columns, table.name)
+    if schema is None:
+        schema = infer_schema(table, label)
+        leaks += ["numeric bounds", "categories"]
+    else:
+        _check_schema_columns(args, schema, label, table.header)
+    table = _missing_rows(table, schema, label, args.missing)
+    classes = _resolve_classes(args, table, label, schema, leaks)
+    schema = schema.replace(label=label, classes=classes)
+    if leaks:
+        warnings.warn(
+            f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete one): "
+            "the released "
+            "model is NOT differentially private with respect to them. Give PUBLIC bounds, "
+            "categories and classes in a schema file (see dperm fit --help).",
+            PrivacyLeakWarning, stacklevel=2)
+    if args.save_schema:
+        _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
+        _note(f"schema written to {args.save_schema}")
+    layout = _layout(args, schema)
+    X, names = encode_rows(table, schema, unknown="error", sparse=layout == "csr")
+    y = label_codes(table, label, classes)
+    if X.shape[0] < 2:
+        raise CLIError(f"{table.name}: at least 2 data rows are needed, found {X.shape[0]}")
+    shape = X.shape
+    Xa = design_rows(X, not args.no_intercept, args.dtype or "float64")
+    del X
+    return _fit_and_write(args, Xa, y, schema, names, leaks, source, table.name, shape)
+
+
+def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape):
+    """Fit on the design rows Xa (intercept column included when fitting one) and int8
+    labels y (k = classes[k]; two classes: 1 = the positive class); print the record,
+    write the model."""
+    import numpy as np
+
+    from dperm._core._build_info import VERSION
+    from dperm.cli._io import MODEL_FORMAT, MODEL_FORMAT_VERSION, model_to_json, schema_to_json
+    from dperm.exceptions import PrivacyLeakWarning
+    from dperm.sklearn.classifier import PrivateLinearClassifier, split_intercept
+
+    classes = list(schema.classes)
+    if args.perturbation == "none":
+        warnings.warn("--perturbation none fits WITHOUT privacy (a non-private baseline)",
+                      PrivacyLeakWarning, stacklevel=2)
+    # The rows already carry the intercept's constant column (as the estimator would
+    # append it), so the estimator fits them as they are: a memory-mapped binary is read
+    # in place instead of copied to append a column.
+    K = len(classes)
+    delta = args.delta if args.perturbation != "none" else 0.0
+    clf = PrivateLinearClassifier(
+        loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, delta=delta,
+        neighbouring=args.neighbouring, n_public=args.n_public, alpha=args.alpha,
+        h=args.h, data_norm=1.0, fit_intercept=False, classes=list(range(K)),
+        n_threads=args.threads, random_state=args.seed)
+    if args.neighbouring == "add_remove" and args.n_public is None \
+            and args.perturbation != "none":
+        warnings.warn(
+            f"--n-public not given: under --neighbouring add_remove the objective is "
+            f"normalised by the row count of the data ({shape[0]}), so the guarantee covers "
+            "neighbouring data sets of that size only. Give --n-public N (a public count, "
+            "e.g. the planned sample size) for the full add/remove guarantee.",
+            PrivacyLeakWarning, stacklevel=2)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        # the library's own wording of the warning above names its parameter, not the flag
+        warnings.filterwarnings("ignore", message="n_public: not given")
+        clf.fit(Xa, y)
+    seconds = time.perf_counter() - t0
+    W = np.asarray(clf.coef_, dtype=np.float64)          # (1, d') for two classes, (K, d')
+    if args.no_intercept:
+        coef, intercept = W, np.zeros(W.shape[0])
+    else:
+        coef, intercept = split_intercept(W, 1.0)
+    coef = np.asarray(coef, dtype=np.float64).reshape(W.shape[0], -1)
+    intercept = np.asarray(intercept, dtype=np.float64).reshape(-1)
+    if K == 2:
+        coef, intercept = coef[0], float(intercept[0])
+    rec = clf.privacy_
+    # No accuracy on the training rows is printed: it is a statistic of the private data
+    # computed outside the mechanism, so publishing it would not be covered by epsilon.
+    # (--holdout reports accuracy on a separate file the user declares public.)
+    _print_privacy(rec, shown_name, shape)
+    _print_diagnostics(clf.fit_diagnostics_, seconds)
+    model = {
+        "format": MODEL_FORMAT,
+        "format_version": MODEL_FORMAT_VERSION,
+        "dperm_version": VERSION,
+        "estimator": {"class": "PrivateLinearClassifier", "loss": args.loss,
+                      "perturbation": args.perturbation, "epsilon": args.epsilon,
+                      "delta": delta, "neighbouring": args.neighbouring,
+                      "n_public": args.n_public, "alpha": args.alpha, "h": args.h,
+                      "fit_intercept": not args.no_intercept, "data_norm": 1.0},
+        "label": schema.label,
+        "classes": classes,
+        "feature_names": names,
+        "coef": coef.tolist(),
+        "intercept": intercept if K == 2 else intercept.tolist(),
+        "schema": schema_to_json(schema),
+        "preprocessing": {
+            "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
+            "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
+            "unknown_category": "error when fitting; all-zero group when predicting",
+            "row_divisor": schema.row_divisor,
+            "row_norm_bound": 1.0,
+        },
+        "schema_from_data": bool(leaks),
+        "read_from_data": leaks,
+        "privacy": _public_record(rec),
+        # public sizes only: no seed (it regenerates the noise), no wall time (a side
+        # channel on the data), no solver diagnostics (they differ between neighbours)
+        "training": {"data": source, "n_samples": int(shape[0]), "n_features": int(shape[1])},
+    }
+    _write_text(args.output, model_to_json(model), "model", atomic=True)
+    print(f"model written to {args.output} ({len(names)} features"
+          f"{' + intercept' if not args.no_intercept else ''})")
+    if args.holdout:
+        _report_holdout(args.holdout, schema, coef, intercept, args)
+    return 0
+
+
+# ----------------------------------------------------------------------------- streaming
+_STREAM_ONLY = (("memory_budget", "--memory-budget"), ("work_dir", "--work-dir"),
+                ("keep_binary", "--keep-binary"))
+
+
+def _fit_streamed(args):
+    """DATA.csv read in chunks (sized by --memory-budget) into an on-disk binary of the
+    design rows, then fitted from it in place; the binary is deleted unless kept."""
+    from dperm.cli import _stream as st
+    from dperm.cli._io import (
+        CLIError,
+        CSVReader,
+        Table,
+        _check_columns,
+        load_schema,
+        model_to_json,
+        nothing_left_error,
+        schema_to_json,
+    )
+
+    opt = next(o for k, o in _STREAM_ONLY if getattr(args, k) is not None)
+    if args.data is None:
+        raise _UsageError(f"{opt} streams a CSV file: give DATA.csv (the shipped Adult data "
+                          "is fitted in memory)")
+    if args.schema is None:
+        raise CLIError(f"{opt}: streaming needs --schema SCHEMA.json with public bounds, "
+                       "categories and classes; reading them from the data would take a pass "
+                       "over the private rows outside the privacy guarantee")
+    if args.keep_binary is not None and args.work_dir is not None:
+        raise _UsageError("give --keep-binary DIR (a binary that stays) or --work-dir DIR (where "
+                          "a temporary one goes), not both")
+    budget = args.memory_budget or st.DEFAULT_BUDGET
+    schema = load_schema(args.schema)
+    reader = CSVReader(args.data, delimiter=args.delimiter)
+    with reader:
+        label = _resolve_label(args, schema, reader.header, reader.path)
+        _check_schema_columns(args, schema, label, reader.header)
+        _check_columns(Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), schema)
+        classes = schema.classes
+        if classes is None:
+            raise CLIError(f"{opt}: the schema must give the classes (\"label\": "
+                           "{\"column\": ..., \"classes\": [negative, positive]}, or every "
+                           "label for more than two); a streamed fit never reads them from "
+                           "the data")
+        classes = _positive_last(classes, args.positive)
+        schema = schema.replace(label=label, classes=classes)
+        if args.save_schema:
+            _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
+            _note(f"schema written to {args.save_schema}")
+        layout = _layout(args, schema)
+        dtype = args.dtype or "float64"
+        intercept = not args.no_intercept
+        rows, per_row = st.chunk_rows(budget, schema, layout, dtype, intercept)
+        directory, created = _binary_dir(args)
+        _note(f"streaming {reader.path} in chunks of {rows} rows (--memory-budget "
+              f"{st.format_size(budget)}, about {per_row} bytes a row) into a "
+              f"{'CSR' if layout == 'csr' else 'dense'} {dtype} binary in {directory}")
+        finished = False
+        try:
+            with _writing_binary(directory):
+                writer = st.DesignWriter(directory, layout, dtype, schema.n_features + intercept)
+            try:
+                dropped, missing_cols = _stream_rows(reader, writer, rows, schema, layout,
+                                                     dtype, intercept, args.missing, directory)
+            except BaseException:
+                writer.abort()
+                raise
+            n = writer.n_samples
+            if n == 0 and dropped:
+                raise nothing_left_error(reader.path, missing_cols)
+            if dropped:
+                _note_dropped(dropped, n, "training rows", reader.path)
+            if n < 2:
+                raise CLIError(f"{reader.path}: at least 2 data rows are needed, found {n}")
+            with _writing_binary(directory):
+                writer.finish({"schema": schema_to_json(schema), "label": label,
+                               "classes": classes, "feature_names": schema.feature_names(),
+                               "intercept_column": intercept,
+                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS})
+            finished = True
+            Xa, y, _ = st.open_design(directory)
+            code = _fit_and_write(args, Xa, y, schema, schema.feature_names(), [],
+                                  os.path.basename(args.data), reader.path,
+                                  (n, schema.n_features))
+            if args.keep_binary is not None:
+                _note(f"binary kept in {directory} (it holds the private rows; refit with "
+                      f"--from-binary {directory})")
+            return code
+        except BaseException:
+            if args.keep_binary is not None and finished:
+                _note(f"the binary in {directory} is complete and kept; fit from it with "
+                      f"--from-binary {directory}")
+            else:
+                st.remove_binary(directory, created)
+            raise
+        finally:
+            if args.keep_binary is None:
+                st.remove_binary(directory, created)
+
+
+def _stream_rows(reader, writer, rows, schema, layout, dtype, intercept, missing, directory):
+    """One pass over the CSV in chunks of `rows`: missing values (error or drop), the
+    public encoding, the labels, appended to the binary. Returns (rows dropped, the
+    columns that had missing values)."""
+    import numpy as np
+
+    from dperm.cli import _stream as st
+    from dperm.cli._io import encode_rows, label_codes, missing_error, missing_masks
+
+    label, classes = schema.label, schema.classes
+    dropped, missing_cols = 0, {}
+    for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
+        masks = missing_masks(table, schema, label, classes)
+        if masks:
+            if missing == "error":
+                raise missing_error(table, masks, schema, label)
+            drop = np.zeros(table.n_rows, dtype=bool)
+            for m in masks.values():
+                drop |= m
+            missing_cols.update(dict.fromkeys(masks))
+            dropped += int(drop.sum())
+            table = table.take(np.flatnonzero(~drop))
+            if table.n_rows == 0:
+                continue
+        X, _ = encode_rows(table, schema, unknown="error", sparse=layout == "csr")
+        y = label_codes(table, label, classes)
+        Xa = st.design_rows(X, intercept, dtype)
+        del X
+        with _writing_binary(directory):
+            writer.append(Xa, y)
+        # nothing of this chunk may stay alive while the next one is read
+        del table, masks, Xa, y
+    return dropped, missing_cols
+
+
+class _writing_binary:
+    """OSError while writing the binary (a full disk, mostly) -> a CLIError naming it."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None and issubclass(kind, OSError):
+            from dperm.cli._io import CLIError
+
+            raise CLIError(f"cannot write the binary in {self.directory!r}: "
+                           f"{exc.strerror or exc} (give --work-dir DIR or --keep-binary DIR "
+                           "on a disk with room for it)") from None
+        return False
+
+
+_BINARY_ROWS = ("each row: the schema's public encoding (norm <= 1); with the intercept, "
+                "[x, 1] / sqrt(2); held to norm <= 1: the rows the solver reads")
+
+
+def _binary_dir(args):
+    """(directory for the binary, whether this run created it)."""
+    import tempfile
+
+    from dperm.cli._io import CLIError
+
+    if args.keep_binary is not None:
+        d = args.keep_binary
+        if os.path.exists(d):
+            if not os.path.isdir(d):
+                raise CLIError(f"--keep-binary {d!r} exists and is not a directory")
+            if os.listdir(d):
+                raise CLIError(f"--keep-binary {d!r} is not empty (give a new or empty "
+                               "directory; nothing is overwritten)")
+            return d, False
+        parent = os.path.dirname(os.path.abspath(d))
+        if not os.path.isdir(parent):
+            raise CLIError(f"--keep-binary {d!r}: directory {parent!r} does not exist")
+        try:
+            os.mkdir(d)
+        except OSError as exc:
+            raise CLIError(f"--keep-binary {d!r}: cannot create it: "
+                           f"{exc.strerror or exc}") from None
+        return d, True
+    base = args.work_dir
+    if base is not None and not os.path.isdir(base):
+        raise CLIError(f"--work-dir {base!r} is not an existing directory")
+    try:
+        return tempfile.mkdtemp(prefix="dperm-binary-", dir=base), True
+    except OSError as exc:
+        raise CLIError(f"cannot create a temporary directory in "
+                       f"{base or tempfile.gettempdir()!r}: {exc.strerror or exc}") from None
+
+
+def _fit_from_binary(args):
+    from dperm.cli import _stream as st
+    from dperm.cli._io import CLIError, model_to_json, normalize_schema, schema_to_json
+
+    fixed = [o for k, o in (("data", "DATA.csv"), ("schema", "--schema"), ("label", "--label"),
+                            ("positive", "--positive"), ("sparse", "--sparse"),
+                            ("dtype", "--dtype"), ("memory_budget", "--memory-budget"),
+                            ("work_dir", "--work-dir"), ("keep_binary", "--keep-binary"))
+             if getattr(args, k) is not None]
+    if fixed:
+        raise _UsageError(f"--from-binary: {', '.join(fixed)} cannot be given (the data, schema, "
+                          "label, classes and layout were fixed when the binary was written)")
+    Xa, y, man = st.open_design(args.from_binary)
+    where = f"binary {args.from_binary}"
+    try:
+        schema = normalize_schema(man["schema"], where=f"{where}: schema")
+    except CLIError as exc:
+        raise CLIError(f"{exc}") from None
+    if schema.label is None or schema.classes is None:
+        raise CLIError(f"{where}: the schema lacks the label column or its classes")
+    if man["feature_names"] != schema.feature_names():
+        raise CLIError(f"{where}: feature_names do not match the schema")
+    has_intercept = bool(man["intercept_column"])
+    if Xa.shape[1] != schema.n_features + has_intercept:
+        raise CLIError(f"{where}: {Xa.shape[1]} columns, the schema encodes "
+                       f"{schema.n_features}{' + the intercept' if has_intercept else ''}")
+    if has_intercept == bool(args.no_intercept):
+        raise CLIError(f"{where} was written {'with' if has_intercept else 'without'} the "
+                       f"intercept column; {'drop' if has_intercept else 'add'} --no-intercept "
+                       "or write the binary again")
+    if args.save_schema:
+        _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
+        _note(f"schema written to {args.save_schema}")
+    return _fit_and_write(args, Xa, y, schema, schema.feature_names(), [], man["source"],
+                          where, (Xa.shape[0], schema.n_features))
+
+
+def _missing_rows(table, schema, label, policy, what="training rows"):
+    """--missing: stop at the first missing value, or drop the rows that have one."""
+    from dperm.cli._io import apply_missing
+
+    table, dropped = apply_missing(table, schema, label, schema.classes, policy)
+    if dropped:
+        _note_dropped(dropped, table.n_rows, what, table.name)
+    return table
+
+
+def _note_dropped(dropped, remain, what, name):
+    _note(f"--missing drop: dropped {dropped} of {remain + dropped} {what} of "
+          f"{name} with a missing value in a used column ({remain} remain; "
+          "this count is about the private data: for your eyes, not for publication)")
+
+
+def _public_record(rec):
+    """The privacy record written to the model: the public keys of format version 2 only
+    (a key the library might add later is not written until it is known to be public)."""
+    from dperm.cli._io import PRIVACY_KEYS
+
+    return {k: rec.get(k) for k in PRIVACY_KEYS}
+
+
+_NEIGHBOURING_TEXT = {
+    "replace_one": "replace_one (one row replaced by another; n public)",
+    "add_remove": "add_remove (one row added or removed)",
+}
+
+
+def _print_privacy(rec, source, shape):
+    """The guarantee, from the public record only (nothing data-dependent)."""
+    mech = rec.get("mechanism")
+    title = {"objective": "objective perturbation (Algorithm 2)",
+             "output": "output perturbation (Algorithm 1)",
+             "amp": "approximate minima perturbation (AMP)",
+             "none": "NON-PRIVATE (no noise)"}.get(mech, str(mech))
+    print(f"fit on {source}: {title}, {rec.get('loss')} loss, n = {shape[0]} rows, "
+          f"d = {shape[1]} features")
+    delta = rec.get("delta") or 0.0
+    K = rec.get("n_classes") or 2
+    split = rec.get("multiclass")
+    rows = []
+    if mech != "none":
+        eps_total = rec.get("epsilon_total", rec.get("epsilon"))
+        delta_total = rec.get("delta_total", delta)
+        rows += [("epsilon", eps_total),
+                 ("delta", f"{_fmt(float(delta_total))} "
+                           f"({'pure epsilon-DP' if not delta_total else '(epsilon, delta)-DP'})"),
+                 ("neighbouring", _NEIGHBOURING_TEXT.get(rec.get("neighbouring"),
+                                                         str(rec.get("neighbouring"))))]
+        if rec.get("noise") == "gaussian":
+            noise = (f"Gaussian, sigma = {_fmt(rec.get('sigma'))} "
+                     + ("(per coordinate of b in the objective's b.f/n)" if mech != "output"
+                        else "(per coordinate of the coefficients)"))
+        else:
+            noise = "Laplace-type (density ~ exp(-beta ||b||))"
+        rows.append(("noise", noise))
+        if mech == "amp":
+            rows.append(("sigma (output)", f"{_fmt(rec.get('sigma_output'))} (Gaussian noise "
+                                           "added to the approximate minimizer)"))
+    else:
+        rows += [("epsilon", rec.get("epsilon"))]
+    if mech in ("objective", "amp"):
+        rows += [("epsilon'", rec.get("epsilon_prime")), ("Delta", rec.get("extra_l2"))]
+    if rec.get("beta") is not None:
+        rows.append(("beta", rec.get("beta")))
+    if rec.get("grid") is not None:
+        rows.append(("grid", f"{_fmt(rec.get('grid'))} (released coefficients are "
+                             "multiples of it)"))
+    rows += [("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
+             ("row norm bound R", rec.get("data_norm")),
+             ("n (normalising)", rec.get("n_samples"))]
+    if K > 2:
+        if mech == "none":
+            rows.append(("classes", f"{K}: " + ("one-vs-rest, one binary model per class"
+                                                if split == "ovr" else
+                                                "one multinomial (softmax) model")))
+        elif split == "ovr":
+            rows.append(("classes", f"{K}: one-vs-rest, {K} binary models, each with "
+                                    f"epsilon = {_fmt(rec.get('epsilon'))}, delta = "
+                                    f"{_fmt(float(rec.get('delta') or 0.0))} (total "
+                                    f"epsilon = {_fmt(rec.get('epsilon_total'))}, delta = "
+                                    f"{_fmt(float(rec.get('delta_total') or 0.0))})"))
+        else:
+            rows.append(("classes", f"{K}: one multinomial (softmax) model: one release with "
+                                    "the whole epsilon and delta"))
+    for k, v in rows:
+        print(f"  {k:<17} {_fmt(v)}")
+    if K > 2 and split == "ovr" and mech != "none":
+        print("  (epsilon', Delta, beta, sigma and Lambda above are those of each one-vs-rest "
+              "model)")
+    if mech == "objective" and not delta and (rec.get("extra_l2") or 0) > 0:
+        print("  (Delta > 0: Lambda is small for this n and epsilon, so Algorithm 2 added "
+              "Delta to the regularizer and used epsilon' = epsilon/2)")
+
+
+def _print_diagnostics(diag, seconds):
+    """Solver diagnostics for the analyst: data-dependent, so never written to the model."""
+    print("analyst-only diagnostics (data-dependent: not in the model file, do not publish):")
+    for k, v in (("final |grad|", diag.get("grad_norm")), ("converged", diag.get("converged")),
+                 ("iterations", diag.get("n_iter")), ("rows clipped", diag.get("rows_clipped")),
+                 ("wall time (s)", round(seconds, 3))):
+        print(f"  {k:<17} {_fmt(v)}")
+    if diag.get("converged") is False:
+        _note("warning: the solver did not reach its gradient tolerance; the privacy proof "
+              "assumes the exact minimizer (try a larger --alpha)")
+
+
+def _report_holdout(path, schema, coef, intercept, args):
+    """Accuracy on a labelled file the user declares public; read in chunks when
+    streaming (the same --memory-budget), else at once."""
+    import numpy as np
+
+    from dperm.cli import _stream as st
+    from dperm.cli._io import CLIError, CSVReader, encode_rows, label_codes
+    from dperm.data.validation import apply_norm_bound
+
+    label, classes = schema.label, list(schema.classes)
+    layout = _layout(args, schema)
+    rows = None
+    if _streaming(args) or args.from_binary is not None:
+        rows, _ = st.chunk_rows(args.memory_budget or st.DEFAULT_BUDGET, schema, layout,
+                                "float64", False)
+    right = total = dropped = 0
+    with CSVReader(path, what="holdout file", delimiter=args.delimiter) as reader:
+        for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
+            n0 = table.n_rows
+            table = _apply_missing_quiet(table, schema, label, args.missing)
+            dropped += n0 - table.n_rows
+            if table.n_rows == 0:
+                continue
+            X, _ = encode_rows(table, schema, unknown="zero", sparse=layout == "csr")
+            y = label_codes(table, label, classes)
+            score = np.asarray(apply_norm_bound(X, 1.0, "clip") @ np.transpose(coef)) + intercept
+            pred = (score > 0) if np.ndim(coef) == 1 else np.argmax(score, axis=1)
+            right += int((pred == y).sum())
+            total += table.n_rows
+    if dropped:
+        _note_dropped(dropped, total, "holdout rows", path)
+    if total == 0:
+        raise CLIError(f"{path}: every holdout row has a missing value in a used column; "
+                       "no rows left to score")
+    print(f"holdout accuracy: {right / total:.4f} on {total} rows of {path} "
+          "(a file you declared public; not covered by epsilon otherwise)")
+
+
+def _apply_missing_quiet(table, schema, label, policy):
+    from dperm.cli._io import apply_missing
+
+    table, _ = apply_missing(table, schema, label, schema.classes, policy, allow_empty=True)
+    return table
+
+
