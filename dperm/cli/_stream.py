@@ -81,7 +81,7 @@ def chunk_rows(budget, schema, layout, dtype, fit_intercept, label=True):
     forms (about 64 bytes for a number, 40 for a category code); the encoded row with
     its copies (dense: the (d) encoding, its (d + 1) augmentation and a cast; CSR:
     about 64 bytes per stored entry over the value, index and mask blocks). Measured
-    peaks stay below this estimate (see tests/test_cli_stream.py).
+    peaks stay below this estimate (see tests/cli/test_cli_stream.py).
     """
     d1 = schema.n_features + bool(fit_intercept)
     itemsize = np.dtype(dtype).itemsize

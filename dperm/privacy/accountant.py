@@ -39,7 +39,7 @@ __all__ = [
 
 # The Renyi orders every RDP curve is evaluated on: dp_accounting's
 # rdp_privacy_accountant.DEFAULT_RDP_ORDERS (0.6.0), written out here so that
-# importing dperm does not import dp_accounting.  tests/test_accountant.py checks
+# importing dperm does not import dp_accounting.  tests/privacy/test_accountant.py checks
 # that the two agree.
 RDP_ORDERS = tuple(
     [1 + x / 10.0 for x in range(1, 100)] + [float(a) for a in range(11, 64)]
