@@ -1,8 +1,10 @@
 """The experiments of Chaudhuri & Monteleoni, "Privacy-preserving logistic regression",
 NIPS 2008 (the conference predecessor of the JMLR 2011 paper), beside the paper's numbers.
 
-Everything below is read from the paper's text (``shared/papers`` of the project; the
-transcribed tables are :data:`PAPER`); where the text is silent we say what we chose.
+Everything below is read from the paper's text, its earlier version and the authors' talk
+slides (their printed tables are :data:`PAPER` and
+:data:`dperm.experiments.nips2008_early.PAPER_EARLY`); where the text is silent we say what
+we chose.
 
 The model: J(w) = (Lambda/2) ||w||^2 + (1/n) sum_i log(1 + exp(-y_i w.x_i)), no intercept
 ("the best separator passes through the origin"), ||x_i|| <= 1. Sensitivity method
