@@ -33,11 +33,12 @@ import os
 
 import numpy as np
 
+from dperm.losses import get_loss
 from dperm.optim import erm
 from dperm.privacy.mechanisms import objective_perturbation_constants
 
-#: curvature bound c of the logistic loss (l'' <= 1/4)
-LOGISTIC_C = 0.25
+#: curvature bound c of the logistic loss (l'' <= 1/4), from its one home in dperm.losses
+LOGISTIC_C = get_loss("logistic").curvature()
 
 READINGS = ("laplace_norm", "gamma")
 READING_LABELS = {

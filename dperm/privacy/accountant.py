@@ -88,20 +88,6 @@ class PureEvent:
         return np.minimum(self.epsilon, a * self.epsilon ** 2 / 2)
 
 
-def _gaussian_log_delta(noise_multiplier, epsilon):
-    """log of the exact delta(epsilon) of the Gaussian mechanism with sigma /
-    sensitivity = noise_multiplier (Balle & Wang 2018, Theorem 8)."""
-    from scipy.special import log_ndtr
-
-    s = noise_multiplier
-    a = 1.0 / (2 * s) - epsilon * s
-    b = -1.0 / (2 * s) - epsilon * s
-    la, lb = float(log_ndtr(a)), float(log_ndtr(b)) + epsilon
-    if lb >= la:
-        return -math.inf
-    return la + math.log1p(-math.exp(lb - la))
-
-
 @dataclasses.dataclass(frozen=True)
 class GaussianEvent:
     """A Gaussian mechanism: noise N(0, sigma^2 I) added to a function of L2
@@ -282,7 +268,9 @@ def _gaussian_exact(events, delta_budget):
     eps = float(get_epsilon_gaussian(sigma, delta_budget))
     # brentq stops within 1e-12 of the root, on either side: step past it
     eps += 1e-9 * max(1.0, eps)
-    if _gaussian_log_delta(sigma, eps) > math.log(delta_budget):  # pragma: no cover
+    from dperm.privacy.calibration import gaussian_delta
+
+    if gaussian_delta(eps, 1.0, sigma) > delta_budget:  # pragma: no cover
         return (math.inf, delta_budget)
     return (eps, delta_budget)
 
