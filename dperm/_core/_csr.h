@@ -61,6 +61,20 @@ static inline ptrdiff_t dperm_csr_split_##IT(const IT *indptr, ptrdiff_t n, int6
 DPERM_CSR_SPLIT(int32_t)
 DPERM_CSR_SPLIT(int64_t)
 
+/* Software prefetch of the next block of rows while this one is scattered: the
+ * margins stream X from memory, and without this the scatter (which reads the
+ * block again, from cache) leaves the memory bus idle.  Row q of nq of this
+ * block prefetches the q-th of nq equal slices of [base, base + len). */
+static inline void dperm_csr_prefetch(const char *base, size_t len, ptrdiff_t q, ptrdiff_t nq) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (len == 0) return;
+    const size_t a = len * (size_t)q / (size_t)nq, b = len * (size_t)(q + 1) / (size_t)nq;
+    for (size_t o = a & ~(size_t)63; o < b; o += 64) __builtin_prefetch(base + o, 0, 2);
+#else
+    (void)base; (void)len; (void)q; (void)nq;
+#endif
+}
+
 /* Problems are processed in tiles of DPERM_CSR_TILE (one AVX-512 vector of
  * float64): weights and gradient accumulators are stored tile-major,
  * [tile][feature][lane], so one tile's d x 8 block stays in L1 while a block of
@@ -169,9 +183,14 @@ static inline void dperm_csr_margins_##SUF(const VT *restrict data,             
 static inline void dperm_csr_scatter_##SUF(const VT *restrict data,                  \
         const IT *restrict ind, const IT *restrict indptr, ptrdiff_t r0, ptrdiff_t r1, \
         const double *restrict cb, ptrdiff_t d, ptrdiff_t mp, double *restrict gacc, \
-        ptrdiff_t dx, const double *icpt) {                                          \
+        ptrdiff_t dx, const double *icpt, const IT *pnext, ptrdiff_t nnext) {        \
+    /* pnext: the next block's first non-zero, nnext its count (prefetched) */       \
+    const char *pfv = (const char *)(data + (pnext - ind));                          \
+    const size_t pfvl = (size_t)nnext * sizeof(VT), pfil = (size_t)nnext * sizeof(IT); \
     if (mp == 1) {                                                                   \
         for (ptrdiff_t r = r0; r < r1; ++r) {                                        \
+            dperm_csr_prefetch(pfv, pfvl, r - r0, r1 - r0);                          \
+            dperm_csr_prefetch((const char *)pnext, pfil, r - r0, r1 - r0);          \
             const double c0 = cb[r - r0];                                            \
             if (c0 == 0.0) continue;                                                 \
             if (d > dx) gacc[dx] = DPERM_FMA1(icpt[r], c0, gacc[dx]);                \
@@ -195,6 +214,10 @@ static inline void dperm_csr_scatter_##SUF(const VT *restrict data,             
     for (ptrdiff_t t = 0; t < mp; t += DPERM_CSR_TILE) {                             \
         double *restrict gt = gacc + t * d;                                          \
         for (ptrdiff_t r = r0; r < r1; ++r) {                                        \
+            if (t == 0) {                                                            \
+                dperm_csr_prefetch(pfv, pfvl, r - r0, r1 - r0);                      \
+                dperm_csr_prefetch((const char *)pnext, pfil, r - r0, r1 - r0);      \
+            }                                                                        \
             const double *restrict c = cb + (r - r0) * mp + t;                       \
             dperm_v cv[DPERM_CSR_NV];                                                \
             for (int u = 0; u < DPERM_CSR_NV; ++u) cv[u] = dv_ld(c + u * DPERM_VW);  \
@@ -273,7 +296,10 @@ static void dperm_csr_rows_##SUF(int mode, const VT *data, const IT *ind,       
                 for (ptrdiff_t j = 0; j < mp; ++j) cb[r * mp + j] *= z2[r * mp + j] * sr; \
             }                                                                        \
         }                                                                            \
-        dperm_csr_scatter_##SUF(data, ind, indptr, i, e, cb, d, mp, gacc, dx, icpt);           \
+        const ptrdiff_t en = e + rb < i1 ? e + rb : i1;  /* the next block: [e, en) */ \
+        dperm_csr_scatter_##SUF(data, ind, indptr, i, e, cb, d, mp, gacc, dx, icpt,  \
+                                ind + (ptrdiff_t)indptr[e],                          \
+                                (ptrdiff_t)indptr[en] - (ptrdiff_t)indptr[e]);       \
     }                                                                                \
 }                                                                                    \
                                                                                      \
