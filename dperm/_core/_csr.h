@@ -394,6 +394,52 @@ DPERM_CSR_DEFINE(f32, float, int32_t)
 DPERM_CSR_DEFINE(d64, double, int64_t)
 DPERM_CSR_DEFINE(f64, float, int64_t)
 
+/* One read of a CSR matrix for its validation (the policy is the caller's):
+ * out[0] counts non-finite values, out[1] column indices outside [0, d), out[2]
+ * in-row neighbours whose indices do not strictly increase (unsorted or
+ * duplicate entries: not canonical).  indptr must already be known to start at
+ * 0, never decrease and stay within the arrays.  (Row norms stay with numpy's
+ * blockwise sums: an in-order sum differs from them in the last bit, which
+ * could move a row across a clipping bound.) */
+#define DPERM_CSR_SCAN(SUF, VT, IT)                                                  \
+static void dperm_csr_scan_##SUF(const VT *data, const IT *ind, const IT *indptr,    \
+        ptrdiff_t n, int64_t d, int64_t *out, int nt) {                              \
+    int64_t nf = 0, oor = 0, uns = 0;                                                \
+    _Pragma("omp parallel for schedule(static) num_threads(nt) reduction(+:nf, oor, uns)") \
+    for (ptrdiff_t r = 0; r < n; ++r) {                                              \
+        const ptrdiff_t p0 = (ptrdiff_t)indptr[r], p1 = (ptrdiff_t)indptr[r + 1];   \
+        int64_t f = 0, o = 0, u = 0;                                                 \
+        for (ptrdiff_t p = p0; p < p1; ++p) {                                        \
+            const double v = (double)data[p];                                        \
+            const int64_t k = (int64_t)ind[p];                                       \
+            f += !(v - v == 0.0);               /* NaN and +-inf */                  \
+            o += (uint64_t)k >= (uint64_t)d;    /* negative or >= d */               \
+            u += p > p0 && k <= (int64_t)ind[p - 1];                                 \
+        }                                                                            \
+        nf += f; oor += o; uns += u;                                                 \
+    }                                                                                \
+    out[0] = nf; out[1] = oor; out[2] = uns;                                         \
+}
+DPERM_CSR_SCAN(d32, double, int32_t)
+DPERM_CSR_SCAN(f32, float, int32_t)
+DPERM_CSR_SCAN(d64, double, int64_t)
+DPERM_CSR_SCAN(f64, float, int64_t)
+
+static void dperm_csr_scan(int values_f32, int index_i64, const void *data, const void *ind,
+        const void *indptr, ptrdiff_t n, int64_t d, int64_t *out, int nt) {
+    if (index_i64) {
+        if (values_f32) dperm_csr_scan_f64((const float *)data, (const int64_t *)ind,
+                                           (const int64_t *)indptr, n, d, out, nt);
+        else dperm_csr_scan_d64((const double *)data, (const int64_t *)ind,
+                                (const int64_t *)indptr, n, d, out, nt);
+    } else {
+        if (values_f32) dperm_csr_scan_f32((const float *)data, (const int32_t *)ind,
+                                           (const int32_t *)indptr, n, d, out, nt);
+        else dperm_csr_scan_d32((const double *)data, (const int32_t *)ind,
+                                (const int32_t *)indptr, n, d, out, nt);
+    }
+}
+
 /* The one entry point: picks the variant for the value and index types.
  * mode 0: value + gradient, 1: Hessian-vector (as the dense pass); 2: the softmax
  * (multinomial) data term as sums: the m weight vectors are m / K problems of K
