@@ -404,21 +404,29 @@ DPERM_CSR_DEFINE(f64, float, int64_t)
 #define DPERM_CSR_SCAN(SUF, VT, IT)                                                  \
 static void dperm_csr_scan_##SUF(const VT *data, const IT *ind, const IT *indptr,    \
         ptrdiff_t n, int64_t d, int64_t *out, int nt) {                              \
-    int64_t nf = 0, oor = 0, uns = 0;                                                \
-    _Pragma("omp parallel for schedule(static) num_threads(nt) reduction(+:nf, oor, uns)") \
-    for (ptrdiff_t r = 0; r < n; ++r) {                                              \
-        const ptrdiff_t p0 = (ptrdiff_t)indptr[r], p1 = (ptrdiff_t)indptr[r + 1];   \
-        int64_t f = 0, o = 0, u = 0;                                                 \
-        for (ptrdiff_t p = p0; p < p1; ++p) {                                        \
-            const double v = (double)data[p];                                        \
-            const int64_t k = (int64_t)ind[p];                                       \
-            f += !(v - v == 0.0);               /* NaN and +-inf */                  \
-            o += (uint64_t)k >= (uint64_t)d;    /* negative or >= d */               \
-            u += p > p0 && k <= (int64_t)ind[p - 1];                                 \
-        }                                                                            \
-        nf += f; oor += o; uns += u;                                                 \
+    /* one flat, vectorizable loop over the entries (a pair (p - 1, p) that      */ \
+    /* decreases is counted, then the pairs that straddle a row start are taken  */ \
+    /* back out: a new row may start anywhere)                                   */ \
+    const ptrdiff_t nnz = (ptrdiff_t)indptr[n];                                      \
+    int64_t nf = 0, oor = 0, dec = 0;                                                \
+    _Pragma("omp parallel for simd schedule(static) num_threads(nt) reduction(+:nf, oor, dec)") \
+    for (ptrdiff_t p = 1; p < nnz; ++p) {                                            \
+        const double v = (double)data[p];                                            \
+        nf += !(v - v == 0.0);                  /* NaN and +-inf */                  \
+        oor += ind[p] < 0 || ind[p] >= d;       /* outside [0, d) */                 \
+        dec += ind[p] <= ind[p - 1];                                                 \
     }                                                                                \
-    out[0] = nf; out[1] = oor; out[2] = uns;                                         \
+    if (nnz > 0) {                                                                   \
+        const double v = (double)data[0];                                            \
+        nf += !(v - v == 0.0);                                                       \
+        oor += ind[0] < 0 || ind[0] >= d;                                            \
+    }                                                                                \
+    for (ptrdiff_t r = 1; r < n; ++r) {                                              \
+        const ptrdiff_t p = (ptrdiff_t)indptr[r];                                    \
+        if (p > 0 && p < (ptrdiff_t)indptr[r + 1])   /* row r is not empty */        \
+            dec -= (int64_t)ind[p] <= (int64_t)ind[p - 1];                           \
+    }                                                                                \
+    out[0] = nf; out[1] = oor; out[2] = dec;                                         \
 }
 DPERM_CSR_SCAN(d32, double, int32_t)
 DPERM_CSR_SCAN(f32, float, int32_t)
