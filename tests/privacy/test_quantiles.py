@@ -175,6 +175,24 @@ def test_estimate_bounds_draws_with_sample_quantile():
     assert [b[0], b[1]] == expect
 
 
+def test_composition_spends_epsilon_over_two_m_per_draw(monkeypatch):
+    """Sequential composition: 2 m draws at epsilon / (2 m) each, no more, no larger."""
+    calls = []
+    real = Q.sample_quantile
+
+    def spy(x, q, eps, grid, size=None, random_state=None):
+        calls.append((q, eps))
+        return real(x, q, eps, grid, size=size, random_state=random_state)
+
+    monkeypatch.setattr(Q, "sample_quantile", spy)
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    estimate_bounds(X, 0.9, quantiles=(0.1, 0.8))
+    assert len(calls) == 6
+    assert sum(e for _, e in calls) == pytest.approx(0.9)
+    assert all(e == pytest.approx(0.15) for _, e in calls)
+    assert [q for q, _ in calls] == [0.1, 0.8] * 3
+
+
 # ----------------------------------------------------------------------------- release
 def _quiet(*args, **kwargs):
     with warnings.catch_warnings():
