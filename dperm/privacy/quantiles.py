@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import types
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -202,9 +201,20 @@ class PrivateBounds(Mapping):
     __slots__ = ("_bounds", "privacy_")
 
     def __init__(self, bounds: Mapping, privacy: Mapping) -> None:
-        self._bounds = types.MappingProxyType({k: (float(lo), float(hi))
-                                               for k, (lo, hi) in bounds.items()})
+        # a plain dict behind the read-only Mapping interface: copies, pickles and
+        # sklearn's clone (a deep copy of every parameter) work
+        self._bounds = {k: (float(lo), float(hi)) for k, (lo, hi) in bounds.items()}
         self.privacy_ = dict(privacy)
+
+    def __reduce__(self):
+        return (type(self), (self._bounds, self.privacy_))
+
+    def __eq__(self, other):
+        if not isinstance(other, PrivateBounds):
+            return NotImplemented
+        return self._bounds == other._bounds and self.privacy_ == other.privacy_
+
+    __hash__ = None
 
     bounds = property(lambda self: dict(self._bounds), doc="column -> (low, high), a new dict")
 

@@ -161,6 +161,22 @@ def test_blackbox_audit(monkeypatch, broken):
         assert bound <= 1.0, info
 
 
+@pytest.mark.parametrize("broken", [False, True])
+def test_blackbox_audit_add_remove(monkeypatch, broken):
+    """The same audit for a row added (n private): D and D plus the row 0.0, q = 0.25
+    (a designed pair: the epsilon-doubled sampler's loss is 1.32 here)."""
+    if broken:
+        monkeypatch.setattr(Q, "_EM_DIVISOR", 1.0)
+    x = np.array([4.0, 0.5, 9.0, 4.0])
+    s1 = Q.sample_quantile(x, 0.25, 1.0, GRID, size=100_000, random_state=21)
+    s2 = Q.sample_quantile(np.append(x, 0.0), 0.25, 1.0, GRID, size=100_000, random_state=22)
+    bound, info = epsilon_lower_bound(s1, s2, confidence=0.99)
+    if broken:
+        assert bound > 1.0, info
+    else:
+        assert bound <= 1.0, info
+
+
 def test_estimate_bounds_draws_with_sample_quantile():
     """The audited sampler is what estimate_bounds releases (low then high, per column)."""
     X = np.column_stack([D, D_REPLACED])
@@ -327,6 +343,25 @@ def test_result_plugs_into_schema_and_transformer():
     assert list(arr) == [0, 1]
     Z3 = PublicBoundsTransformer(numeric=arr).fit_transform(frame[["age", "hours"]].to_numpy())
     assert Z3.shape == (500, 2)
+
+
+def test_result_copies_pickles_and_clones():
+    import copy
+    import pickle
+
+    from sklearn.base import clone
+    from sklearn.pipeline import make_pipeline
+
+    from dperm import PrivateLinearClassifier
+
+    b = _quiet(np.random.default_rng(0).normal(50, 10, (300, 2)), 1.0, random_state=0)
+    assert copy.deepcopy(b) == b == pickle.loads(pickle.dumps(b))
+    assert copy.deepcopy(b).privacy_ == b.privacy_
+    pipe = make_pipeline(PublicBoundsTransformer(numeric=b),
+                         PrivateLinearClassifier(epsilon=1.0, classes=[0, 1]))
+    assert clone(pipe).steps[0][1].numeric == b
+    with pytest.raises(TypeError):
+        b["x"] = (0.0, 1.0)
 
 
 def test_default_grid():
