@@ -1,16 +1,24 @@
-"""Per-pass overhead of the Dask backend against the number of workers and the batch size.
+"""Per-pass overhead of the Dask backend against the number of workers, the batch size and
+the reduction (flat gather at the client, or the shards' message tree).
 
-    python benchmarks/dask_overhead.py [--workers 1,2,4,8] [--m 1,64] [--d 100] [--reps 30]
+    python benchmarks/dask_overhead.py [--workers 2,4,8,16] [--mode flat,tree] [--m 1,64]
+                                       [--d 100] [--reps 30] [--fan-in 4] [--out results.json]
 
 A LocalCluster of P single-threaded worker processes, one tiny row block per worker
-(100 rows x d), so that a pass is all overhead: the client sends the batch W (m x d
-float64) to each worker's actor, each returns its per-chunk sums (m + m d float64), the
-client adds them.  Prints the minimum and median time of one pass (dperm's DaskRows
-value_grad) and the bytes each way per worker, the inputs of the cost model in
-BENCHMARKS.md.  On a 2-core machine P > 2 oversubscribes the cores: the numbers then
-include waiting for a core, i.e. they are upper bounds for the overhead.
+(100 rows x d), so that a pass is all overhead.  "flat": the client sends the batch W
+(m x d float64) to every worker's actor (all calls in flight together) and folds the P
+answers itself; "tree": the client sends W to one shard, which forwards it down a tree of
+fan-in --fan-in, and receives one answer (partial sums folded on the way up).  Both add
+in the same chunk-tree order: the script checks that they return the same bits.  Prints
+a Markdown table (minimum and median of --reps passes of dperm's DaskRows value_grad) and
+writes every row to --out (JSON, or CSV if the name ends in .csv).  On a machine with
+fewer cores than P + 2 the worker processes wait for a core, so the numbers are upper
+bounds of the overhead and say little about its growth with P.
 """
 import argparse
+import csv
+import json
+import os
 import time
 
 import numpy as np
@@ -18,10 +26,13 @@ import numpy as np
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workers", default="1,2,4,8")
+    ap.add_argument("--workers", default="2,4,8")
+    ap.add_argument("--mode", default="flat,tree")
     ap.add_argument("--m", default="1,64")
     ap.add_argument("--d", type=int, default=100)
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--fan-in", type=int, default=4)
+    ap.add_argument("--out", default=None, help="write the rows here (.json or .csv)")
     args = ap.parse_args()
 
     import dask.array as da
@@ -29,27 +40,62 @@ def main():
 
     from dperm.data import dask_rows as _dask
 
+    _dask.TREE_FAN_IN = args.fan_in
     d = args.d
-    print("| workers | m | bytes to each worker | bytes back from each | pass min (ms) | pass median (ms) |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    modes = args.mode.split(",")
+    for mode in modes:
+        if mode not in ("flat", "tree"):
+            raise SystemExit(f"--mode: expected flat and/or tree, got {mode!r}")
+    rows_out = []
+    print(f"cores: {os.cpu_count()}, fan-in {args.fan_in}")
+    print("| workers | m | mode | bytes to each worker | bytes back per chunk | pass min (ms) "
+          "| pass median (ms) |")
+    print("|---:|---:|---|---:|---:|---:|---:|")
     for P in [int(v) for v in args.workers.split(",")]:
         with LocalCluster(n_workers=P, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster):
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            client.wait_for_workers(P)
             rng = np.random.default_rng(0)
             X = rng.standard_normal((100 * P, d)) / np.sqrt(d) / 2
             y = np.where(rng.random(100 * P) < 0.5, -1.0, 1.0)
             rows = _dask.as_rows(da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100))
+            n_shards = len(rows._state.shards)
             for m in [int(v) for v in args.m.split(",")]:
                 W = rng.standard_normal((m, d)) * 0.01
                 l2 = np.full(m, 1e-3)
-                rows.value_grad(W, l2, None, 0, 0.5)        # warm up
-                ts = []
-                for _ in range(args.reps):
-                    t0 = time.perf_counter()
-                    rows.value_grad(W, l2, None, 0, 0.5)
-                    ts.append(time.perf_counter() - t0)
-                print(f"| {P} | {m} | {m * d * 8:,} | {(m + m * d) * 8:,} | "
-                      f"{min(ts) * 1e3:.2f} | {np.median(ts) * 1e3:.2f} |")
+                answers = {}
+                for mode in modes:
+                    _dask.REDUCTION = mode
+                    answers[mode] = rows.value_grad(W, l2, None, 0, 0.5)   # warm up
+                    ts = []
+                    for _ in range(args.reps):
+                        t0 = time.perf_counter()
+                        rows.value_grad(W, l2, None, 0, 0.5)
+                        ts.append(time.perf_counter() - t0)
+                    row = {"workers": P, "shards": n_shards, "m": m, "d": d, "mode": mode,
+                           "fan_in": args.fan_in, "cores": os.cpu_count(),
+                           "bytes_out": m * d * 8, "bytes_back_per_chunk": (m + m * d) * 8,
+                           "min_ms": min(ts) * 1e3, "median_ms": float(np.median(ts)) * 1e3,
+                           "reps": args.reps}
+                    rows_out.append(row)
+                    print(f"| {P} | {m} | {mode} | {row['bytes_out']:,} | "
+                          f"{row['bytes_back_per_chunk']:,} | {row['min_ms']:.2f} | "
+                          f"{row['median_ms']:.2f} |", flush=True)
+                vals = list(answers.values())
+                same = all(a[0].tobytes() == vals[0][0].tobytes()
+                           and a[1].tobytes() == vals[0][1].tobytes() for a in vals)
+                if not same:
+                    raise SystemExit(f"flat and tree passes differ at P={P}, m={m}")
+            _dask.REDUCTION = "tree"
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            if args.out.endswith(".csv"):
+                w = csv.DictWriter(f, fieldnames=list(rows_out[0]))
+                w.writeheader()
+                w.writerows(rows_out)
+            else:
+                json.dump(rows_out, f, indent=1)
+        print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -42,15 +42,27 @@ never turned into a model.
 Importing this module does not import dask; only a Dask collection does.
 """
 import sys
+from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["is_dask_array", "is_distributed", "as_rows", "DaskRows", "DistributedFitError"]
+__all__ = ["is_dask_array", "is_dask_frame", "is_distributed", "as_rows", "DaskRows",
+           "DistributedFitError"]
 
 #: how many times a pass is repeated after rebuilding the shards on a lost worker
 MAX_RECOVERIES = 3
 #: shards cache the prepared rows of this many distinct row maps (ops)
 _CACHE_SPECS = 4
+#: how partial sums reach the client: "tree" (through the shards' message tree, one
+#: answer at the client) or "flat" (every shard answers the client); the same bits
+REDUCTION = "tree"
+#: fan-in of the message tree: a shard forwards a pass to at most this many shards and
+#: folds their answers with its own (depth about log_FAN_IN(workers))
+TREE_FAN_IN = 4
+#: seconds a shard waits for a connection to a shard below it (a lost worker)
+TREE_CONNECT_TIMEOUT = 5.0
+#: memory a shard may spend on Newton's curvature cache (phi'' per row, per cached point)
+WORKER_CURVATURE_BYTES = 512 * 2**20
 
 
 class DistributedFitError(RuntimeError):
@@ -62,6 +74,12 @@ def is_dask_array(X):
     one has imported dask.array already)."""
     da = sys.modules.get("dask.array")
     return da is not None and isinstance(X, da.Array)
+
+
+def is_dask_frame(X):
+    """True for a dask.dataframe.DataFrame (without importing dask)."""
+    dd = sys.modules.get("dask.dataframe")
+    return dd is not None and isinstance(X, dd.DataFrame)
 
 
 def is_distributed(X):
@@ -208,10 +226,12 @@ class DaskRows:
         return (out, total) if return_clipped else out
 
     # --- the oracle ---------------------------------------------------------------
-    def value_grad(self, W, l2, B, loss, h, n_threads=None):
-        """Objective values (m,) and gradients (m, d) at W (m, d) over all rows."""
+    def value_grad(self, W, l2, B, loss, h, n_threads=None, keep_curvature=False):
+        """Objective values (m,) and gradients (m, d) at W (m, d) over all rows;
+        keep_curvature: the shards remember phi''(margins) at W for `hess_vec`."""
         W = np.ascontiguousarray(W, dtype=np.float64)
-        S, SG = self._state.reduce("value_grad", self.ops, W, loss, h, n_threads)
+        S, SG = self._state.reduce("value_grad", self.ops, W, loss, h, n_threads,
+                                   keep_curvature)
         n = self.shape[0]
         inv_n = 1.0 / n
         l2 = np.asarray(l2, dtype=np.float64).reshape(-1)
@@ -223,11 +243,13 @@ class DaskRows:
             G = G + B * inv_n
         return F, G
 
-    def hess_vec(self, W, V, l2, loss, h, n_threads=None):
-        """Hessian-vector products (m, d) at W along V."""
+    def hess_vec(self, W, V, l2, loss, h, n_threads=None, keep_curvature=False):
+        """Hessian-vector products (m, d) at W along V; keep_curvature: a shard that
+        kept the curvature at every row of W (from value_grad) skips the margins."""
         W = np.ascontiguousarray(W, dtype=np.float64)
         V = np.ascontiguousarray(V, dtype=np.float64)
-        _, SH = self._state.reduce("hess_vec", self.ops, (W, V), loss, h, n_threads)
+        _, SH = self._state.reduce("hess_vec", self.ops, (W, V), loss, h, n_threads,
+                                   keep_curvature)
         l2 = np.asarray(l2, dtype=np.float64).reshape(-1)
         return SH * (1.0 / self.shape[0]) + l2[:, None] * V
 
@@ -248,12 +270,16 @@ class _Cluster:
         self.n_chunks = len(self.xf)
         self.rows = np.asarray(X.chunks[0], dtype=np.int64)
         self.starts = np.concatenate(([0], np.cumsum(self.rows)[:-1]))
+        #: public row offsets of the chunks (n_chunks + 1): what every node of the chunk
+        #: tree must hold
+        self.bounds = np.concatenate(([0], np.cumsum(self.rows))).astype(np.int64)
         self.n = int(self.rows.sum())
         self.shards = []
         self._build()
 
     def _build(self):
-        """(Re)create one shard per worker over the blocks it holds, in a fixed order."""
+        """(Re)create one shard per worker over the blocks it holds, in a fixed order, and
+        link them into the message tree (shard s sends to shard (s - 1) // TREE_FAN_IN)."""
         from distributed import wait
 
         self.shards = []
@@ -270,22 +296,33 @@ class _Cluster:
             idx = groups[w]
             fut = self.client.submit(
                 _Shard, idx, [int(self.starts[i]) for i in idx],
-                [self.xf[i] for i in idx], [self.yf[i] for i in idx],
+                [self.xf[i] for i in idx], [self.yf[i] for i in idx], self.bounds,
                 actor=True, workers=[w], allow_other_workers=False, pure=False)
-            shards.append((fut, idx))
+            shards.append((fut, idx, w))
         # construction validates the blocks: a bad chunk raises here, with its index
-        self.shards = [(fut.result(), fut, idx) for fut, idx in shards]
+        built = [(fut.result(), fut, idx) for fut, idx, _ in shards]
+        links = []
+        for s, (actor, _, _) in enumerate(built):
+            kids = [(shards[c][2], shards[c][0].key)
+                    for c in range(s * TREE_FAN_IN + 1, min(len(built), (s + 1) * TREE_FAN_IN + 1))]
+            if kids:
+                links.append(actor.link(kids, TREE_CONNECT_TIMEOUT))
+        for f in links:
+            f.result()
+        self.shards = built
 
-    def call(self, method, *args):
-        """method(*args) on every shard (in worker order), repeated after a rebuild if a
-        worker is lost; returns the shards' results."""
+    def call(self, method, *args, root_only=False):
+        """method(*args) on every shard (all calls in flight together), or on the root
+        of the message tree only; repeated after a rebuild if a worker is lost.  Returns
+        the shards' results."""
         for attempt in range(MAX_RECOVERIES + 1):
             try:
                 if not self.shards:
                     self._build()
-                futs = [getattr(actor, method)(*args) for actor, _, _ in self.shards]
+                shards = self.shards[:1] if root_only else self.shards
+                futs = [getattr(actor, method)(*args) for actor, _, _ in shards]
                 return [f.result() for f in futs]
-            except (ValueError, TypeError, MemoryError, KeyboardInterrupt):
+            except (ValueError, TypeError, MemoryError, KeyboardInterrupt, DistributedFitError):
                 raise
             except Exception as exc:   # a lost worker, a closed connection, ...
                 if attempt == MAX_RECOVERIES:
@@ -296,39 +333,124 @@ class _Cluster:
                         "restarts) and fit again.") from exc
                 self.shards = []   # rebuilt from the persisted blocks (recomputed if lost)
 
-    def reduce(self, method, ops, Wargs, loss, h, n_threads):
-        """Per-chunk sums of a pass, checked (every chunk once, n rows) and added in
-        chunk order: (sums of losses (m,) or None, sums of gradient terms (m, d))."""
-        res = self.call(method, ops, Wargs, int(loss), float(h), n_threads)
-        seen = np.zeros(self.n_chunks, dtype=bool)
-        F = G = None
-        rows = 0
-        for out in res:
-            for ci, cnt, f, g in out:
-                if seen[ci] or cnt != self.rows[ci]:
-                    raise DistributedFitError(
-                        f"dperm: chunk {ci} contributed twice or with a wrong row count; the "
-                        "pass is not a sum over every row once (no model is produced)")
-                seen[ci] = True
-                if G is None:
-                    G = np.zeros((self.n_chunks,) + g.shape)
-                    F = np.zeros((self.n_chunks,) + g.shape[:1])
-                G[ci] = g
-                if f is not None:
-                    F[ci] = f
-                rows += cnt
-        if not seen.all() or rows != self.n:
+    def reduce(self, method, ops, Wargs, loss, h, n_threads, keep_curvature=False):
+        """The sums of a pass over every row, added in the fixed order of the chunk tree:
+        (sums of losses (m,) or None, sums of gradient terms (m, d)).
+
+        REDUCTION "tree": the root shard receives the pass and forwards it down the
+        message tree; partial sums travel back up and the client receives one answer.
+        "flat": every shard answers the client, which folds the answers itself.  Both
+        give the same bits (the order is the chunk tree's, not the messages')."""
+        args = (method, tuple(ops), Wargs, int(loss), float(h), n_threads, bool(keep_curvature))
+        if REDUCTION == "tree":
+            parts = self.call("tree", *args, root_only=True)
+        else:
+            parts = self.call("partial", *args)
+        F, G = _root(parts, self.bounds)
+        return F, G
+
+    def stats(self):
+        """Counters of the shards (curvature cache hits and misses), added up."""
+        out = {}
+        for s in self.call("stats"):
+            for k, v in s.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+
+# --- the chunk tree: the one order in which partial sums are added -------------------
+def _top(n_chunks):
+    """Level of the chunk tree's root: the smallest L with 2**L >= n_chunks."""
+    return max(n_chunks - 1, 0).bit_length()
+
+
+def _span(key, n_chunks):
+    """Chunks [lo, hi) under node key = (level, j): the aligned range j 2**level ..."""
+    level, j = key
+    return j << level, min((j + 1) << level, n_chunks)
+
+
+def _fold(parts, bounds):
+    """Union of partial results (dicts node -> (rows, F or None, G)) folded bottom-up
+    through the chunk tree: siblings (level, 2i) and (level, 2i + 1) become their
+    parent (level + 1, i) = left + right as soon as both are present; a left child
+    whose sibling lies past the last chunk becomes its parent unchanged.  The sum at
+    a node therefore depends only on the chunks under it, never on which worker
+    computed which part or in which order the messages came.  Overlapping parts
+    (a chunk counted twice) and nodes whose row count is not the public one raise
+    DistributedFitError.  Returns the maximal nodes (a dict)."""
+    n_chunks = len(bounds) - 1
+    nodes = {}
+    for part in parts:
+        for key, val in part.items():
+            key = (int(key[0]), int(key[1]))
+            lo, hi = _span(key, n_chunks)
+            if key in nodes or lo >= hi:
+                raise DistributedFitError(
+                    f"dperm: chunks {lo} to {hi - 1} contributed twice (or do not exist); the "
+                    "pass is not a sum over every row once (no model is produced)")
+            if int(val[0]) != bounds[hi] - bounds[lo]:
+                raise DistributedFitError(
+                    f"dperm: chunks {lo} to {hi - 1} contributed {int(val[0])} rows, not "
+                    f"{int(bounds[hi] - bounds[lo])}; the pass is not a sum over every row once "
+                    "(no model is produced)")
+            nodes[key] = val
+    end = 0
+    for lo, hi in sorted(_span(k, n_chunks) for k in nodes):
+        if lo < end:
             raise DistributedFitError(
-                f"dperm: a pass over the Dask array covered {rows} of {self.n} rows "
-                f"({int((~seen).sum())} chunk(s) missing); no model is produced from a "
-                "partial sum")
-        # chunk order, whatever worker held which chunk
-        Fs = np.zeros(F.shape[1:])
-        Gs = np.zeros(G.shape[1:])
-        for ci in range(self.n_chunks):
-            Fs += F[ci]
-            Gs += G[ci]
-        return Fs, Gs
+                f"dperm: chunk {lo} contributed twice; the pass is not a sum over every row "
+                "once (no model is produced)")
+        end = hi
+    for level in range(_top(n_chunks)):
+        for j in sorted(k[1] for k in nodes if k[0] == level and k[1] % 2 == 0):
+            left = nodes[(level, j)]
+            if (level, j + 1) in nodes:
+                right = nodes.pop((level, j + 1))
+                nodes[(level + 1, j >> 1)] = (
+                    left[0] + right[0], None if left[1] is None else left[1] + right[1],
+                    left[2] + right[2])
+                del nodes[(level, j)]
+            elif (j + 1) << level >= n_chunks:
+                nodes[(level + 1, j >> 1)] = nodes.pop((level, j))
+    return nodes
+
+
+def _root(parts, bounds):
+    """The root's sums (F or None, G) of the folded parts, or DistributedFitError if a
+    chunk is missing (the rows and every chunk once were checked by the fold)."""
+    nodes = _fold(parts, bounds)
+    n_chunks = len(bounds) - 1
+    root = (_top(n_chunks), 0)
+    if set(nodes) != {root}:
+        rows = sum(int(v[0]) for v in nodes.values())
+        covered = sum(hi - lo for lo, hi in (_span(k, n_chunks) for k in nodes))
+        raise DistributedFitError(
+            f"dperm: a pass over the Dask array covered {rows} of {int(bounds[-1])} rows "
+            f"({n_chunks - covered} chunk(s) missing); no model is produced from a partial sum")
+    _, F, G = nodes[root]
+    return F, G
+
+
+async def _call_shard(worker, address, key, method, args, connect_timeout):
+    """method(*args) on the shard (actor key) at address, from a worker's event loop
+    (what distributed's Actor handle does, without a worker client).  The connection
+    is given connect_timeout seconds: a lost worker fails the pass at once (the
+    client then rebuilds the shards) instead of being retried for the default 30 s."""
+    from distributed.core import send_recv
+    from distributed.protocol import to_serialize
+
+    pool = worker.rpc
+    comm = await pool.connect(address, timeout=connect_timeout)
+    try:
+        out = await send_recv(comm=comm, op="actor_execute", function=method, actor=key,
+                              args=[to_serialize(a) for a in args], kwargs={},
+                              serializers=pool.serializers, deserializers=pool.deserializers)
+    finally:
+        pool.reuse(address, comm)
+    if out["status"] == "OK":
+        return out["result"]
+    raise out["exception"]
 
 
 def _replay(block, y, ops, loss_name=None):
@@ -353,10 +475,11 @@ def _replay(block, y, ops, loss_name=None):
 class _Shard:
     """One worker's row blocks and their compiled Data (a Dask actor)."""
 
-    def __init__(self, chunk_ids, starts, blocks, labels):
+    def __init__(self, chunk_ids, starts, blocks, labels, bounds):
         from dperm.data.validation import check_pm1_labels, check_X
 
         self.chunk_ids = list(chunk_ids)
+        self.bounds = np.asarray(bounds, dtype=np.int64)
         self.blocks, self.labels = [], []
         for ci, r0, X, y in zip(chunk_ids, starts, blocks, labels):
             where = f"chunk {ci} (rows {r0} to {r0 + X.shape[0] - 1})"
@@ -365,12 +488,28 @@ class _Shard:
             self.blocks.append(X)
             self.labels.append(y)
         self.cache = {}
+        #: the shards below this one in the message tree: [(worker address, actor key)]
+        self.children = []
+        self.connect_timeout = TREE_CONNECT_TIMEOUT
+        #: phi''(margins) of the last value_grad passes, per point: key -> [per chunk]
+        self.curv = OrderedDict()
+        self.curv_bytes = 0
+        self.counters = {"curvature_hits": 0, "curvature_misses": 0}
         try:
             from distributed import get_worker
 
             self.n_threads = int(get_worker().state.nthreads)
         except Exception:
             self.n_threads = 1
+
+    def link(self, children, connect_timeout):
+        """Set the shards this one forwards a tree pass to (and folds the answers of)."""
+        self.children = [(str(a), k) for a, k in children]
+        self.connect_timeout = float(connect_timeout)
+        return len(self.children)
+
+    def stats(self):
+        return dict(self.counters)
 
     def prepare(self, ops):
         """Build (and cache) the kernels' Data for the row maps ops; returns the number
@@ -394,30 +533,103 @@ class _Shard:
         return self.n_threads if n_threads is None else int(n_threads)
 
     def _per_chunk(self, ops, W, fn):
-        """[(chunk, rows, sum of losses or None, sum of gradient terms)] of fn(Data, zero
-        ridge) over this worker's chunks: the kernels' means times the chunk's rows."""
+        """[(chunk, rows, sum of losses or None, sum of gradient terms)] of fn(chunk
+        position, Data, zero ridge) over this worker's chunks: the kernels' means times
+        the chunk's rows."""
         self.prepare(ops)
         zero = np.zeros(W.shape[0])
         out = []
-        for ci, D in zip(self.chunk_ids, self.cache[tuple(ops)][0]):
+        for pos, (ci, D) in enumerate(zip(self.chunk_ids, self.cache[tuple(ops)][0])):
             nr = D.shape[0]
-            F, G = fn(D, zero)
+            F, G = fn(pos, D, zero)
             out.append((ci, nr, None if F is None else F * nr, G * nr))
         return out
 
-    def value_grad(self, ops, W, loss, h, n_threads=None):
+    # --- Newton's curvature cache: phi'' at the points of the last value_grad passes ---
+    def _curv_keys(self, ops, W, loss, h):
+        return [(ops, loss, h, W[j].tobytes()) for j in range(W.shape[0])]
+
+    def _keep_curvature(self, keys, curvs):
+        """Remember per point (row of W) its chunks' curvature rows, least recently used
+        first out, within WORKER_CURVATURE_BYTES."""
+        rows = sum(c.shape[1] for c in curvs)
+        size = 8 * rows
+        if size == 0 or size > WORKER_CURVATURE_BYTES:
+            return
+        for j, key in enumerate(keys):
+            if key in self.curv:
+                self.curv.move_to_end(key)
+                continue
+            self.curv[key] = [c[j].copy() for c in curvs]
+            self.curv_bytes += size
+            while self.curv_bytes > WORKER_CURVATURE_BYTES:
+                self.curv.popitem(last=False)
+                self.curv_bytes -= size
+
+    def value_grad(self, ops, W, loss, h, n_threads=None, keep_curvature=False):
         from dperm._core._objective import value_grad
 
         nt = self._nt(n_threads)
-        return self._per_chunk(ops, W, lambda D, zero: value_grad(D, W, zero, None, loss, h, nt))
+        if not keep_curvature:
+            return self._per_chunk(ops, W, lambda pos, D, zero:
+                                   value_grad(D, W, zero, None, loss, h, nt))
+        curvs = []
 
-    def hess_vec(self, ops, WV, loss, h, n_threads=None):
+        def vg(pos, D, zero):
+            curvs.append(np.empty((W.shape[0], D.shape[0])))
+            return value_grad(D, W, zero, None, loss, h, nt, curvs[-1])
+        out = self._per_chunk(ops, W, vg)
+        self._keep_curvature(self._curv_keys(tuple(ops), W, loss, h), curvs)
+        return out
+
+    def hess_vec(self, ops, WV, loss, h, n_threads=None, keep_curvature=False):
         from dperm._core._objective import hess_vec
 
         W, V = WV
         nt = self._nt(n_threads)
-        return self._per_chunk(ops, W,
-                               lambda D, zero: (None, hess_vec(D, W, V, zero, loss, h, nt)))
+        cached = None
+        if keep_curvature:
+            rows = [self.curv.get(k) for k in self._curv_keys(tuple(ops), W, loss, h)]
+            if all(r is not None for r in rows):
+                cached = rows
+            self.counters["curvature_hits" if cached else "curvature_misses"] += 1
+
+        def hv(pos, D, zero):
+            curv = None if cached is None else np.stack([r[pos] for r in cached])
+            return None, hess_vec(D, W, V, zero, loss, h, nt, curv)
+        return self._per_chunk(ops, W, hv)
+
+    # --- the reduction: this worker's chunks folded, then the message tree ----------
+    def partial(self, method, ops, Wargs, loss, h, n_threads=None, keep_curvature=False):
+        """This worker's per-chunk sums of a pass (value_grad or hess_vec), folded through
+        the chunk tree as far as its own chunks allow: {node: (rows, F, G)}."""
+        if method not in ("value_grad", "hess_vec"):
+            raise ValueError(f"method: unknown pass {method!r}")
+        per = getattr(self, method)(ops, Wargs, loss, h, n_threads, keep_curvature)
+        return _fold([{(0, ci): (nr, F, G)} for ci, nr, F, G in per], self.bounds)
+
+    async def tree(self, method, ops, Wargs, loss, h, n_threads=None, keep_curvature=False):
+        """A pass over the rows of this shard and of every shard below it: the pass is
+        forwarded to the children first (their answers come while this worker computes
+        its own chunks, in the actor's thread), then all partial sums are folded."""
+        import asyncio
+
+        from distributed import get_worker
+
+        worker = get_worker()
+        args = (method, ops, Wargs, loss, h, n_threads, keep_curvature)
+        below = [asyncio.ensure_future(_call_shard(worker, a, k, "tree", args,
+                                                       self.connect_timeout))
+                 for a, k in self.children]
+        try:
+            mine = await asyncio.get_running_loop().run_in_executor(
+                worker.executors["actor"], lambda: self.partial(*args))
+            parts = await asyncio.gather(*below)
+        except BaseException:
+            for f in below:
+                f.cancel()
+            raise
+        return _fold([mine, *parts], self.bounds)
 
 
 # --- row selection and blockwise evaluation (private_tuning, predictions) -------------
@@ -450,6 +662,48 @@ def split_rows(X, parts):
                     meta=X._meta))
         out.append((da.concatenate(pieces, axis=0) if len(pieces) > 1 else pieces[0], idx))
     return out
+
+
+def frame_lengths(X):
+    """Rows per partition of a dask DataFrame (counted on the workers).  Bookkeeping
+    only, as in PublicBoundsTransformer: their sum n is public to a fit anyway."""
+    return np.array([int(k) for k in X.map_partitions(len).compute()], dtype=np.int64)
+
+
+def _take_frame_rows(frame, where):
+    return frame.iloc[where]
+
+
+def split_frame(X, parts):
+    """split_rows for a dask DataFrame: the dask DataFrames X.iloc[sorted(part)], each
+    partition cut on its worker (partitions without rows of a part are left out).
+    Returns [(dask DataFrame, sorted indices)] in the order of `parts`."""
+    import dask.dataframe as dd
+
+    bounds = np.concatenate(([0], np.cumsum(frame_lengths(X))))
+    out = []
+    for part in parts:
+        idx = np.sort(np.asarray(part, dtype=np.int64))
+        cuts = np.searchsorted(idx, bounds)
+        pieces = [X.partitions[j].map_partitions(_take_frame_rows,
+                                                 idx[cuts[j]:cuts[j + 1]] - bounds[j],
+                                                 meta=X._meta)
+                  for j in range(X.npartitions) if cuts[j + 1] > cuts[j]]
+        out.append((dd.concat(pieces) if len(pieces) > 1 else pieces[0], idx))
+    return out
+
+
+def count_frame_mistakes(estimator, X, y):
+    """count_mistakes for a dask DataFrame X: each partition's rows are predicted and
+    compared with its slice of y (a numpy array) on a worker; the counts come back."""
+    import dask
+    from dask import delayed
+
+    y = np.asarray(y)
+    bounds = np.concatenate(([0], np.cumsum(frame_lengths(X))))
+    counts = [delayed(_count_mistakes)(b, y[bounds[j]:bounds[j + 1]], estimator.predict)
+              for j, b in enumerate(X.to_delayed()) if bounds[j + 1] > bounds[j]]
+    return int(sum(int(c[0]) for c in dask.compute(*counts)))
 
 
 def _count_mistakes(block, labels, predict):
