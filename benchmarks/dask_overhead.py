@@ -10,8 +10,11 @@ A LocalCluster of P single-threaded worker processes, one tiny row block per wor
 answers itself; "tree": the client sends W to one shard, which forwards it down a tree of
 fan-in --fan-in, and receives one answer (partial sums folded on the way up).  Both add
 in the same chunk-tree order: the script checks that they return the same bits.  Prints
-a Markdown table (minimum and median of --reps passes of dperm's DaskRows value_grad) and
-writes every row to --out (JSON, or CSV if the name ends in .csv).  On a machine with
+a Markdown table (minimum and median wall time of --reps passes of dperm's DaskRows
+value_grad, the modes alternating pass by pass, and the client process's CPU time per
+pass, which a busy machine inflates less than wall time; then, each mode apart, the CPU
+time per pass of the root shard's worker process and of the busiest one) and writes
+every row to --out (JSON, or CSV if the name ends in .csv).  On a machine with
 fewer cores than P + 2 the worker processes wait for a core, so the numbers are upper
 bounds of the overhead and say little about its growth with P.
 """
@@ -49,8 +52,9 @@ def main():
     rows_out = []
     print(f"cores: {os.cpu_count()}, fan-in {args.fan_in}")
     print("| workers | m | mode | bytes to each worker | bytes back per chunk | pass min (ms) "
-          "| pass median (ms) |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
+          "| pass median (ms) | client CPU per pass (ms) | root worker CPU (ms) "
+          "| busiest worker CPU (ms) |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for P in [int(v) for v in args.workers.split(",")]:
         with LocalCluster(n_workers=P, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
@@ -58,7 +62,13 @@ def main():
             rng = np.random.default_rng(0)
             X = rng.standard_normal((100 * P, d)) / np.sqrt(d) / 2
             y = np.where(rng.random(100 * P) < 0.5, -1.0, 1.0)
-            rows = _dask.as_rows(da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100))
+            # block i on worker i (scattered there), its labels beside it
+            workers = sorted(client.scheduler_info()["workers"])
+            xs = [client.scatter(X[100 * i:100 * (i + 1)], workers=[w]) for i, w in enumerate(workers)]
+            ys = [client.scatter(y[100 * i:100 * (i + 1)], workers=[w]) for i, w in enumerate(workers)]
+            Xd = da.concatenate([da.from_delayed(f, shape=(100, d), dtype=X.dtype) for f in xs])
+            yd = da.concatenate([da.from_delayed(f, shape=(100,), dtype=y.dtype) for f in ys])
+            rows = _dask.as_rows(Xd, yd)
             n_shards = len(rows._state.shards)
             for m in [int(v) for v in args.m.split(",")]:
                 W = rng.standard_normal((m, d)) * 0.01
@@ -67,20 +77,42 @@ def main():
                 for mode in modes:
                     _dask.REDUCTION = mode
                     answers[mode] = rows.value_grad(W, l2, None, 0, 0.5)   # warm up
-                    ts = []
-                    for _ in range(args.reps):
-                        t0 = time.perf_counter()
+                # the modes alternate pass by pass, so that both see the same load
+                ts = {mode: [] for mode in modes}
+                cpu = {mode: 0.0 for mode in modes}
+                for _ in range(args.reps):
+                    for mode in modes:
+                        _dask.REDUCTION = mode
+                        c0, t0 = time.process_time(), time.perf_counter()
                         rows.value_grad(W, l2, None, 0, 0.5)
-                        ts.append(time.perf_counter() - t0)
+                        ts[mode].append(time.perf_counter() - t0)
+                        cpu[mode] += time.process_time() - c0
+                # CPU time of the worker processes per pass, each mode on its own
+                root = rows._state.shards[0][0]._address
+                wcpu = {}
+                for mode in modes:
+                    _dask.REDUCTION = mode
+                    c0 = client.run(time.process_time)
+                    for _ in range(args.reps):
+                        rows.value_grad(W, l2, None, 0, 0.5)
+                    c1 = client.run(time.process_time)
+                    per = {w: (c1[w] - c0[w]) / args.reps * 1e3 for w in c0}
+                    wcpu[mode] = (per[root], max(per.values()))
+                for mode in modes:
                     row = {"workers": P, "shards": n_shards, "m": m, "d": d, "mode": mode,
                            "fan_in": args.fan_in, "cores": os.cpu_count(),
                            "bytes_out": m * d * 8, "bytes_back_per_chunk": (m + m * d) * 8,
-                           "min_ms": min(ts) * 1e3, "median_ms": float(np.median(ts)) * 1e3,
-                           "reps": args.reps}
+                           "min_ms": min(ts[mode]) * 1e3,
+                           "median_ms": float(np.median(ts[mode])) * 1e3,
+                           "client_cpu_ms": cpu[mode] / args.reps * 1e3,
+                           "root_worker_cpu_ms": wcpu[mode][0],
+                           "busiest_worker_cpu_ms": wcpu[mode][1], "reps": args.reps}
                     rows_out.append(row)
                     print(f"| {P} | {m} | {mode} | {row['bytes_out']:,} | "
                           f"{row['bytes_back_per_chunk']:,} | {row['min_ms']:.2f} | "
-                          f"{row['median_ms']:.2f} |", flush=True)
+                          f"{row['median_ms']:.2f} | {row['client_cpu_ms']:.2f} | "
+                          f"{row['root_worker_cpu_ms']:.2f} | {row['busiest_worker_cpu_ms']:.2f} |",
+                          flush=True)
                 vals = list(answers.values())
                 same = all(a[0].tobytes() == vals[0][0].tobytes()
                            and a[1].tobytes() == vals[0][1].tobytes() for a in vals)

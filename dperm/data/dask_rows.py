@@ -41,6 +41,7 @@ never turned into a model.
 
 Importing this module does not import dask; only a Dask collection does.
 """
+import pickle
 import sys
 from collections import OrderedDict
 
@@ -343,9 +344,10 @@ class _Cluster:
         give the same bits (the order is the chunk tree's, not the messages')."""
         args = (method, tuple(ops), Wargs, int(loss), float(h), n_threads, bool(keep_curvature))
         if REDUCTION == "tree":
-            parts = self.call("tree", *args, root_only=True)
+            parts = [pickle.loads(p) for p in self.call("tree", pickle.dumps(args, protocol=5),
+                                                        root_only=True)]
         else:
-            parts = self.call("partial", *args)
+            parts = [pickle.loads(p) for p in self.call("flat", pickle.dumps(args, protocol=5))]
         F, G = _root(parts, self.bounds)
         return F, G
 
@@ -432,19 +434,18 @@ def _root(parts, bounds):
     return F, G
 
 
-async def _call_shard(worker, address, key, method, args, connect_timeout):
-    """method(*args) on the shard (actor key) at address, from a worker's event loop
+async def _call_shard(worker, address, key, method, payload, connect_timeout):
+    """method(payload) on the shard (actor key) at address, from a worker's event loop
     (what distributed's Actor handle does, without a worker client).  The connection
     is given connect_timeout seconds: a lost worker fails the pass at once (the
     client then rebuilds the shards) instead of being retried for the default 30 s."""
     from distributed.core import send_recv
-    from distributed.protocol import to_serialize
 
     pool = worker.rpc
     comm = await pool.connect(address, timeout=connect_timeout)
     try:
         out = await send_recv(comm=comm, op="actor_execute", function=method, actor=key,
-                              args=[to_serialize(a) for a in args], kwargs={},
+                              args=[payload], kwargs={},
                               serializers=pool.serializers, deserializers=pool.deserializers)
     finally:
         pool.reuse(address, comm)
@@ -608,28 +609,34 @@ class _Shard:
         per = getattr(self, method)(ops, Wargs, loss, h, n_threads, keep_curvature)
         return _fold([{(0, ci): (nr, F, G)} for ci, nr, F, G in per], self.bounds)
 
-    async def tree(self, method, ops, Wargs, loss, h, n_threads=None, keep_curvature=False):
-        """A pass over the rows of this shard and of every shard below it: the pass is
-        forwarded to the children first (their answers come while this worker computes
-        its own chunks, in the actor's thread), then all partial sums are folded."""
+    def flat(self, payload):
+        """`partial` for the flat gather, pickled arguments in, pickled nodes out (as
+        `tree`, so that the two reductions differ by their topology only)."""
+        return pickle.dumps(self.partial(*pickle.loads(payload)), protocol=5)
+
+    async def tree(self, payload):
+        """A pass over the rows of this shard and of every shard below it.  payload: the
+        pickled arguments of `partial`, forwarded as they came (serialized once, by the
+        client) to the children first; their answers come while this worker computes its
+        own chunks in the actor's thread; then all partial sums are folded.  Returns the
+        folded nodes, pickled (read once, by the parent)."""
         import asyncio
 
         from distributed import get_worker
 
         worker = get_worker()
-        args = (method, ops, Wargs, loss, h, n_threads, keep_curvature)
-        below = [asyncio.ensure_future(_call_shard(worker, a, k, "tree", args,
-                                                       self.connect_timeout))
+        below = [asyncio.ensure_future(_call_shard(worker, a, k, "tree", payload,
+                                                   self.connect_timeout))
                  for a, k in self.children]
         try:
             mine = await asyncio.get_running_loop().run_in_executor(
-                worker.executors["actor"], lambda: self.partial(*args))
-            parts = await asyncio.gather(*below)
+                worker.executors["actor"], lambda: self.partial(*pickle.loads(payload)))
+            parts = [pickle.loads(p) for p in await asyncio.gather(*below)]
         except BaseException:
             for f in below:
                 f.cancel()
             raise
-        return _fold([mine, *parts], self.bounds)
+        return pickle.dumps(_fold([mine, *parts], self.bounds), protocol=5)
 
 
 # --- row selection and blockwise evaluation (private_tuning, predictions) -------------
