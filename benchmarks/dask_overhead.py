@@ -1,8 +1,9 @@
 """Per-pass overhead of the Dask backend against the number of workers, the batch size and
 the reduction (flat gather at the client, or the shards' message tree).
 
-    python benchmarks/dask_overhead.py [--workers 2,4,8,16] [--mode flat,tree] [--m 1,64]
+    python benchmarks/dask_overhead.py [--workers 1,2,4,5,8,16] [--mode flat,tree] [--m 1,64]
                                        [--d 100] [--reps 30] [--fan-in 4] [--out results.json]
+    python benchmarks/dask_overhead.py --model results.json     # refit the cost model only
 
 A LocalCluster of P single-threaded worker processes, one tiny row block per worker
 (100 rows x d), so that a pass is all overhead.  "flat": the client sends the batch W
@@ -17,6 +18,13 @@ time per pass of the root shard's worker process and of the busiest one) and wri
 every row to --out (JSON, or CSV if the name ends in .csv).  On a machine with
 fewer cores than P + 2 the worker processes wait for a core, so the numbers are upper
 bounds of the overhead and say little about its growth with P.
+
+The cost model fitted to the minimum wall times, per m: flat, a + b (P - 1) (the client
+handles P answers in turn); tree, a + L levels(P) + c children(P), along the slowest path
+of the message tree (a hop per level, each shard handling its children's messages in
+turn).  It is printed for 4, 16, 64, 256 and 1024 workers beside the compute of a pass
+over 100 M rows x 100 spread evenly (4 ms per 100,000 rows per core).  The tree's fit
+needs at least three worker counts, the flat one two.
 """
 import argparse
 import csv
@@ -26,17 +34,78 @@ import time
 
 import numpy as np
 
+#: the compute side of the model: the compiled pass costs about 4 ms per 100,000 rows
+#: per core at d = 100 (BENCHMARKS.md, "Beyond one machine"), N rows spread evenly
+MS_PER_ROW = 4.0 / 100_000
+N_ROWS = 100_000_000
+
+
+def critical_path(P, k):
+    """(levels, children) along the slowest path of the message tree over P shards with
+    fan-in k (shard s forwards to s k + 1 .. s k + k): a shard with c children costs
+    one hop plus c messages handled in turn, then waits for its slowest child."""
+    def walk(s):
+        kids = list(range(s * k + 1, min(P, (s + 1) * k + 1)))
+        if not kids:
+            return (0, 0)
+        return max(((1 + lv, len(kids) + ch) for lv, ch in map(walk, kids)))
+    return walk(0)
+
+
+def fit_model(rows, fan_in):
+    """Least-squares fits of the per-pass minimum wall time, per m:
+    flat: a + b (P - 1); tree: a + L levels(P) + c children(P)."""
+    out = {}
+    for m in sorted({r["m"] for r in rows}):
+        fl = [(r["workers"], r["min_ms"]) for r in rows if r["m"] == m and r["mode"] == "flat"]
+        tr = [(r["workers"], r["min_ms"]) for r in rows if r["m"] == m and r["mode"] == "tree"]
+        model = {}
+        if len({P for P, _ in fl}) >= 2:
+            A = np.array([[1.0, P - 1] for P, _ in fl])
+            model["flat"] = np.linalg.lstsq(A, np.array([t for _, t in fl]), rcond=None)[0]
+        if len({P for P, _ in tr}) >= 3:
+            A = np.array([[1.0, *critical_path(P, fan_in)] for P, _ in tr])
+            model["tree"] = np.linalg.lstsq(A, np.array([t for _, t in tr]), rcond=None)[0]
+        out[m] = model
+    return out
+
+
+def print_model(rows, fan_in, sizes=(4, 16, 64, 256, 1024)):
+    for m, model in fit_model(rows, fan_in).items():
+        print(f"\nmodel, m = {m}:", ", ".join(
+            f"{k}: " + ("a = %.2f ms, b = %.2f ms per worker" % tuple(v) if k == "flat" else
+                        "a = %.2f ms, L = %.2f ms per level, c = %.2f ms per child" % tuple(v))
+            for k, v in model.items()))
+        print("| workers P | compute per pass (100 M rows) | flat | tree (fan-in %d: levels, "
+              "children on the slowest path) |" % fan_in)
+        print("|---:|---:|---:|---:|")
+        for P in sizes:
+            comp = N_ROWS * MS_PER_ROW / P
+            flat = model.get("flat")
+            tree = model.get("tree")
+            lv, ch = critical_path(P, fan_in)
+            f = "-" if flat is None else f"{flat[0] + flat[1] * (P - 1):.1f} ms"
+            t = "-" if tree is None else f"{tree[0] + tree[1] * lv + tree[2] * ch:.1f} ms ({lv}, {ch})"
+            print(f"| {P} | {comp:.1f} ms | {f} | {t} |")
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workers", default="2,4,8")
+    ap.add_argument("--workers", default="1,2,4,5,8")
     ap.add_argument("--mode", default="flat,tree")
     ap.add_argument("--m", default="1,64")
     ap.add_argument("--d", type=int, default=100)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--fan-in", type=int, default=4)
     ap.add_argument("--out", default=None, help="write the rows here (.json or .csv)")
+    ap.add_argument("--model", default=None,
+                    help="only fit the cost model to the rows of this JSON file")
     args = ap.parse_args()
+    if args.model:
+        with open(args.model) as f:
+            rows = json.load(f)
+        print_model(rows, rows[0]["fan_in"])
+        return
 
     import dask.array as da
     from distributed import Client, LocalCluster
@@ -119,6 +188,7 @@ def main():
                 if not same:
                     raise SystemExit(f"flat and tree passes differ at P={P}, m={m}")
             _dask.REDUCTION = "tree"
+    print_model(rows_out, args.fan_in)
     if args.out:
         with open(args.out, "w", newline="") as f:
             if args.out.endswith(".csv"):

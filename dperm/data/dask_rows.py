@@ -13,31 +13,62 @@ float64).  The rows never leave the workers:
   estimator's intercept column -- are replayed on the workers by the same code
   as on one machine (`bound_rows`, `WithInterceptColumn`), as a list of public
   operations (`DaskRows.ops`);
-* each pass of the solver sends the current batch W (m x d) to every shard;
-  a shard returns, PER CHUNK, the unnormalized sums of the losses and of the
+* each pass of the solver sends the current batch W (m x d) to the shards; a
+  shard computes, PER CHUNK, the unnormalized sums of the losses and of the
   gradient terms (or Hessian-vector terms) and the chunk's row count -- never
   anything but sums;
-* the client places the per-chunk sums by chunk index and adds them in chunk
-  order (so the result does not depend on which worker holds which chunk, nor
-  on a recovery that moved chunks), checks that every chunk contributed exactly
-  once and that the rows add up to n, and only then applies 1/n, the ridge term
-  and the linear term B.  B (the objective-perturbation noise) is drawn on the
-  client and never leaves it.
+* the sums are added in ONE fixed order, the chunk tree: an aligned binary tree
+  over the chunk indices 0..C-1 whose leaves are the chunks and whose node
+  (level l, index j) covers chunks j 2^l .. (j + 1) 2^l - 1; a node's sum is
+  left + right, computed as soon as both children are known, wherever that is
+  (a left child with no chunk to its right is its parent unchanged).  A shard
+  folds its own chunks as far as they fill whole nodes; partial results are
+  {node: (rows, sums)} and any union of them folds to the same bits, so the
+  answer depends neither on the number of workers, nor on which worker holds
+  which chunk, nor on a recovery that moved chunks, nor on the order in which
+  messages arrive (tests/data/test_dask.py checks 1, 2, 3 and 8 workers, blocks
+  in order and shuffled);
+* the reduction (`REDUCTION = "tree"`, the default): the client sends the pass to
+  ONE shard, the root of a message tree over the shards (shard s forwards to
+  shards s k + 1 .. s k + k, k = TREE_FAN_IN = 4; arguments pickled once by the
+  client and forwarded as bytes); each shard forwards first, computes its own
+  chunks meanwhile, folds its children's answers with its own and answers its
+  parent, so the client receives one message per pass whatever the number of
+  workers, and the critical path has about log_k(workers) hops.
+  `REDUCTION = "flat"` has every shard answer the client, which folds the P
+  answers itself (the same bits; kept for benchmarks/dask_overhead.py).  The
+  cost model and the measurements are in BENCHMARKS.md ("Tree reduction");
+* every fold checks that no chunk is counted twice and that each node holds the
+  public number of rows; the client checks that the result is the root of the
+  chunk tree (every chunk once, n rows), and only then applies 1/n, the ridge
+  term and the linear term B.  B (the objective-perturbation noise) is drawn on
+  the client and never leaves it.  With the tree, a worker also receives the
+  partial sums of the shards below it (sums over their rows, as the client did):
+  the workers are inside the trust boundary (README, "On a cluster").
+
+Newton-CG's curvature cache lives on the workers: a value-and-gradient pass asked
+to keep it stores phi''(margins) per chunk and per point (row of W) on each shard,
+least recently used first out within WORKER_CURVATURE_BYTES; a Hessian-vector pass
+at points whose curvature every shard kept skips the margins (the same numbers
+either way: the compiled pass reads the curvature it would have computed).
 
 Rounding: the compiled pass returns means (sums times 1/n_chunk) plus the
 regularizer; a shard calls it with l2 = 0 and no linear term and multiplies by
 the chunk's row count, which restores the sum to within a unit or two in the
-last place.  With the different order of summation (chunks, not threads) the
-objective and gradient match the local pass to ~1e-15 relative, and minimizers
-to the solver's tolerance (tests: 1e-8 relative).
+last place.  With the different order of summation (the chunk tree, not threads)
+the objective and gradient match the local pass to ~1e-15 relative, and minimizers
+to the solver's tolerance (tests: 1e-8 relative); across clusters, placements and
+the two reductions they are the same bits.
 
-Faults: a shard on a worker that died makes its call fail; the backend waits for
-the scheduler to recompute the lost blocks from their source (their task graph),
-builds the shards again and repeats the same pass -- the same W, the same
-per-chunk sums, so the fit completes with the answer it would have given.  If
-the blocks cannot be recomputed or the workers keep failing, the fit raises
-`DistributedFitError`; a reduction with a missing chunk or a wrong row count is
-never turned into a model.
+Faults: a shard on a worker that died makes its call fail (the client's call to
+the root, or a shard's call to a child: its connection is given
+TREE_CONNECT_TIMEOUT seconds); the backend waits for the scheduler to recompute
+the lost blocks from their source (their task graph), builds the shards and the
+message tree again and repeats the same pass -- the same W, the same per-chunk
+sums, the same tree order, so the fit completes with the answer it would have
+given.  If the blocks cannot be recomputed or the workers keep failing, the fit
+raises `DistributedFitError`; a reduction with a missing chunk, a chunk counted
+twice or a wrong row count is never turned into a model.
 
 Importing this module does not import dask; only a Dask collection does.
 """

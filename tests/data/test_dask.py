@@ -282,6 +282,47 @@ def test_same_bits_for_any_number_of_workers_and_placement():
                 assert coef.tobytes() == ref.tobytes(), (key, _rel(ref, coef))
 
 
+def test_tree_pass_one_message_at_the_client(monkeypatch):
+    """6 shards, fan-in 4 (a root, 4 children, 1 grandchild): per pass the client calls
+    the root once and every shard runs the pass exactly once; the flat gather calls
+    every shard from the client."""
+    X, y = _problem(n=1200, seed=4)
+    seen = []
+    real_tree, real_flat = _dask._Shard.tree, _dask._Shard.flat
+
+    async def tree(self, payload):
+        seen.append(("tree", tuple(self.chunk_ids)))
+        return await real_tree(self, payload)
+
+    def flat(self, payload):
+        seen.append(("flat", tuple(self.chunk_ids)))
+        return real_flat(self, payload)
+    monkeypatch.setattr(_dask._Shard, "tree", tree)
+    monkeypatch.setattr(_dask._Shard, "flat", flat)
+    client_calls = []
+    real_call = _dask._Cluster.call
+
+    def call(self, method, *args, root_only=False):
+        client_calls.append((method, 1 if root_only else len(self.shards)))
+        return real_call(self, method, *args, root_only=root_only)
+    monkeypatch.setattr(_dask._Cluster, "call", call)
+    with distributed.LocalCluster(n_workers=6, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cl, \
+            distributed.Client(cl, set_as_default=False) as c, c.as_current():
+        rows = _dask.as_rows(_placed(c, X, 100, np.arange(12) % 6), y)
+        assert len(rows._state.shards) == 6
+        W = np.zeros((2, X.shape[1]))
+        out = {}
+        for mode in ("tree", "flat"):
+            monkeypatch.setattr(_dask, "REDUCTION", mode)
+            seen.clear()
+            client_calls.clear()
+            out[mode] = rows.value_grad(W, np.ones(2), None, 0, 0.5)
+            assert sorted(seen) == sorted((mode, tuple(s[2])) for s in rows._state.shards)
+            assert client_calls == [(mode, 1 if mode == "tree" else 6)]
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(out["tree"], out["flat"]))
+
+
 def test_curvature_cache_on_workers(client, monkeypatch):
     """Newton's Hessian-vector passes reuse the curvature the workers kept from the
     value-and-gradient pass at the same W: the same bits as without the cache, and
