@@ -3,7 +3,7 @@ the reduction (flat gather at the client, or the shards' message tree).
 
     python benchmarks/dask_overhead.py [--workers 1,2,4,5,8,16] [--mode flat,tree] [--m 1,64]
                                        [--d 100] [--reps 30] [--fan-in 4] [--out results.json]
-    python benchmarks/dask_overhead.py --model results.json     # refit the cost model only
+    python benchmarks/dask_overhead.py --model a.json,b.json [--fit-max-workers 5]   # refit only
 
 A LocalCluster of P single-threaded worker processes, one tiny row block per worker
 (100 rows x d), so that a pass is all overhead.  "flat": the client sends the batch W
@@ -19,7 +19,8 @@ every row to --out (JSON, or CSV if the name ends in .csv).  On a machine with
 fewer cores than P + 2 the worker processes wait for a core, so the numbers are upper
 bounds of the overhead and say little about its growth with P.
 
-The cost model fitted to the minimum wall times, per m: flat, a + b (P - 1) (the client
+The cost model fitted (non-negative least squares) to the minimum wall times, per m, the
+minimum over the runs given: flat, a + b (P - 1) (the client
 handles P answers in turn); tree, a + L levels(P) + c children(P), along the slowest path
 of the message tree (a hop per level, each shard handling its children's messages in
 turn).  It is printed for 4, 16, 64, 256 and 1024 workers beside the compute of a pass
@@ -52,26 +53,34 @@ def critical_path(P, k):
     return walk(0)
 
 
-def fit_model(rows, fan_in):
-    """Least-squares fits of the per-pass minimum wall time, per m:
+def fit_model(rows, fan_in, max_workers=None):
+    """Non-negative least-squares fits of the per-pass minimum wall time, per m (the
+    minimum over repeated runs of a setting; settings over max_workers left out):
     flat: a + b (P - 1); tree: a + L levels(P) + c children(P)."""
+    from scipy.optimize import nnls
+
+    best = {}
+    for r in rows:
+        if max_workers is None or r["workers"] <= max_workers:
+            key = (r["m"], r["mode"], r["workers"])
+            best[key] = min(best.get(key, np.inf), r["min_ms"])
     out = {}
-    for m in sorted({r["m"] for r in rows}):
-        fl = [(r["workers"], r["min_ms"]) for r in rows if r["m"] == m and r["mode"] == "flat"]
-        tr = [(r["workers"], r["min_ms"]) for r in rows if r["m"] == m and r["mode"] == "tree"]
+    for m in sorted({k[0] for k in best}):
+        fl = [(P, t) for (mm, mode, P), t in best.items() if mm == m and mode == "flat"]
+        tr = [(P, t) for (mm, mode, P), t in best.items() if mm == m and mode == "tree"]
         model = {}
-        if len({P for P, _ in fl}) >= 2:
+        if len(fl) >= 2:
             A = np.array([[1.0, P - 1] for P, _ in fl])
-            model["flat"] = np.linalg.lstsq(A, np.array([t for _, t in fl]), rcond=None)[0]
-        if len({P for P, _ in tr}) >= 3:
+            model["flat"] = nnls(A, np.array([t for _, t in fl]))[0]
+        if len(tr) >= 3:
             A = np.array([[1.0, *critical_path(P, fan_in)] for P, _ in tr])
-            model["tree"] = np.linalg.lstsq(A, np.array([t for _, t in tr]), rcond=None)[0]
+            model["tree"] = nnls(A, np.array([t for _, t in tr]))[0]
         out[m] = model
     return out
 
 
-def print_model(rows, fan_in, sizes=(4, 16, 64, 256, 1024)):
-    for m, model in fit_model(rows, fan_in).items():
+def print_model(rows, fan_in, max_workers=None, sizes=(4, 16, 64, 256, 1024)):
+    for m, model in fit_model(rows, fan_in, max_workers).items():
         print(f"\nmodel, m = {m}:", ", ".join(
             f"{k}: " + ("a = %.2f ms, b = %.2f ms per worker" % tuple(v) if k == "flat" else
                         "a = %.2f ms, L = %.2f ms per level, c = %.2f ms per child" % tuple(v))
@@ -99,12 +108,16 @@ def main():
     ap.add_argument("--fan-in", type=int, default=4)
     ap.add_argument("--out", default=None, help="write the rows here (.json or .csv)")
     ap.add_argument("--model", default=None,
-                    help="only fit the cost model to the rows of this JSON file")
+                    help="only fit the cost model to the rows of these JSON files (a,b,...)")
+    ap.add_argument("--fit-max-workers", type=int, default=None,
+                    help="fit the model to the settings with at most this many workers")
     args = ap.parse_args()
     if args.model:
-        with open(args.model) as f:
-            rows = json.load(f)
-        print_model(rows, rows[0]["fan_in"])
+        rows = []
+        for name in args.model.split(","):
+            with open(name) as f:
+                rows += json.load(f)
+        print_model(rows, rows[0]["fan_in"], args.fit_max_workers)
         return
 
     import dask.array as da
@@ -188,7 +201,7 @@ def main():
                 if not same:
                     raise SystemExit(f"flat and tree passes differ at P={P}, m={m}")
             _dask.REDUCTION = "tree"
-    print_model(rows_out, args.fan_in)
+    print_model(rows_out, args.fan_in, args.fit_max_workers)
     if args.out:
         with open(args.out, "w", newline="") as f:
             if args.out.endswith(".csv"):
