@@ -48,9 +48,10 @@ float64).  The rows never leave the workers:
 
 Newton-CG's curvature cache lives on the workers: a value-and-gradient pass asked
 to keep it stores phi''(margins) per chunk and per point (row of W) on each shard,
-least recently used first out within WORKER_CURVATURE_BYTES; a Hessian-vector pass
-at points whose curvature every shard kept skips the margins (the same numbers
-either way: the compiled pass reads the curvature it would have computed).
+least recently used first out (CACHED_POINTS per problem, within
+WORKER_CURVATURE_BYTES); a Hessian-vector pass at points whose curvature every shard
+kept skips the margins (the same numbers either way: the compiled pass reads the
+curvature it would have computed).
 
 Rounding: the compiled pass returns means (sums times 1/n_chunk) plus the
 regularizer; a shard calls it with l2 = 0 and no linear term and multiplies by
@@ -95,6 +96,8 @@ TREE_FAN_IN = 4
 TREE_CONNECT_TIMEOUT = 5.0
 #: memory a shard may spend on Newton's curvature cache (phi'' per row, per cached point)
 WORKER_CURVATURE_BYTES = 512 * 2**20
+#: points per problem whose curvature a shard keeps (as the local solver, dperm.optim.erm)
+CACHED_POINTS = 3
 
 
 class DistributedFitError(RuntimeError):
@@ -525,7 +528,7 @@ class _Shard:
         self.connect_timeout = TREE_CONNECT_TIMEOUT
         #: phi''(margins) of the last value_grad passes, per point: key -> [per chunk]
         self.curv = OrderedDict()
-        self.curv_bytes = 0
+        self.curv_batch = 0
         self.counters = {"curvature_hits": 0, "curvature_misses": 0}
         try:
             from distributed import get_worker
@@ -583,20 +586,21 @@ class _Shard:
 
     def _keep_curvature(self, keys, curvs):
         """Remember per point (row of W) its chunks' curvature rows, least recently used
-        first out, within WORKER_CURVATURE_BYTES."""
+        first out: at most CACHED_POINTS points per problem of the largest batch seen
+        (as the local solver keeps), within WORKER_CURVATURE_BYTES."""
         rows = sum(c.shape[1] for c in curvs)
         size = 8 * rows
         if size == 0 or size > WORKER_CURVATURE_BYTES:
             return
+        self.curv_batch = max(self.curv_batch, len(keys))
+        cap = min(CACHED_POINTS * self.curv_batch, WORKER_CURVATURE_BYTES // size)
         for j, key in enumerate(keys):
             if key in self.curv:
                 self.curv.move_to_end(key)
                 continue
             self.curv[key] = [c[j].copy() for c in curvs]
-            self.curv_bytes += size
-            while self.curv_bytes > WORKER_CURVATURE_BYTES:
+            while len(self.curv) > cap:
                 self.curv.popitem(last=False)
-                self.curv_bytes -= size
 
     def value_grad(self, ops, W, loss, h, n_threads=None, keep_curvature=False):
         from dperm._core._objective import value_grad
