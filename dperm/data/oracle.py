@@ -316,8 +316,9 @@ def row_parts(X, y, parts):
 
 
 def count_mistakes(estimator, X, y):
-    """Rows whose predicted label differs from y: counted chunk by chunk on the workers
-    for a Dask array (only the counts come back), locally otherwise."""
+    """Rows whose predicted label differs from y: counted chunk by chunk (partition by
+    partition) on the workers for a Dask array (DataFrame), only the counts coming
+    back; locally otherwise."""
     if dask_rows.is_dask_array(X):
         return dask_rows.count_mistakes(estimator, X, y)
     if dask_rows.is_dask_frame(X):
