@@ -31,7 +31,7 @@ __all__ = ["adassp", "adassp_calibration", "adassp_sensitivities", "adassp_event
 #: default shares of the composed budget a^2 (docs "AdaSSP", part 3): the smallest
 #: eigenvalue, X^T X, X^T y.  Chosen on the regression benchmark (BENCHMARKS.md,
 #: "Private linear regression").
-DEFAULT_SPLIT = (0.1, 0.3, 0.6)
+DEFAULT_SPLIT = (0.1, 0.45, 0.45)
 #: rho of Wang (2018): the probability allowed to each of the two high-probability
 #: bounds (the lower bound on lambda_min, the operator norm of the X^T X noise) that
 #: choose the ridge; a utility parameter only (the privacy does not depend on it)

@@ -80,12 +80,14 @@ def rows_in_ball(rng, n, d, r):
     return v * (r * rng.uniform(0.0, 1.0, n) ** (1.0 / d))[:, None]
 
 
-def designed_pair(neighbouring, r=R, b=B):
+def designed_pair(neighbouring, r=R, b=B, rotate=False):
     """d = 2.  D: rows r e1 (twice, label b on the changed one), r e2 (three times), so
     lambda_min = 2 r^2 along e1.  replace_one: the changed row r e1 (label b) becomes
     r e2 (label -b): lambda_min drops by r^2, X^T X moves by diag(-r^2, r^2) (Frobenius
     sqrt(2) r^2), X^T y by (-r b, -r b).  add_remove: the row is removed, every
-    statistic moving by its full add/remove sensitivity (r^2, r^2, r b)."""
+    statistic moving by its full add/remove sensitivity (r^2, r^2, r b).
+    rotate=True turns every row by 45 degrees: the replace-one change of X^T X is then
+    all off-diagonal, [[0, -r^2], [-r^2, 0]]."""
     X = np.array([[r, 0.0], [r, 0.0], [0.0, r], [0.0, r], [0.0, r]])
     y = np.array([b, 0.3 * b, -0.5 * b, 0.2 * b, 0.0])
     if neighbouring == "replace_one":
@@ -93,6 +95,9 @@ def designed_pair(neighbouring, r=R, b=B):
         X2[0], y2[0] = [0.0, r], -b
     else:
         X2, y2 = X[1:], y[1:]
+    if rotate:
+        Q = np.array([[1.0, -1.0], [1.0, 1.0]]) / math.sqrt(2.0)
+        X, X2 = X @ Q.T, X2 @ Q.T
     return (X, y), (X2, y2)
 
 
@@ -244,7 +249,9 @@ def _projection_samples(cal, pair, runs, seed):
 
 
 def _audit(neighbouring, factor, runs, seed):
-    pair = designed_pair(neighbouring)
+    # replace_one: the X^T X shift off the diagonal; add_remove: on it (and off, at 45
+    # degrees the lambda_min direction is not an axis, so use the plain pair)
+    pair = designed_pair(neighbouring, rotate=neighbouring == "replace_one")
     cal = adassp_calibration(EPS, DELTA, n_features=2, data_norm=R, label_bound=B,
                              neighbouring=neighbouring)
     if factor != 1:
@@ -305,6 +312,32 @@ def test_record_is_public(neighbouring):
         assert r["ridge"] == max(0.0, r["eta"] - max(r["lambda_min_noisy"] - r["shift"], 0.0))
     # nothing in the record is an array of the data's size, a seed or a solver output
     assert all(isinstance(v, (str, int, float, tuple, type(None))) for v in r1.values())
+
+
+def test_noise_law_of_each_release():
+    """Sample variances of the released noise: lambda_min sigma_1^2, the diagonal of X^T X
+    sigma_2^2, its off-diagonal sigma_2^2 / 2 (the (G + G^T)/2 law the sensitivity
+    sqrt(m) R^2 in the Frobenius norm assumes), X^T y sigma_3^2; means 0."""
+    d, runs = 3, 20000
+    cal = adassp_calibration(EPS, DELTA, n_features=d, data_norm=R, label_bound=B)
+    G = np.array([[2.0, 0.5, -0.3], [0.5, 1.0, 0.2], [-0.3, 0.2, 3.0]])
+    v = np.array([0.5, -1.0, 2.0])
+    lam, Gn, vn = adassp_module._release_statistics(
+        np.full(runs, 0.7), np.broadcast_to(G, (runs, d, d)), np.broadcast_to(v, (runs, d)),
+        cal, np.random.default_rng(4))
+    iu = np.triu_indices(d, k=1)
+    groups = [((lam - 0.7) / cal.sigma_lambda_min)[:, None],
+              (Gn[:, np.arange(d), np.arange(d)] - np.diag(G)) / cal.sigma_xtx,
+              (Gn[:, iu[0], iu[1]] - G[iu]) / (cal.sigma_xtx / math.sqrt(2.0)),
+              (vn - v) / cal.sigma_xty]
+    for z in groups:
+        # chi-square bounds on the variance of each coordinate, 1e-6 two-sided
+        k = z.shape[0]
+        lo, hi = stats.chi2.ppf([1e-6, 1 - 1e-6], k) / k
+        var = np.mean(z ** 2, axis=0)
+        assert np.all((var > lo) & (var < hi)), var
+        assert np.all(np.abs(z.mean(axis=0)) < 6.0 / math.sqrt(k))
+    np.testing.assert_array_equal(Gn, np.swapaxes(Gn, 1, 2))
 
 
 def test_released_values_lie_on_their_grids():
