@@ -271,7 +271,7 @@ HEADER = ("| data set | n train | method | epsilon | delta | held-out R^2 (mean 
 
 DEFAULT_DATASETS = ("diabetes,adult-hours,kdd-dsthostsrv,synthetic-1e3,synthetic-1e4,"
                     "synthetic-1e5,synthetic-1e6")
-SWEEP = [(0.1, 0.45, 0.45), (0.1, 0.3, 0.6), (0.1, 0.2, 0.7), (0.05, 0.3, 0.65),
+SWEEP = [(0.1, 0.45, 0.45), (0.1, 0.3, 0.6), (0.05, 0.3, 0.65),
          (0.2, 0.3, 0.5), (1 / 3, 1 / 3, 1 / 3), (0.1, 0.6, 0.3)]
 
 

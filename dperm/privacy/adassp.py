@@ -26,7 +26,7 @@ from dperm.privacy.calibration import analytic_gaussian_sigma
 from dperm.privacy.neighbouring import check_neighbouring, sensitivity_factor
 
 __all__ = ["adassp", "adassp_calibration", "adassp_sensitivities", "adassp_event",
-           "AdaSSPCalibration", "DEFAULT_SPLIT", "FAILURE_PROBABILITY"]
+           "AdaSSPCalibration", "DEFAULT_SPLIT", "FAILURE_PROBABILITY", "RIDGE_BOUNDS"]
 
 #: default shares of the composed budget a^2 (docs "AdaSSP", part 3): the smallest
 #: eigenvalue, X^T X, X^T y.  Chosen on the regression benchmark (BENCHMARKS.md,
@@ -36,6 +36,12 @@ DEFAULT_SPLIT = (0.1, 0.45, 0.45)
 #: bounds (the lower bound on lambda_min, the operator norm of the X^T X noise) that
 #: choose the ridge; a utility parameter only (the privacy does not depend on it)
 FAILURE_PROBABILITY = 0.05
+#: the public bound eta on the operator norm of the X^T X noise that sets the ridge
+#: (docs "AdaSSP", part 4): "edge" (default), sigma (sqrt(2(d+1)) + sqrt(2 log(1/rho))),
+#: the edge of the noise matrix's spectrum plus a Gaussian concentration term;
+#: "wang2018", sigma sqrt(d log(2 d^2 / rho)), the paper's (an entrywise union bound,
+#: larger by about sqrt(log(2 d^2/rho) / 2)).  Utility only: privacy does not depend on it.
+RIDGE_BOUNDS = ("edge", "wang2018")
 #: grid resolution of the releases (exact_noise: s = sigma / g in [2^bits, 2^(bits+1)))
 _BITS = 20
 
@@ -76,6 +82,12 @@ def _split(split):
         raise ValueError(f"split: must be three positive finite numbers (shares of the "
                          f"budget for lambda_min, X^T X, X^T y), got {split!r}")
     return tuple(float(v) for v in w / w.sum())
+
+
+def _ridge_bound(value):
+    if not isinstance(value, str) or value not in RIDGE_BOUNDS:
+        raise ValueError(f"ridge_bound: must be one of {RIDGE_BOUNDS}, got {value!r}")
+    return value
 
 
 def _n_features(d):
@@ -159,7 +171,8 @@ class AdaSSPCalibration:
     noise_multiplier : sigma / Delta of the one Gaussian mechanism the three releases
         form (the analytic-Gaussian sigma at (epsilon, delta), sensitivity 1).
     split : the shares of the composed budget (sum 1).
-    eta : the public bound on the operator norm of the X^T X noise (Wang 2018).
+    ridge_bound, eta : the rule (RIDGE_BOUNDS) and the public bound on the operator norm
+        of the X^T X noise it gives.
     shift : how far the noisy lambda_min is moved down to be a lower bound w.h.p.
     """
     epsilon: float
@@ -174,6 +187,7 @@ class AdaSSPCalibration:
     sigma_lambda_min: float
     sigma_xtx: float
     sigma_xty: float
+    ridge_bound: str
     eta: float
     shift: float
 
@@ -184,7 +198,7 @@ class AdaSSPCalibration:
 
 def adassp_calibration(epsilon: float, delta: float, *, n_features: int, data_norm: float,
                        label_bound: float, neighbouring: str = "replace_one",
-                       split=DEFAULT_SPLIT) -> AdaSSPCalibration:
+                       split=DEFAULT_SPLIT, ridge_bound="edge") -> AdaSSPCalibration:
     """The noise scales of AdaSSP at (epsilon, delta): public numbers only (docs "AdaSSP", part 2).
 
     a = 1 / analytic_gaussian_sigma(epsilon, delta, 1) is the largest whitened shift
@@ -200,6 +214,7 @@ def adassp_calibration(epsilon: float, delta: float, *, n_features: int, data_no
     nb = check_neighbouring(neighbouring)
     sens = adassp_sensitivities(data_norm, label_bound, nb)
     w = _split(split)
+    ridge_bound = _ridge_bound(ridge_bound)
     unit = analytic_gaussian_sigma(eps, dlt, 1.0)
     a = 1.0 / unit
     coords = 1 + d * (d + 1) // 2 + d
@@ -209,13 +224,16 @@ def adassp_calibration(epsilon: float, delta: float, *, n_features: int, data_no
                          f"epsilon={eps:g}, delta={dlt:g}")
     sig = [s / (math.sqrt(wi) * a_nom) for s, wi in zip(sens, w)]
     rho = FAILURE_PROBABILITY
-    eta = sig[1] * math.sqrt(d * math.log(2.0 * d * d / rho))
+    if ridge_bound == "edge":
+        eta = sig[1] * (math.sqrt(2.0 * (d + 1)) + math.sqrt(2.0 * math.log(1.0 / rho)))
+    else:
+        eta = sig[1] * math.sqrt(d * math.log(2.0 * d * d / rho))
     shift = sig[0] * float(ndtri(1.0 - rho))
     return AdaSSPCalibration(
         epsilon=eps, delta=dlt, neighbouring=nb, data_norm=float(data_norm),
         label_bound=float(label_bound), n_features=d, split=w, sensitivities=sens,
         noise_multiplier=unit, sigma_lambda_min=sig[0], sigma_xtx=sig[1], sigma_xty=sig[2],
-        eta=eta, shift=shift)
+        ridge_bound=ridge_bound, eta=eta, shift=shift)
 
 
 def adassp_event(epsilon: float, delta: float, noise_multiplier: float):
@@ -277,6 +295,7 @@ def _release_statistics(lam_min, gram, xty, cal, rng):
 
 def adassp(X, y, *, epsilon: float, delta: float, data_norm: float, label_bound: float,
            neighbouring: str = "replace_one", n_public=None, split=DEFAULT_SPLIT,
+           ridge_bound: str = "edge",
            random_state=None):
     """(epsilon, delta)-DP ridge regression by AdaSSP (Wang 2018, Algorithm 2).
 
@@ -286,6 +305,7 @@ def adassp(X, y, *, epsilon: float, delta: float, data_norm: float, label_bound:
         "add_remove"; the statistics are sums, so n is not used; n_public, add_remove
         only, is recorded as the public count).
     split : shares of the budget for (lambda_min, X^T X, X^T y), docs "AdaSSP", part 3.
+    ridge_bound : "edge" or "wang2018", the bound eta that sets the ridge (RIDGE_BOUNDS).
     random_state : None (OS entropy), an int seed or a Generator; a seed voids the
         guarantee (tests and experiments only).
 
@@ -304,10 +324,11 @@ def adassp(X, y, *, epsilon: float, delta: float, data_norm: float, label_bound:
     nb = check_neighbouring(neighbouring)
     n_pub = _n_public(n_public, nb)
     w = _split(split)
+    rb = _ridge_bound(ridge_bound)
     Xa, ya = _data(X, y, r, b)
     n, d = Xa.shape
     cal = adassp_calibration(eps, dlt, n_features=d, data_norm=r, label_bound=b,
-                             neighbouring=nb, split=w)
+                             neighbouring=nb, split=w, ridge_bound=rb)
     rng = check_random_state(random_state)
 
     lam_noisy, gram_noisy, xty_noisy = _release_statistics(*_statistics(Xa, ya), cal, rng)
@@ -335,6 +356,7 @@ def adassp(X, y, *, epsilon: float, delta: float, data_norm: float, label_bound:
         "sigma_lambda_min": cal.sigma_lambda_min,
         "sigma_xtx": cal.sigma_xtx,
         "sigma_xty": cal.sigma_xty,
+        "ridge_bound": cal.ridge_bound,
         "eta": cal.eta,
         "shift": cal.shift,
         "failure_probability": FAILURE_PROBABILITY,

@@ -340,6 +340,28 @@ def test_noise_law_of_each_release():
     np.testing.assert_array_equal(Gn, np.swapaxes(Gn, 1, 2))
 
 
+@pytest.mark.parametrize("d", [1, 3, 10, 40])
+def test_ridge_bound_covers_the_noise_operator_norm(d):
+    """eta ("edge", the default) bounds ||N||_op with probability >= 1 - rho (a utility
+    statement: eta makes noisy X^T X + ridge I positive definite when lambda_low is a lower
+    bound); Monte Carlo with the continuous law of N, (G + G^T)/2."""
+    cal = adassp_calibration(EPS, DELTA, n_features=d, data_norm=R, label_bound=B)
+    rng = np.random.default_rng(d)
+    reps = 1500
+    G = rng.standard_normal((reps, d, d)) * cal.sigma_xtx
+    norms = np.max(np.abs(np.linalg.eigvalsh((G + np.swapaxes(G, 1, 2)) / 2.0)), axis=1)
+    exceed = int(np.count_nonzero(norms > cal.eta))
+    assert exceed <= stats.binom.ppf(1 - 1e-6, reps, adassp_module.FAILURE_PROBABILITY)
+    # and it is not vacuous: within a factor 3 of the median norm
+    assert cal.eta < 3.0 * max(np.median(norms), cal.sigma_xtx * math.sqrt(2 * math.log(20)))
+    # the paper's rule is the larger one for d >= 10
+    wang = adassp_calibration(EPS, DELTA, n_features=d, data_norm=R, label_bound=B,
+                              ridge_bound="wang2018")
+    assert wang.sigma_xtx == cal.sigma_xtx
+    if d >= 10:
+        assert wang.eta > cal.eta
+
+
 def test_released_values_lie_on_their_grids():
     (X, y), _ = designed_pair("replace_one")
     cal = adassp_calibration(EPS, DELTA, n_features=2, data_norm=R, label_bound=B)
@@ -386,7 +408,7 @@ def test_accountant_event():
     (dict(neighbouring="swap"), "neighbouring"), (dict(n_public=10), "n_public"),
     (dict(neighbouring="add_remove", n_public=2.5), "n_public"),
     (dict(split=(0.5, 0.5)), "split"), (dict(split=(0.0, 0.5, 0.5)), "split"),
-    (dict(random_state="seed"), "random_state"),
+    (dict(random_state="seed"), "random_state"), (dict(ridge_bound="tight"), "ridge_bound"),
 ])
 def test_bad_parameters(kw, match):
     X = np.array([[0.5, 0.1], [0.2, -0.3], [0.0, 0.4]])
