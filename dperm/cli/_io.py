@@ -252,34 +252,34 @@ class CSVReader:
         return CLIError(f"{self.path}: not UTF-8 text{where}; save the file as UTF-8 CSV")
 
     def _pieces(self, keep):
-        """pa.Tables of the kept columns (stripped) of the non-blank rows, batch by batch."""
-        others = [j for j, h in enumerate(self.header) if h not in keep]
+        """pa.Tables of the kept columns (cell text) of the non-blank rows, batch by batch
+        (an int, the number of rows, when no column is kept)."""
         index = {h: j for j, h in enumerate(self.header)}
+        later = [h for h in self.header if h not in keep]
         for batch in self._batches():
-            cols = {h: pc.utf8_trim(batch.column(index[h]), _WHITESPACE) for h in keep}
-            blank = None
-            for col in cols.values():
-                e = pc.equal(pc.utf8_length(col), 0)
-                blank = e if blank is None else pc.and_(blank, e)
-            if blank is None:   # no column kept: blank rows are judged on all of them
-                blank = pa.array(np.ones(batch.num_rows, dtype=bool))
-            if pc.any(blank).as_py():
-                cand = np.flatnonzero(blank.to_numpy(zero_copy_only=False))
-                for j in others:
-                    cells = pc.utf8_trim(batch.column(j).take(pa.array(cand)), _WHITESPACE)
-                    cand = cand[pc.equal(pc.utf8_length(cells), 0).to_numpy(
-                        zero_copy_only=False)]
-                    if not cand.size:
-                        break
-                if cand.size:
-                    keep_rows = np.ones(batch.num_rows, dtype=bool)
-                    keep_rows[cand] = False
-                    mask = pa.array(keep_rows)
-                    cols = {h: c.filter(mask) for h, c in cols.items()}
-                    n = int(keep_rows.sum())
-                    yield pa.table(cols) if cols else n
-                    continue
-            yield pa.table(cols) if cols else batch.num_rows
+            cols = {h: _cell_text(batch.column(index[h])) for h in keep}
+            # blank rows: every cell empty; each column is looked at only on the rows
+            # still blank in the ones before (usually none after the first)
+            cand = None
+            for h in keep + later:
+                col = cols[h] if h in cols else batch.column(index[h])
+                if cand is not None:
+                    col = col.take(pa.array(cand))
+                if h not in cols:
+                    col = pc.utf8_trim(col, _WHITESPACE)
+                empty = _np(pc.equal(col, ""))
+                cand = np.flatnonzero(empty) if cand is None else cand[empty]
+                if not cand.size:
+                    break
+            if cand is None:
+                cand = np.arange(batch.num_rows)
+            if cand.size:
+                kept = np.ones(batch.num_rows, dtype=bool)
+                kept[cand] = False
+                mask = pa.array(kept)
+                cols = {h: c.filter(mask) for h, c in cols.items()}
+            n = batch.num_rows - cand.size
+            yield pa.table(cols) if cols else n
 
     def chunks(self, n=None, usecols=None):
         """Tables of at most n rows (None: one table of every row); at least one."""
@@ -317,6 +317,40 @@ class CSVReader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _plain_edges(arr):
+    """True when no cell of the Arrow string array can start or end with a space: none
+    of its bytes is an ASCII control or space character or non-ASCII (a byte scan, much
+    cheaper than trimming), or else no cell's first or last byte is."""
+    if isinstance(arr, pa.ChunkedArray):
+        return all(_plain_edges(a) for a in arr.chunks)
+    if len(arr) == 0 or arr.buffers()[2] is None:
+        return True
+    itype = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offs = np.frombuffer(arr.buffers()[1], dtype=itype)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(arr.buffers()[2], dtype=np.int8)[offs[0]:offs[-1]]
+    if not (data < 33).any():        # bytes 0-32 and 128-255 (negative as int8)
+        return True
+    full = offs[1:] > offs[:-1]
+    edges = np.concatenate((data[offs[:-1][full] - offs[0]], data[offs[1:][full] - offs[0] - 1]))
+    return not (edges < 33).any()
+
+
+def _cell_text(raw):
+    """Cells as the command line reads them: surrounding spaces stripped; a field of
+    spaces then a quoted text (`1, "red"`) is that text, as when the csv module skipped
+    the spaces after a delimiter (a delimiter inside such a field still splits it)."""
+    if _plain_edges(raw):
+        return raw
+    text = pc.utf8_trim(raw, _WHITESPACE)
+    quoted = pc.starts_with(text, '"')
+    if not pc.any(quoted).as_py():
+        return text
+    late = pc.and_(pc.and_(quoted, pc.match_substring_regex(raw, r'^[ \t]+"')),
+                   pc.match_substring_regex(text, r'(?s)^".*"$'))
+    inner = pc.replace_substring(pc.utf8_slice_codeunits(text, 1, -1), '""', '"')
+    return pc.if_else(late, inner, text)
 
 
 def _split(pieces, n):
@@ -368,9 +402,9 @@ class _Locator:
                 if not data:
                     return
                 cut = len(data) if not block else data.rfind(b"\n") + 1
-                if cut == 0:
-                    tail = data
-                    continue
+                if cut == 0:     # a block without a line feed: CR line ends, or one long line
+                    yield from self._csv_records(pos, row, line)
+                    return
                 part, tail = data[:cut], data[cut:]
                 if b'"' in part or part.count(b"\r") != part.count(b"\r\n"):
                     yield from self._csv_records(pos, row, line)
@@ -580,7 +614,17 @@ def infer_schema(table, label):
 # Every rule below is applied to whole columns by Arrow's compute functions: a cell is
 # text with its surrounding spaces stripped (the reader does it), a missing value is a
 # cell whose lower case is one of MISSING_MARKERS, a number is what _NUMBER matches.
-_MARKER_SET = pa.array(sorted(MISSING_MARKERS), pa.string())
+def _case_forms(word):
+    forms = [""]
+    for ch in word:
+        forms = [f + v for f in forms for v in dict.fromkeys((ch.lower(), ch.upper()))]
+    return forms
+
+
+# every spelling of a marker that lower() maps to it ("NA", "Na", "nA", "na", ...): one
+# hash look-up a cell, no lower-case copy of the column
+_MARKER_FORMS = pa.array(sorted({f for m in MISSING_MARKERS for f in _case_forms(m)}),
+                         pa.string())
 
 
 def _arrow(col):
@@ -597,7 +641,7 @@ def _np(arr):
 
 def _markers(s):
     """bool array: the cell is a missing marker (compared case-insensitively)."""
-    return _np(pc.is_in(pc.utf8_lower(s), value_set=_MARKER_SET))
+    return _np(pc.is_in(s, value_set=_MARKER_FORMS))
 
 
 def _numbers(s):
@@ -626,6 +670,30 @@ def _first_unparsable(s):
     return lo
 
 
+def _parse_numbers(s):
+    """(floats, NaN for a missing cell; index of the first cell that is neither a finite
+    number nor a missing marker, or None). The common case is one cast of the column;
+    markers are looked up only when the cast refuses a cell or gives NaN."""
+    miss, end = None, None
+    try:
+        v = pc.cast(s, pa.float64())
+    except (pa.ArrowInvalid, ValueError):
+        miss = _markers(s)
+        cells = pc.if_else(pa.array(miss), pa.scalar(None, pa.string()), s) if miss.any() else s
+        try:
+            v = pc.cast(cells, pa.float64())
+        except (pa.ArrowInvalid, ValueError):
+            end = _first_unparsable(cells)
+            v = pc.cast(cells.slice(0, end), pa.float64())
+    v = _np(v)
+    odd = np.flatnonzero(~np.isfinite(v))
+    if odd.size:     # NaN from a marker (or a null for one); anything else is an error
+        listed = miss[odd] if miss is not None else _markers(s.take(pa.array(odd)))
+        if not listed.all():
+            return v, int(odd[np.argmin(listed)])
+    return v, end
+
+
 def _numeric_column(table, c):
     """Column c as floats, NaN for a missing cell; any other non-number is an error."""
     if ("num", c) in table._parsed:
@@ -639,22 +707,25 @@ def _numeric_column(table, c):
         out = col
     else:
         s = _arrow(col)
-        miss = _markers(s)
-        cells = pc.if_else(pa.array(miss), pa.scalar(None, pa.string()), s) if miss.any() else s
-        try:
-            out = _np(pc.cast(cells, pa.float64()))
-            bad = np.flatnonzero(~np.isfinite(out) & ~miss)
-            i = int(bad[0]) if bad.size else None
-        except (pa.ArrowInvalid, ValueError):
-            i = _first_unparsable(cells)
+        out, i = _parse_numbers(s)
         if i is not None:
             raise CLIError(f"{table.name}: non-numeric value {s[i].as_py()!r} in numeric column "
                            f"{c!r} ({table.where(i)})")
         if not out.flags.writeable:
             out = out.copy()
-        out[miss] = np.nan
+        out[np.isnan(out)] = np.nan     # one NaN for every missing cell
     table._parsed[("num", c)] = out
     return out
+
+
+def _codes_in(s, values):
+    """(index of each cell in `values`, -1 where it is not; where it is not, whether the
+    cell is a missing marker)."""
+    codes = _np(pc.fill_null(pc.index_in(s, value_set=pa.array(list(values), pa.string())),
+                             -1)).astype(np.intp)
+    out = np.flatnonzero(codes == -1)
+    marker = _markers(s.take(pa.array(out))) if out.size else np.zeros(0, dtype=bool)
+    return codes, out, marker
 
 
 def _category_column(table, c, categories):
@@ -663,9 +734,8 @@ def _category_column(table, c, categories):
     key = ("cat", c, tuple(categories))
     s = _arrow(table.columns[c])
     if key not in table._parsed:
-        listed = pa.array(list(categories), pa.string())
-        codes = _np(pc.fill_null(pc.index_in(s, value_set=listed), -1)).astype(np.intp)
-        codes[(codes == -1) & _markers(s)] = -2
+        codes, out, marker = _codes_in(s, categories)
+        codes[out[marker]] = -2
         table._parsed[key] = codes
     return CategoryCodes(table._parsed[key], categories, lambda i: s[int(i)].as_py())
 
@@ -687,8 +757,12 @@ def _cells(table, schema):
 
 def _label_missing(table, label, classes):
     y = _arrow(resolve_label(table, label))
-    listed = _np(pc.is_in(y, value_set=pa.array([str(v) for v in classes or ()], pa.string())))
-    return _markers(y) & ~listed
+    miss = np.zeros(len(y), dtype=bool)
+    if not classes:
+        return _markers(y)
+    _, out, marker = _codes_in(y, [str(v) for v in classes])
+    miss[out[marker]] = True
+    return miss
 
 
 MISSING_HINT_FIT = ("use --missing drop to drop such rows, or give the column a public "
