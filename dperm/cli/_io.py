@@ -160,6 +160,7 @@ class CSVReader:
         self.lines = _Locator(path, delimiter, self._offset, self._header_lines,
                               len(self.header))
         self.n_rows = 0          # data rows read so far
+        self._open = []          # the chunks() generators, closed by close()
 
     def _read_header(self):
         """(names, byte offset of the first data row, lines up to the header's end): the
@@ -283,6 +284,11 @@ class CSVReader:
 
     def chunks(self, n=None, usecols=None):
         """Tables of at most n rows (None: one table of every row); at least one."""
+        gen = self._chunks(n, usecols)
+        self._open.append(gen)
+        return gen
+
+    def _chunks(self, n, usecols):
         keep = [h for h in self.header if usecols is None or h in usecols]
         limit = None if n is None else int(n)
         pending, have = [], 0
@@ -310,7 +316,10 @@ class CSVReader:
         return Table(self.path, self.header, columns, n, self.lines, rows)
 
     def close(self):
-        pass
+        """Stop the reading (its file is closed)."""
+        for gen in self._open:
+            gen.close()
+        self._open = []
 
     def __enter__(self):
         return self
