@@ -704,7 +704,8 @@ def _parse_numbers(s):
 
 
 def _numeric_column(table, c):
-    """Column c as floats, NaN for a missing cell; any other non-number is an error."""
+    """Column c as floats (read-only when Arrow's buffer is used as it is), NaN for a
+    missing cell; any other non-number is an error."""
     if ("num", c) in table._parsed:
         return table._parsed[("num", c)]
     col = table.columns[c]
@@ -720,9 +721,6 @@ def _numeric_column(table, c):
         if i is not None:
             raise CLIError(f"{table.name}: non-numeric value {s[i].as_py()!r} in numeric column "
                            f"{c!r} ({table.where(i)})")
-        if not out.flags.writeable:
-            out = out.copy()
-        out[np.isnan(out)] = np.nan     # one NaN for every missing cell
     table._parsed[("num", c)] = out
     return out
 
