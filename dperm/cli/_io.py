@@ -3,7 +3,9 @@ the public encoding of rows and the JSON model format.
 
 The schema and the encoding are :class:`dperm.schema.PublicSchema`; this module
 reads CSV cells (text) into the values it encodes: numbers, categories, and
-missing values (a blank cell or one of MISSING_MARKERS).
+missing values (a blank cell or one of MISSING_MARKERS). The parsing is pyarrow's
+CSV reader and every rule on cells runs on whole columns with pyarrow.compute
+(README, "Reading CSV files: pyarrow").
 
 Everything here raises :class:`CLIError` with a one-line message a user can
 act on (the command line prints it and exits with status 2).
@@ -23,10 +25,10 @@ import pyarrow.csv as pacsv
 from dperm.schema import CategoryCodes, PublicSchema
 
 __all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normalize_schema",
-           "infer_schema", "schema_to_json", "feature_names", "encode_rows", "encode_labels", "label_codes",
-           "resolve_label", "apply_missing", "missing_masks", "parse_delimiter", "MISSING_MARKERS",
-           "model_to_json", "load_model", "MODEL_FORMAT", "MODEL_FORMAT_VERSION",
-           "MODEL_FORMAT_VERSIONS"]
+           "infer_schema", "schema_to_json", "feature_names", "encode_rows", "encode_labels",
+           "label_codes", "resolve_label", "distinct_values", "numeric_cells", "apply_missing",
+           "missing_masks", "parse_delimiter", "MISSING_MARKERS", "model_to_json", "load_model",
+           "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "MODEL_FORMAT_VERSIONS"]
 
 MODEL_FORMAT = "dperm.linear-model"
 #: version 2: the privacy record of (epsilon, delta) mechanisms ("delta" is the DP
@@ -679,10 +681,11 @@ def _first_unparsable(s):
     return lo
 
 
-def _parse_numbers(s):
+def _parse_numbers(s, finite=True):
     """(floats, NaN for a missing cell; index of the first cell that is neither a finite
-    number nor a missing marker, or None). The common case is one cast of the column;
-    markers are looked up only when the cast refuses a cell or gives NaN."""
+    number nor a missing marker, or None; with finite=False +-inf are numbers). The
+    common case is one cast of the column; markers are looked up only when the cast
+    refuses a cell or gives NaN."""
     miss, end = None, None
     try:
         v = pc.cast(s, pa.float64())
@@ -695,12 +698,22 @@ def _parse_numbers(s):
             end = _first_unparsable(cells)
             v = pc.cast(cells.slice(0, end), pa.float64())
     v = _np(v)
-    odd = np.flatnonzero(~np.isfinite(v))
+    odd = np.flatnonzero(~np.isfinite(v) if finite else np.isnan(v))
     if odd.size:     # NaN from a marker (or a null for one); anything else is an error
         listed = miss[odd] if miss is not None else _markers(s.take(pa.array(odd)))
         if not listed.all():
             return v, int(odd[np.argmin(listed)])
     return v, end
+
+
+def numeric_cells(table, c, finite=True):
+    """Column c as floats, NaN for a missing cell (a float column as it is); with
+    finite=False +-inf are numbers. Returns (floats, index of the first cell that is
+    not a number nor a missing marker, or None)."""
+    col = table.columns[c]
+    if isinstance(col, np.ndarray) and col.dtype.kind == "f":
+        return col, None
+    return _parse_numbers(_arrow(col), finite)
 
 
 def _numeric_column(table, c):
