@@ -16,6 +16,9 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
+import weakref
 
 import numpy as np
 import pyarrow as pa
@@ -150,19 +153,31 @@ class CSVReader:
         self.path, self.what, self.delimiter = path, what, delimiter
         if os.path.isdir(path):
             raise CLIError(f"{what} {path!r} is a directory, not a CSV file")
+        self._open = []          # the chunks() generators, closed by close()
+        self._spool = None       # a copy of a pipe's text (the file is read more than once)
         try:
-            with open(path, "rb"):
-                pass
+            with open(path, "rb") as fh:
+                if not os.path.isfile(path):   # a pipe, e.g. `dperm fit <(zcat a.csv.gz)`
+                    fd, self._spool = tempfile.mkstemp(prefix="dperm-", suffix=".csv")
+                    with os.fdopen(fd, "wb") as out:
+                        shutil.copyfileobj(fh, out, 1 << 20)
         except FileNotFoundError:
             raise CLIError(f"{what} {path!r} not found") from None
         except OSError as exc:
-            raise CLIError(f"cannot open {what} {path!r}: {exc.strerror or exc}") from None
-        self.header, self._offset, self._header_lines = self._read_header()
-        _check_header(self.header, path, delimiter)
-        self.lines = _Locator(path, delimiter, self._offset, self._header_lines,
+            _remove_quietly(self._spool)
+            raise CLIError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+        self._file = self._spool or path
+        try:
+            self.header, self._offset, self._header_lines = self._read_header()
+            _check_header(self.header, path, delimiter)
+        except BaseException:
+            _remove_quietly(self._spool)
+            raise
+        self.lines = _Locator(self._file, delimiter, self._offset, self._header_lines,
                               len(self.header))
+        if self._spool is not None:   # kept while a table may still name its lines
+            weakref.finalize(self.lines, _remove_quietly, self._spool)
         self.n_rows = 0          # data rows read so far
-        self._open = []          # the chunks() generators, closed by close()
 
     def _read_header(self):
         """(names, byte offset of the first data row, lines up to the header's end): the
@@ -179,7 +194,7 @@ class CSVReader:
                 yield ln
 
         try:
-            with open(self.path, encoding="utf-8", newline="") as fh:
+            with open(self._file, encoding="utf-8", newline="") as fh:
                 if fh.read(1) == "\ufeff":   # a UTF-8 byte order mark
                     consumed[0] += 3
                 else:
@@ -207,7 +222,7 @@ class CSVReader:
             ragged.append(row.text)
             return "error"
 
-        src = pa.OSFile(self.path)
+        src = pa.OSFile(self._file)
         try:
             src.seek(self._offset)
             try:
@@ -250,7 +265,7 @@ class CSVReader:
         return CLIError(f"{self.path}: malformed CSV: {msg}")
 
     def _not_utf8(self):
-        at = _first_bad_utf8(self.path)
+        at = _first_bad_utf8(self._file)
         where = "" if at is None else f" (byte {at[0]}, line {at[1]})"
         return CLIError(f"{self.path}: not UTF-8 text{where}; save the file as UTF-8 CSV")
 
@@ -364,6 +379,14 @@ def _cell_text(raw):
     return pc.if_else(late, inner, text)
 
 
+def _remove_quietly(path):
+    if path is not None:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
 def _split(pieces, n):
     """(the first n rows of the pieces as one pa.Table, or None without columns; the
     pieces that remain)."""
@@ -386,17 +409,23 @@ class _Locator:
         self.header_lines, self.width = header_lines, width
 
     def line(self, row):
-        for rows, lines, _ in self._records():
-            if rows.size and rows[-1] >= row:
-                return int(lines[np.searchsorted(rows, row)])
+        try:
+            for rows, lines, _ in self._records():
+                if rows.size and rows[-1] >= row:
+                    return int(lines[np.searchsorted(rows, row)])
+        except OSError:    # the file is gone: the message names the row only
+            pass
         return None
 
     def first_ragged(self):
-        for rows, lines, fields in self._records():
-            bad = np.flatnonzero(fields != self.width)
-            if bad.size:
-                i = bad[0]
-                return int(rows[i]), int(lines[i]), int(fields[i])
+        try:
+            for rows, lines, fields in self._records():
+                bad = np.flatnonzero(fields != self.width)
+                if bad.size:
+                    i = bad[0]
+                    return int(rows[i]), int(lines[i]), int(fields[i])
+        except OSError:
+            pass
         return None
 
     def _records(self):

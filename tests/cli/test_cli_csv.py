@@ -4,6 +4,7 @@ byte order mark, and errors that name the row, the line and the column -- checke
 files written byte for byte, in process (no subprocess: fast)."""
 import csv
 import json
+import os
 
 import numpy as np
 import pytest
@@ -354,3 +355,37 @@ def test_table_take_keeps_numbers_and_lines(tmp_path):
     sub = t.take([2, 0])
     assert cells(sub, "a") == ["5", "1"] and [sub.where(0), sub.where(1)] == [
         "row 3, line 5", "row 1, line 2"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_is_read_once(tmp_path, capsys, monkeypatch):
+    """`dperm fit <(zcat a.csv.gz) ...`: the reader reads a pipe once (into a temporary
+    copy, since the header, the rows and a message's line look-up each read the file),
+    fits as from the file, names lines in messages, and leaves no copy behind."""
+    import gc
+    import tempfile
+    import threading
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "spool"))
+    (tmp_path / "spool").mkdir()
+    text = "a,b,color,y\n\n" + "".join(rows_text(300))
+
+    def pipe(name, data):
+        path = tmp_path / name
+        os.mkfifo(path)
+        threading.Thread(target=path.write_text, args=(data,), daemon=True).start()
+        return path
+
+    write(tmp_path, "plain.csv", text)
+    code, err = fit(tmp_path, capsys, "plain.csv")
+    assert code == 0, err
+    want = json.loads((tmp_path / "m.json").read_text())["coef"]
+    code, err = fit(tmp_path, capsys, pipe("p1", text).name)
+    assert code == 0, err
+    assert json.loads((tmp_path / "m.json").read_text())["coef"] == want
+    bad = text.replace(rows_text(300)[200], "1,2,purple,no\n")
+    code, err = fit(tmp_path, capsys, pipe("p2", bad).name, "--memory-budget", "100K")
+    assert code == 2 and "unknown category 'purple' in column 'color' (row 201, line 203)" \
+        in err, err
+    gc.collect()
+    assert os.listdir(tmp_path / "spool") == []
