@@ -102,6 +102,10 @@ class CategoryCodes:
         if self.codes.ndim != 1:
             raise ValueError(f"codes must be 1-D, got shape {self.codes.shape}")
         self.categories = tuple(categories)
+        if self.codes.size and (self.codes.min() < -2
+                                or self.codes.max() >= len(self.categories)):
+            raise ValueError(f"codes must lie in [-2, {len(self.categories) - 1}] (an index "
+                             "in the categories, -1 unknown, -2 missing)")
         self.cell = cell
 
     def __len__(self):

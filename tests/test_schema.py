@@ -564,3 +564,5 @@ def test_category_codes_encode_as_the_values_they_stand_for():
         s.encode(dict(codes, age=CategoryCodes([0, 0], ["x"], None)))
     with pytest.raises(ValueError, match=r"column 'color' has 1 values"):
         s.encode(dict(codes, color=CategoryCodes([0], CATEGORICAL["color"], None)))
+    with pytest.raises(ValueError, match=r"codes must lie in \[-2, 1\]"):
+        CategoryCodes([0, 2], CATEGORICAL["sex"], None)
