@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-__all__ = ["PublicSchema", "PublicBoundsTransformer"]
+__all__ = ["PublicSchema", "PublicBoundsTransformer", "CategoryCodes"]
 
 _SCHEMA_KEYS = ("numeric", "categorical", "label", "fill")
 _NA_TYPE_NAMES = frozenset({"NAType", "NaTType"})
@@ -82,6 +82,34 @@ def normalize_category(v: Any) -> Any:
     skipinitialspace; the command line strips every cell); case is kept (two codes that differ
     only in case are different categories, and a mismatch is reported, not guessed)."""
     return v.strip() if isinstance(v, str) else v
+
+
+class CategoryCodes:
+    """A categorical column already matched against the schema's public list, for readers
+    that compare cells in bulk (the command line's CSV reader, dperm/cli/_io.py).
+
+    ``codes[i]`` is the index in ``categories`` of row i's value (compared by
+    :func:`normalize_category`'s rule), -1 for a value outside the list and -2 for a
+    missing value; ``cell(i)`` is row i's value as read, for messages.  ``categories``
+    must be the schema's list for the column: :meth:`PublicSchema.encode` and
+    :meth:`PublicSchema.missing_mask` check it and then use the codes as they are.
+    """
+
+    __slots__ = ("codes", "categories", "cell")
+
+    def __init__(self, codes, categories, cell):
+        self.codes = np.asarray(codes, dtype=np.intp)
+        if self.codes.ndim != 1:
+            raise ValueError(f"codes must be 1-D, got shape {self.codes.shape}")
+        self.categories = tuple(categories)
+        if self.codes.size and (self.codes.min() < -2
+                                or self.codes.max() >= len(self.categories)):
+            raise ValueError(f"codes must lie in [-2, {len(self.categories) - 1}] (an index "
+                             "in the categories, -1 unknown, -2 missing)")
+        self.cell = cell
+
+    def __len__(self):
+        return self.codes.shape[0]
 
 
 def _scalar(v, where):
@@ -450,8 +478,18 @@ class PublicSchema:
             except (KeyError, IndexError, TypeError):
                 lacking.append(c)
                 continue
-            got[c] = _to_1d(values, c, n)
-            n = got[c].shape[0]
+            if isinstance(values, CategoryCodes):
+                if c not in self._categorical or values.categories != self._categorical[c]:
+                    raise ValueError(f"column {c!r}: codes matched against "
+                                     f"{_short(values.categories)}, not the schema's list of "
+                                     "this categorical column")
+                if n is not None and len(values) != n:
+                    raise ValueError(f"column {c!r} has {len(values)} values, the other "
+                                     f"columns have {n}")
+                got[c] = values
+            else:
+                got[c] = _to_1d(values, c, n)
+            n = len(got[c])
         if lacking:
             raise ValueError(f"the data lacks column(s) {lacking} of the schema")
         return got, n
@@ -491,6 +529,8 @@ class PublicSchema:
 
     def _codes(self, c, arr):
         """Index of each value in the public list; -1 unknown, -2 missing."""
+        if isinstance(arr, CategoryCodes):
+            return arr.codes.copy()
         cats = self._categorical[c]
         pos = {v: k for k, v in enumerate(cats)}
         if arr.dtype.kind in "USiub":
@@ -634,8 +674,10 @@ class PublicSchema:
                 k = np.where(miss, cats.index(self._fill[c]), k)
             if unknown == "error" and (k == -1).any():
                 i = int(np.argmax(k == -1))
+                col = cols[c]
+                cell = col.cell(i) if isinstance(col, CategoryCodes) else _plain(col[i])
                 raise ValueError(
-                    f"unknown category {_plain(cols[c][i])!r} in column {c!r} ({where(i)}); "
+                    f"unknown category {cell!r} in column {c!r} ({where(i)}); "
                     f"the schema lists {_short(cats)}. Cells and categories are compared "
                     "after stripping surrounding spaces; case matters. Fix the list (in "
                     "Python, unknown='ignore' encodes such values as an all-zero group)")

@@ -520,3 +520,49 @@ def test_public_names_and_no_pandas_needed():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, cwd=os.path.dirname(os.path.abspath(__file__)))
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+def test_category_codes_encode_as_the_values_they_stand_for():
+    """A reader that matched cells against the public list in bulk (the command line's)
+    hands PublicSchema the codes: the encoding, the missing mask and the unknown-category
+    message are those of the values; codes against another list are refused."""
+    from dperm.schema import CategoryCodes
+
+    s = PublicSchema(numeric={"age": (17, 90)}, categorical=CATEGORICAL,
+                     fill={"color": "green"})
+    sex = np.array(["Male", "Female", None, "Male"], dtype=object)
+    color = np.array(["blue", None, "red", "green"], dtype=object)
+    age = np.array([20.0, 30.0, 40.0, np.nan])
+    plain = {"age": age, "sex": sex, "color": color}
+    coded = {"age": age,
+             "sex": CategoryCodes([1, 0, -2, 1], CATEGORICAL["sex"], lambda i: sex[i]),
+             "color": CategoryCodes([2, -2, 0, 1], CATEGORICAL["color"], lambda i: color[i])}
+    for by_column in (False, True):
+        a = s.missing_mask(plain, by_column=by_column)
+        b = s.missing_mask(coded, by_column=by_column)
+        if by_column:
+            assert sorted(a) == sorted(b) == ["age", "sex"]
+            assert all(np.array_equal(a[c], b[c]) for c in a)
+        else:
+            assert np.array_equal(a, b) and a.tolist() == [False, False, True, True]
+    rows = [0, 1]
+    X = s.encode({c: v[rows] for c, v in plain.items()})
+    codes = {"age": age[rows],
+             "sex": CategoryCodes([1, 0], CATEGORICAL["sex"], None),
+             "color": CategoryCodes([2, -2], CATEGORICAL["color"], None)}
+    assert np.array_equal(s.encode(codes), X)
+    assert np.array_equal(s.encode(codes, sparse=True).toarray(), s.encode(
+        {c: v[rows] for c, v in plain.items()}, sparse=True).toarray())
+    unknown = {"age": age[:1], "sex": CategoryCodes([-1], CATEGORICAL["sex"], lambda i: "X"),
+               "color": CategoryCodes([0], CATEGORICAL["color"], None)}
+    with pytest.raises(ValueError, match=r"unknown category 'X' in column 'sex'"):
+        s.encode(unknown)
+    assert s.encode(unknown, unknown="ignore")[0, 1:3].tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError, match=r"column 'sex': codes matched against"):
+        s.encode(dict(codes, sex=CategoryCodes([1, 0], ["Male", "Female"], None)))
+    with pytest.raises(ValueError, match=r"column 'age': codes matched against"):
+        s.encode(dict(codes, age=CategoryCodes([0, 0], ["x"], None)))
+    with pytest.raises(ValueError, match=r"column 'color' has 1 values"):
+        s.encode(dict(codes, color=CategoryCodes([0], CATEGORICAL["color"], None)))
+    with pytest.raises(ValueError, match=r"codes must lie in \[-2, 1\]"):
+        CategoryCodes([0, 2], CATEGORICAL["sex"], None)

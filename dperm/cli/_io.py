@@ -3,25 +3,35 @@ the public encoding of rows and the JSON model format.
 
 The schema and the encoding are :class:`dperm.schema.PublicSchema`; this module
 reads CSV cells (text) into the values it encodes: numbers, categories, and
-missing values (a blank cell or one of MISSING_MARKERS).
+missing values (a blank cell or one of MISSING_MARKERS). The parsing is pyarrow's
+CSV reader and every rule on cells runs on whole columns with pyarrow.compute
+(README, "Reading CSV files: pyarrow").
 
 Everything here raises :class:`CLIError` with a one-line message a user can
 act on (the command line prints it and exits with status 2).
 """
 import csv
+import io
 import json
 import math
 import os
+import re
+import shutil
+import tempfile
+import weakref
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 
-from dperm.schema import PublicSchema
+from dperm.schema import CategoryCodes, PublicSchema
 
 __all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normalize_schema",
-           "infer_schema", "schema_to_json", "feature_names", "encode_rows", "encode_labels", "label_codes",
-           "resolve_label", "apply_missing", "missing_masks", "parse_delimiter", "MISSING_MARKERS",
-           "model_to_json", "load_model", "MODEL_FORMAT", "MODEL_FORMAT_VERSION",
-           "MODEL_FORMAT_VERSIONS"]
+           "infer_schema", "schema_to_json", "feature_names", "encode_rows", "encode_labels",
+           "label_codes", "resolve_label", "distinct_values", "numeric_cells", "apply_missing",
+           "missing_masks", "parse_delimiter", "MISSING_MARKERS", "model_to_json", "load_model",
+           "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "MODEL_FORMAT_VERSIONS"]
 
 MODEL_FORMAT = "dperm.linear-model"
 #: version 2: the privacy record of (epsilon, delta) mechanisms ("delta" is the DP
@@ -43,11 +53,23 @@ class CLIError(Exception):
 
 
 # ----------------------------------------------------------------------------- CSV
+# The characters Python's str.strip() removes (str.isspace), so that the reader trims a
+# cell by the rule dperm.schema.normalize_category applies to schema strings.
+_WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004"
+               "\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+# A number as a cell may write it (the syntax both float() and Arrow's cast accept);
+# inf and nan are not numbers here (a non-finite value is an error, "nan" a missing value)
+_NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+_BLOCK = 1 << 20          # bytes of CSV text Arrow parses at a time (a row must fit in one)
+_SCAN_BLOCK = 1 << 24     # bytes read at a time when a message looks a line up
+
+
 class Table:
-    """A CSV file (or a chunk of one) read as strings: `header`, `columns` (name ->
-    list of str or a float array), `n_rows`, `lines` (file line of each data row,
-    for messages) and `rows` (its number in the file, 1 = the first data row;
-    default 1..n_rows)."""
+    """A CSV file (or a chunk of one): `header`, `columns` (name -> the column's cells:
+    Arrow strings, surrounding spaces stripped, or a list of str or a float array),
+    `n_rows`, `rows` (each row's number in the file, 1 = the first data row; default
+    1..n_rows) and `lines` (each row's file line: an array, or an object whose
+    line(row) reads the file again when a message needs it; None: no lines)."""
 
     def __init__(self, name, header, columns, n_rows, lines=None, rows=None):
         self.name = name
@@ -63,15 +85,23 @@ class Table:
         row = i + 1 if self.rows is None else int(self.rows[i])
         if self.lines is None:
             return f"row {row}"
-        return f"row {row}, line {self.lines[i]}"
+        line = self.lines.line(row) if hasattr(self.lines, "line") else int(self.lines[i])
+        return f"row {row}" if line is None else f"row {row}, line {line}"
 
     def take(self, rows):
         """The table restricted to `rows` (indices); rows keep their numbers and lines."""
         rows = np.asarray(rows, dtype=np.intp)
         columns = {}
         for c, col in self.columns.items():
-            columns[c] = col[rows] if isinstance(col, np.ndarray) else [col[i] for i in rows]
-        lines = None if self.lines is None else np.asarray(self.lines)[rows]
+            if isinstance(col, (pa.Array, pa.ChunkedArray)):
+                columns[c] = col.take(pa.array(rows))
+            elif isinstance(col, np.ndarray):
+                columns[c] = col[rows]
+            else:
+                columns[c] = [col[i] for i in rows]
+        lines = self.lines
+        if lines is not None and not hasattr(lines, "line"):
+            lines = np.asarray(lines)[rows]
         numbers = (rows + 1) if self.rows is None else np.asarray(self.rows)[rows]
         out = Table(self.name, self.header, columns, int(rows.size), lines, numbers)
         out._parsed = {k: v[rows] for k, v in self._parsed.items()}
@@ -83,10 +113,6 @@ def _is_number(s):
         return math.isfinite(float(s))
     except ValueError:
         return False
-
-
-def _is_marker(s):
-    return s.lower() in MISSING_MARKERS
 
 
 def parse_delimiter(s):
@@ -111,94 +137,389 @@ def read_csv(path, what="data file", delimiter=","):
 
 
 class CSVReader:
-    """A delimited file with a header row, read in chunks of rows.
+    """A delimited file with a header row, read in chunks of rows by Arrow's CSV reader.
 
     The header is read (and checked) on construction; ``chunks(n)`` then yields
-    Tables of at most n data rows (all rows when n is None), numbered and with
-    file lines as in the whole file, so messages name the row of the file.
-    ``usecols`` keeps only those columns in the chunks (the header stays whole).
-    Every problem is a CLIError naming the file and the row or line.
+    Tables of at most n data rows (all rows when n is None), numbered as in the
+    whole file, so messages name the row and the line of the file (lines are looked
+    up when a message needs one). ``usecols`` keeps only those columns in the
+    chunks (the header stays whole). Cells are text with surrounding spaces
+    stripped; a row whose cells are all blank is skipped (not numbered). Quoting:
+    a field in double quotes may hold the delimiter, a doubled quote and line
+    breaks. Every problem is a CLIError naming the file and the row or line.
     """
 
     def __init__(self, path, what="data file", delimiter=","):
         self.path, self.what, self.delimiter = path, what, delimiter
         if os.path.isdir(path):
             raise CLIError(f"{what} {path!r} is a directory, not a CSV file")
+        self._open = []          # the chunks() generators, closed by close()
+        self._spool = None       # a copy of a pipe's text (the file is read more than once)
         try:
-            self._fh = open(path, encoding="utf-8-sig", newline="")
+            with open(path, "rb") as fh:
+                if not os.path.isfile(path):   # a pipe, e.g. `dperm fit <(zcat a.csv.gz)`
+                    fd, self._spool = tempfile.mkstemp(prefix="dperm-", suffix=".csv")
+                    with os.fdopen(fd, "wb") as out:
+                        shutil.copyfileobj(fh, out, 1 << 20)
         except FileNotFoundError:
             raise CLIError(f"{what} {path!r} not found") from None
         except OSError as exc:
-            raise CLIError(f"cannot open {what} {path!r}: {exc.strerror or exc}") from None
-        self._reader = csv.reader(self._fh, delimiter=delimiter, skipinitialspace=True)
-        self.header = None
+            _remove_quietly(self._spool)
+            raise CLIError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+        self._file = self._spool or path
         try:
-            for rec in self._records():
-                self.header = [v.strip() for v in rec]
-                _check_header(self.header, path, delimiter)
-                break
+            self.header, self._offset, self._header_lines = self._read_header()
+            _check_header(self.header, path, delimiter)
         except BaseException:
-            self.close()
+            _remove_quietly(self._spool)
             raise
-        if self.header is None:
-            self.close()
-            raise CLIError(f"{what} {path!r} is empty (a header row naming the columns is "
-                           "required)")
+        self.lines = _Locator(self._file, delimiter, self._offset, self._header_lines,
+                              len(self.header))
+        if self._spool is not None:   # kept while a table may still name its lines
+            weakref.finalize(self.lines, _remove_quietly, self._spool)
         self.n_rows = 0          # data rows read so far
 
-    def _records(self):
-        """Non-blank records; decoding and CSV errors as CLIError."""
-        reader = self._reader
+    def _read_header(self):
+        """(names, byte offset of the first data row, lines up to the header's end): the
+        first non-blank record, read as before Arrow takes over the rest of the file."""
+        consumed = [0, 0]
+
+        def lines(fh):
+            while True:
+                ln = fh.readline()
+                if not ln:
+                    return
+                consumed[0] += len(ln.encode("utf-8"))
+                consumed[1] += 1
+                yield ln
+
         try:
-            for rec in reader:
-                if not rec or all(not v.strip() for v in rec):
-                    continue  # blank line
-                yield rec
-        except UnicodeDecodeError as exc:
-            raise CLIError(f"{self.path}: not UTF-8 text (byte {exc.start}); save the file "
-                           "as UTF-8 CSV") from None
+            with open(self._file, encoding="utf-8", newline="") as fh:
+                if fh.read(1) == "\ufeff":   # a UTF-8 byte order mark
+                    consumed[0] += 3
+                else:
+                    fh.seek(0)
+                for rec in csv.reader(lines(fh), delimiter=self.delimiter,
+                                      skipinitialspace=True):
+                    if rec and any(v.strip() for v in rec):
+                        return [v.strip() for v in rec], consumed[0], consumed[1]
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
         except csv.Error as exc:
-            raise CLIError(f"{self.path}: malformed CSV at line {reader.line_num}: "
-                           f"{exc}") from None
+            raise CLIError(f"{self.path}: malformed CSV at line {consumed[1]}: {exc}") from None
+        raise CLIError(f"{self.what} {self.path!r} is empty (a header row naming the columns "
+                       "is required)")
+
+    def _batches(self):
+        """Arrow record batches of the data rows: every column as text, rows of blank
+        cells only (a line of spaces or delimiters) skipped, other problems CLIErrors."""
+        names = [f"f{j}" for j in range(len(self.header))]
+        ragged = []
+
+        def odd_row(row):
+            if not row.text.strip(_WHITESPACE + self.delimiter):
+                return "skip"   # a blank line of spaces or delimiters
+            ragged.append(row.text)
+            return "error"
+
+        src = pa.OSFile(self._file)
+        try:
+            src.seek(self._offset)
+            try:
+                reader = pacsv.open_csv(
+                    src,
+                    read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK),
+                    parse_options=pacsv.ParseOptions(delimiter=self.delimiter,
+                                                     newlines_in_values=True,
+                                                     invalid_row_handler=odd_row),
+                    convert_options=pacsv.ConvertOptions(
+                        column_types=dict.fromkeys(names, pa.string()),
+                        strings_can_be_null=False, quoted_strings_can_be_null=False))
+                for batch in reader:
+                    yield batch
+            except pa.ArrowInvalid as exc:
+                if str(exc).startswith("Empty CSV file"):
+                    return   # nothing after the header but blank lines
+                raise self._parse_error(exc, ragged) from None
+        finally:
+            src.close()
+
+    def _parse_error(self, exc, ragged):
+        msg = str(exc)
+        if ragged or ("Expected" in msg and "columns, got" in msg):
+            hit = self.lines.first_ragged()
+            if hit is not None:
+                row, line, k = hit
+                hint = ""
+                if re.search(re.escape(self.delimiter) + r"[ \t]+\"", ragged[0] if ragged else ""):
+                    hint = ("; a quoted field must start right after the delimiter (no space "
+                            "before its opening quote)")
+                return CLIError(f"{self.path}: row {row} (line {line}) has {k} fields, the "
+                                f"header has {len(self.header)}{hint}")
+        if "UTF8" in msg or "UTF-8" in msg:
+            return self._not_utf8()
+        if "straddle" in msg:
+            return CLIError(f"{self.path}: a row longer than {_BLOCK >> 20} MiB, or a quote "
+                            "that is never closed (a field in quotes runs to the end of the "
+                            "file)")
+        return CLIError(f"{self.path}: malformed CSV: {msg}")
+
+    def _not_utf8(self):
+        at = _first_bad_utf8(self._file)
+        where = "" if at is None else f" (byte {at[0]}, line {at[1]})"
+        return CLIError(f"{self.path}: not UTF-8 text{where}; save the file as UTF-8 CSV")
+
+    def _pieces(self, keep):
+        """pa.Tables of the kept columns (cell text) of the non-blank rows, batch by batch
+        (an int, the number of rows, when no column is kept)."""
+        index = {h: j for j, h in enumerate(self.header)}
+        later = [h for h in self.header if h not in keep]
+        for batch in self._batches():
+            cols = {h: _cell_text(batch.column(index[h])) for h in keep}
+            # blank rows: every cell empty; each column is looked at only on the rows
+            # still blank in the ones before (usually none after the first)
+            cand = None
+            for h in keep + later:
+                col = cols[h] if h in cols else batch.column(index[h])
+                if cand is not None:
+                    col = col.take(pa.array(cand))
+                if h not in cols:
+                    col = pc.utf8_trim(col, _WHITESPACE)
+                empty = _np(pc.equal(col, ""))
+                cand = np.flatnonzero(empty) if cand is None else cand[empty]
+                if not cand.size:
+                    break
+            if cand is None:
+                cand = np.arange(batch.num_rows)
+            if cand.size:
+                kept = np.ones(batch.num_rows, dtype=bool)
+                kept[cand] = False
+                mask = pa.array(kept)
+                cols = {h: c.filter(mask) for h, c in cols.items()}
+            n = batch.num_rows - cand.size
+            yield pa.table(cols) if cols else n
 
     def chunks(self, n=None, usecols=None):
         """Tables of at most n rows (None: one table of every row); at least one."""
-        header, width = self.header, len(self.header)
-        keep = [j for j, h in enumerate(header) if usecols is None or h in usecols]
-        names = [header[j] for j in keep]
-        limit = math.inf if n is None else int(n)
-        cols, lines, first = [[] for _ in keep], [], self.n_rows
-        for rec in self._records():
-            if len(rec) != width:
-                raise CLIError(f"{self.path}: row {self.n_rows + 1} (line "
-                               f"{self._reader.line_num}) has {len(rec)} fields, the header "
-                               f"has {width}")
-            for out, j in zip(cols, keep):
-                out.append(rec[j].strip())
-            lines.append(self._reader.line_num)
-            self.n_rows += 1
-            if len(lines) >= limit:
-                yield self._table(names, cols, lines, first)
-                cols, lines, first = [[] for _ in keep], [], self.n_rows
-        if lines:
-            yield self._table(names, cols, lines, first)
+        gen = self._chunks(n, usecols)
+        self._open.append(gen)
+        return gen
+
+    def _chunks(self, n, usecols):
+        keep = [h for h in self.header if usecols is None or h in usecols]
+        limit = None if n is None else int(n)
+        pending, have = [], 0
+        for piece in self._pieces(keep):
+            k = piece if isinstance(piece, int) else piece.num_rows
+            if not k:
+                continue
+            pending.append(piece)
+            have += k
+            while limit is not None and have >= limit:
+                head, pending = _split(pending, limit)
+                have -= limit
+                yield self._table(keep, head, limit)
+        if have:
+            head, _ = _split(pending, have)
+            yield self._table(keep, head, have)
         elif self.n_rows == 0:
             raise CLIError(f"{self.what} {self.path!r} has a header but no data rows")
 
-    def _table(self, names, cols, lines, first):
-        n = len(lines)
+    def _table(self, keep, tb, n):
+        first = self.n_rows
+        self.n_rows += n
         rows = None if first == 0 else np.arange(first + 1, first + n + 1)
-        return Table(self.path, self.header, dict(zip(names, cols)), n,
-                     np.asarray(lines, dtype=np.int64), rows)
+        columns = {h: tb.column(h) for h in keep} if tb is not None else {}
+        return Table(self.path, self.header, columns, n, self.lines, rows)
 
     def close(self):
-        self._fh.close()
+        """Stop the reading (its file is closed)."""
+        for gen in self._open:
+            gen.close()
+        self._open = []
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _plain_edges(arr):
+    """True when no cell of the Arrow string array can start or end with a space: none
+    of its bytes is an ASCII control or space character or non-ASCII (a byte scan, much
+    cheaper than trimming), or else no cell's first or last byte is."""
+    if isinstance(arr, pa.ChunkedArray):
+        return all(_plain_edges(a) for a in arr.chunks)
+    if len(arr) == 0 or arr.buffers()[2] is None:
+        return True
+    itype = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offs = np.frombuffer(arr.buffers()[1], dtype=itype)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(arr.buffers()[2], dtype=np.int8)[offs[0]:offs[-1]]
+    if not (data < 33).any():        # bytes 0-32 and 128-255 (negative as int8)
+        return True
+    full = offs[1:] > offs[:-1]
+    edges = np.concatenate((data[offs[:-1][full] - offs[0]], data[offs[1:][full] - offs[0] - 1]))
+    return not (edges < 33).any()
+
+
+def _cell_text(raw):
+    """Cells as the command line reads them: surrounding spaces stripped; a field of
+    spaces then a quoted text (`1, "red"`) is that text, as when the csv module skipped
+    the spaces after a delimiter (a delimiter inside such a field still splits it)."""
+    if _plain_edges(raw):
+        return raw
+    text = pc.utf8_trim(raw, _WHITESPACE)
+    quoted = pc.starts_with(text, '"')
+    if not pc.any(quoted).as_py():
+        return text
+    late = pc.and_(pc.and_(quoted, pc.match_substring_regex(raw, r'^[ \t]+"')),
+                   pc.match_substring_regex(text, r'(?s)^".*"$'))
+    inner = pc.replace_substring(pc.utf8_slice_codeunits(text, 1, -1), '""', '"')
+    return pc.if_else(late, inner, text)
+
+
+def _remove_quietly(path):
+    if path is not None:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _split(pieces, n):
+    """(the first n rows of the pieces as one pa.Table, or None without columns; the
+    pieces that remain)."""
+    if not pieces or isinstance(pieces[0], int):
+        rest = sum(pieces) - n
+        return None, ([rest] if rest else [])
+    tb = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+    rest = tb.slice(n)
+    return tb.slice(0, n), ([rest] if rest.num_rows else [])
+
+
+class _Locator:
+    """The file line of a data row, and the first row with the wrong number of fields:
+    found by reading the file again, only when a message needs it (the reader itself
+    keeps no line numbers). Blank rows (every cell blank) are not numbered, as in
+    CSVReader; a row's line is the line where it starts."""
+
+    def __init__(self, path, delimiter, offset, header_lines, width):
+        self.path, self.delimiter, self.offset = path, delimiter, offset
+        self.header_lines, self.width = header_lines, width
+
+    def line(self, row):
+        try:
+            for rows, lines, _ in self._records():
+                if rows.size and rows[-1] >= row:
+                    return int(lines[np.searchsorted(rows, row)])
+        except OSError:    # the file is gone: the message names the row only
+            pass
+        return None
+
+    def first_ragged(self):
+        try:
+            for rows, lines, fields in self._records():
+                bad = np.flatnonzero(fields != self.width)
+                if bad.size:
+                    i = bad[0]
+                    return int(rows[i]), int(lines[i]), int(fields[i])
+        except OSError:
+            pass
+        return None
+
+    def _records(self):
+        """(row numbers, first lines, field counts) of the non-blank records, a block at
+        a time: vectorised over lines while the text has no quotes (one line is one
+        record), else record by record with the csv module."""
+        row, line, pos = 0, self.header_lines, self.offset
+        with open(self.path, "rb") as fh:
+            fh.seek(pos)
+            tail = b""
+            while True:
+                block = fh.read(_SCAN_BLOCK)
+                data = tail + block
+                if not data:
+                    return
+                cut = len(data) if not block else data.rfind(b"\n") + 1
+                if cut == 0:     # a block without a line feed: CR line ends, or one long line
+                    yield from self._csv_records(pos, row, line)
+                    return
+                part, tail = data[:cut], data[cut:]
+                if b'"' in part or part.count(b"\r") != part.count(b"\r\n"):
+                    yield from self._csv_records(pos, row, line)
+                    return
+                blank, fields = _lines_of(part, self.delimiter)
+                full = ~blank
+                numbers = row + np.cumsum(full)
+                yield (numbers[full], line + 1 + np.flatnonzero(full), fields[full])
+                row = int(numbers[-1]) if numbers.size else row
+                line += blank.size
+                pos += cut
+
+    def _csv_records(self, pos, row, line):
+        with open(self.path, "rb") as raw:
+            raw.seek(pos)
+            text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+            reader = csv.reader(text, delimiter=self.delimiter)
+            done = 0
+            try:
+                for rec in reader:
+                    start, done = line + done + 1, reader.line_num
+                    if rec and any(v.strip() for v in rec):
+                        row += 1
+                        yield (np.array([row]), np.array([start]), np.array([len(rec)]))
+            except csv.Error:
+                return
+
+
+def _lines_of(part, delimiter):
+    """(blank, fields) of each line of `part` (bytes without quotes, lines ending in
+    \n or \r\n): whether every cell is blank, and the number of fields."""
+    a = np.frombuffer(part, dtype=np.uint8)
+    ends = np.flatnonzero(a == 10)
+    if part[-1:] != b"\n":
+        ends = np.append(ends, a.size)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    soft = np.zeros(256, dtype=bool)       # ASCII whitespace (str.isspace) and the delimiter
+    soft[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32, ord(delimiter)]] = True
+
+    def per_line(x):
+        cs = np.concatenate(([0], np.cumsum(x, dtype=np.int64)))
+        return cs[ends] - cs[starts]
+
+    fields = per_line(a == ord(delimiter)) + 1
+    hard = per_line(~soft[a] & (a < 128))
+    high = per_line(a >= 128)
+    blank = (hard == 0) & (high == 0)
+    for i in np.flatnonzero((hard == 0) & (high > 0)):   # perhaps Unicode spaces only
+        text = part[starts[i]:ends[i]].decode("utf-8", "replace")
+        blank[i] = not any(v.strip() for v in text.split(delimiter))
+    return blank, fields
+
+
+def _first_bad_utf8(path):
+    """(byte offset, line) of the first byte that is not UTF-8 text, or None."""
+    pos, line, tail = 0, 1, b""
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(_SCAN_BLOCK)
+            data = tail + block
+            if not data:
+                return None
+            try:
+                data.decode("utf-8")
+                tail = b""
+            except UnicodeDecodeError as exc:
+                if block and exc.reason == "unexpected end of data":
+                    tail = data[exc.start:]       # a character cut by the block's end
+                    data = data[:exc.start]
+                else:
+                    return pos + exc.start, line + data.count(b"\n", 0, exc.start)
+            if not block:
+                return None
+            pos += len(data)
+            line += data.count(b"\n")
 
 
 def _check_header(header, path, delimiter=","):
@@ -301,23 +622,26 @@ def infer_schema(table, label):
                 lo, hi = float(x.min()), float(x.max())
                 num[c] = (lo, hi if hi > lo else lo + 1.0)
             continue
-        present = [v for v in col if not _is_marker(v)]
-        if not present:
+        s = _arrow(col)
+        present = ~_markers(s)
+        if not present.any():
             raise CLIError(f"{table.name}: column {c!r} has no values (every cell is blank or "
                            "a missing marker); remove it or give a schema")
-        numbers = [float(v) for v in present if _is_number(v)]
-        if 2 * len(numbers) > len(present):
-            for i, v in enumerate(col):
-                if not _is_marker(v) and not _is_number(v):
-                    raise CLIError(
-                        f"{table.name}: non-numeric value {v!r} in numeric column {c!r} "
-                        f"({table.where(i)}; most cells of the column are numbers); correct "
-                        "it, leave the cell blank (a missing value), or declare the column "
-                        "categorical in a schema")
-            lo, hi = min(numbers), max(numbers)
+        is_num, values = _numbers(s)
+        if 2 * int(is_num.sum()) > int(present.sum()):
+            bad = np.flatnonzero(present & ~is_num)
+            if bad.size:
+                i = int(bad[0])
+                raise CLIError(
+                    f"{table.name}: non-numeric value {s[i].as_py()!r} in numeric column {c!r} "
+                    f"({table.where(i)}; most cells of the column are numbers); correct "
+                    "it, leave the cell blank (a missing value), or declare the column "
+                    "categorical in a schema")
+            x = values[is_num]
+            lo, hi = float(x.min()), float(x.max())
             num[c] = (lo, hi if hi > lo else lo + 1.0)
         else:
-            cat[c] = sorted(set(present))
+            cat[c] = sorted(distinct_values(s.filter(pa.array(present))))
     if not num and not cat:
         raise CLIError(f"{table.name}: no feature columns besides the label {label!r}")
     try:
@@ -327,8 +651,103 @@ def infer_schema(table, label):
 
 
 # ----------------------------------------------------------------------------- cells
+# Every rule below is applied to whole columns by Arrow's compute functions: a cell is
+# text with its surrounding spaces stripped (the reader does it), a missing value is a
+# cell whose lower case is one of MISSING_MARKERS, a number is what _NUMBER matches.
+def _case_forms(word):
+    forms = [""]
+    for ch in word:
+        forms = [f + v for f in forms for v in dict.fromkeys((ch.lower(), ch.upper()))]
+    return forms
+
+
+# every spelling of a marker that lower() maps to it ("NA", "Na", "nA", "na", ...): one
+# hash look-up a cell, no lower-case copy of the column
+_MARKER_FORMS = pa.array(sorted({f for m in MISSING_MARKERS for f in _case_forms(m)}),
+                         pa.string())
+
+
+def _arrow(col):
+    """A column of cells as Arrow strings (a list of str, e.g. the shipped Adult's,
+    is converted)."""
+    if isinstance(col, (pa.Array, pa.ChunkedArray)):
+        return col
+    return pa.array(col if isinstance(col, list) else list(col), pa.string())
+
+
+def _np(arr):
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _markers(s):
+    """bool array: the cell is a missing marker (compared case-insensitively)."""
+    return _np(pc.is_in(s, value_set=_MARKER_FORMS))
+
+
+def _numbers(s):
+    """(bool array: the cell is a finite number, float array of those numbers)."""
+    match = pc.match_substring_regex(s, _NUMBER)
+    values = _np(pc.cast(pc.if_else(match, s, pa.scalar(None, pa.string())), pa.float64()))
+    return np.isfinite(values), values
+
+
+def distinct_values(col):
+    """The distinct cells of a column, as a list of str."""
+    return pc.unique(_arrow(col)).to_pylist()
+
+
+def _first_unparsable(s):
+    """Index of the first cell Arrow's cast to float64 refuses (there is one): bisection,
+    each cast over a slice."""
+    lo, hi = 0, len(s)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            pc.cast(s.slice(lo, mid - lo), pa.float64())
+            lo = mid
+        except (pa.ArrowInvalid, ValueError):
+            hi = mid
+    return lo
+
+
+def _parse_numbers(s, finite=True):
+    """(floats, NaN for a missing cell; index of the first cell that is neither a finite
+    number nor a missing marker, or None; with finite=False +-inf are numbers). The
+    common case is one cast of the column; markers are looked up only when the cast
+    refuses a cell or gives NaN."""
+    miss, end = None, None
+    try:
+        v = pc.cast(s, pa.float64())
+    except (pa.ArrowInvalid, ValueError):
+        miss = _markers(s)
+        cells = pc.if_else(pa.array(miss), pa.scalar(None, pa.string()), s) if miss.any() else s
+        try:
+            v = pc.cast(cells, pa.float64())
+        except (pa.ArrowInvalid, ValueError):
+            end = _first_unparsable(cells)
+            v = pc.cast(cells.slice(0, end), pa.float64())
+    v = _np(v)
+    odd = np.flatnonzero(~np.isfinite(v) if finite else np.isnan(v))
+    if odd.size:     # NaN from a marker (or a null for one); anything else is an error
+        listed = miss[odd] if miss is not None else _markers(s.take(pa.array(odd)))
+        if not listed.all():
+            return v, int(odd[np.argmin(listed)])
+    return v, end
+
+
+def numeric_cells(table, c, finite=True):
+    """Column c as floats, NaN for a missing cell (a float column as it is); with
+    finite=False +-inf are numbers. Returns (floats, index of the first cell that is
+    not a number nor a missing marker, or None)."""
+    col = table.columns[c]
+    if isinstance(col, np.ndarray) and col.dtype.kind == "f":
+        return col, None
+    return _parse_numbers(_arrow(col), finite)
+
+
 def _numeric_column(table, c):
-    """Column c as floats, NaN for a missing cell; any other non-number is an error."""
+    """Column c as floats (read-only when Arrow's buffer is used as it is), NaN for a
+    missing cell; any other non-number is an error."""
     if ("num", c) in table._parsed:
         return table._parsed[("num", c)]
     col = table.columns[c]
@@ -339,35 +758,35 @@ def _numeric_column(table, c):
                            f"{c!r} ({table.where(bad[0])})")
         out = col
     else:
-        out = np.empty(len(col))
-        for i, s in enumerate(col):
-            try:
-                v = float(s)
-            except ValueError:
-                v = None
-            if v is not None and math.isfinite(v):
-                out[i] = v
-            elif _is_marker(s):
-                out[i] = np.nan
-            else:
-                raise CLIError(f"{table.name}: non-numeric value {s!r} in numeric column {c!r} "
-                               f"({table.where(i)})")
+        s = _arrow(col)
+        out, i = _parse_numbers(s)
+        if i is not None:
+            raise CLIError(f"{table.name}: non-numeric value {s[i].as_py()!r} in numeric column "
+                           f"{c!r} ({table.where(i)})")
     table._parsed[("num", c)] = out
     return out
 
 
+def _codes_in(s, values):
+    """(index of each cell in `values`, -1 where it is not; where it is not, whether the
+    cell is a missing marker)."""
+    codes = _np(pc.fill_null(pc.index_in(s, value_set=pa.array(list(values), pa.string())),
+                             -1)).astype(np.intp)
+    out = np.flatnonzero(codes == -1)
+    marker = _markers(s.take(pa.array(out))) if out.size else np.zeros(0, dtype=bool)
+    return codes, out, marker
+
+
 def _category_column(table, c, categories):
-    """Column c as an object array, None for a missing cell (blank, or a missing
-    marker that is not one of the categories)."""
+    """Column c as dperm.schema.CategoryCodes: the index of each cell in the list, -1 for
+    a cell outside it, -2 for a missing one (a missing marker that is not a category)."""
     key = ("cat", c, tuple(categories))
-    if key in table._parsed:
-        return table._parsed[key]
-    listed = set(categories)
-    out = np.empty(table.n_rows, dtype=object)
-    for i, s in enumerate(table.columns[c]):
-        out[i] = None if (_is_marker(s) and s not in listed) else s
-    table._parsed[key] = out
-    return out
+    s = _arrow(table.columns[c])
+    if key not in table._parsed:
+        codes, out, marker = _codes_in(s, categories)
+        codes[out[marker]] = -2
+        table._parsed[key] = codes
+    return CategoryCodes(table._parsed[key], categories, lambda i: s[int(i)].as_py())
 
 
 def _check_columns(table, schema):
@@ -386,9 +805,13 @@ def _cells(table, schema):
 
 
 def _label_missing(table, label, classes):
-    listed = set(classes or ())
-    return np.fromiter((_is_marker(v) and v not in listed for v in resolve_label(table, label)),
-                       dtype=bool, count=table.n_rows)
+    y = _arrow(resolve_label(table, label))
+    miss = np.zeros(len(y), dtype=bool)
+    if not classes:
+        return _markers(y)
+    _, out, marker = _codes_in(y, [str(v) for v in classes])
+    miss[out[marker]] = True
+    return miss
 
 
 MISSING_HINT_FIT = ("use --missing drop to drop such rows, or give the column a public "
@@ -483,28 +906,26 @@ def resolve_label(table, label):
 
 def encode_labels(table, label, classes):
     """Labels as an array of str; every one must be in `classes`."""
-    y = resolve_label(table, label)
+    y = _arrow(resolve_label(table, label))
     label_codes(table, label, classes)
-    return np.asarray(y, dtype=object).astype(str)
+    return _np(y).astype(str)
 
 
 def label_codes(table, label, classes):
     """Labels as int8: k for classes[k] (two classes: 0 negative, 1 positive); every
     label must be one of the classes (an error names the first row that is not)."""
-    y = resolve_label(table, label)
+    y = _arrow(resolve_label(table, label))
     if len(classes) > 127:
         raise CLIError(f"label column {label!r}: {len(classes)} classes; at most 127 are "
                        "supported")
-    code = {c: k for k, c in enumerate(classes)}
-    out = np.empty(len(y), dtype=np.int8)
-    for i, v in enumerate(y):
-        k = code.get(v)
-        if k is None:
-            what = "missing label" if v == "" else f"label {v!r}"
-            raise CLIError(f"{table.name}: {what} in column {label!r} ({table.where(i)}) is not "
-                           f"one of the classes {list(classes)}")
-        out[i] = k
-    return out
+    k = pc.index_in(y, value_set=pa.array([str(c) for c in classes], pa.string()))
+    if k.null_count:
+        i = int(np.flatnonzero(_np(pc.is_null(k)))[0])
+        v = y[i].as_py()
+        what = "missing label" if v == "" else f"label {v!r}"
+        raise CLIError(f"{table.name}: {what} in column {label!r} ({table.where(i)}) is not "
+                       f"one of the classes {list(classes)}")
+    return _np(k).astype(np.int8)
 
 
 # ----------------------------------------------------------------------------- model JSON

@@ -76,12 +76,14 @@ def chunk_rows(budget, schema, layout, dtype, fit_intercept, label=True):
     stays within `budget` bytes. Public inputs only: the schema (its columns, the
     lengths of its category and class names), the layout and the dtype.
 
-    Per row: each used CSV cell kept as a Python string with its list slot (about 60
-    bytes plus its length; a numeric cell is taken as 24 characters) and its parsed
-    forms (about 64 bytes for a number, 40 for a category code); the encoded row with
-    its copies (dense: the (d) encoding, its (d + 1) augmentation and a cast; CSR:
-    about 64 bytes per stored entry over the value, index and mask blocks). Measured
-    peaks stay below this estimate (see tests/cli/test_cli_stream.py).
+    Per row: each used CSV cell at about 60 bytes plus its length (a numeric cell is
+    taken as 24 characters) and its parsed forms (about 64 bytes for a number, 40 for a
+    category code); the encoded row with its copies (dense: the (d) encoding, its
+    (d + 1) augmentation and a cast; CSR: about 64 bytes per stored entry over the
+    value, index and mask blocks). The cell term was sized for Python strings; the
+    Arrow reader keeps a cell in its length plus 4 to 12 bytes (offsets, a stripped
+    copy, masks), so the estimate is generous there. Measured peaks stay below it (see
+    tests/cli/test_cli_stream.py).
     """
     d1 = schema.n_features + bool(fit_intercept)
     itemsize = np.dtype(dtype).itemsize

@@ -12,7 +12,6 @@ command reads from the data outside the mechanism (which columns are numeric, wi
 neither --columns nor a base schema; category lists with --categories-from-data) is
 announced by a PrivacyLeakWarning.
 """
-import math
 import warnings
 
 import numpy as np
@@ -35,26 +34,15 @@ def _pair(text, what):
 
 
 def _numbers(table, c):
-    """Column c of the table as floats (NaN for a missing cell)."""
-    from dperm.cli._io import MISSING_MARKERS, CLIError
+    """Column c of the table as floats (NaN for a missing cell; +-inf are numbers)."""
+    from dperm.cli._io import CLIError, numeric_cells
 
-    col = table.columns[c]
-    if isinstance(col, np.ndarray) and col.dtype.kind == "f":
-        return np.asarray(col, dtype=np.float64)
-    out = np.empty(len(col))
-    for i, s in enumerate(col):
-        try:
-            out[i] = float(s)
-            if math.isnan(out[i]):
-                out[i] = np.nan
-        except ValueError:
-            if str(s).strip().lower() in MISSING_MARKERS:
-                out[i] = np.nan
-            else:
-                raise CLIError(f"{table.name}: non-numeric value {s!r} in numeric column {c!r} "
-                               f"({table.where(i)}); correct it, leave the cell blank (a missing "
-                               "value), or leave the column out of --columns") from None
-    return out
+    out, i = numeric_cells(table, c, finite=False)
+    if i is not None:
+        raise CLIError(f"{table.name}: non-numeric value {table.columns[c][i].as_py()!r} in "
+                       f"numeric column {c!r} ({table.where(i)}); correct it, leave the cell "
+                       "blank (a missing value), or leave the column out of --columns")
+    return np.asarray(out, dtype=np.float64)
 
 
 def cmd_bounds(args):

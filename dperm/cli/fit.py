@@ -42,12 +42,12 @@ def _adult_table():
 def _resolve_classes(args, table, label, schema, leaks):
     """The classes as strings ([negative, positive] for two), from the schema or (with
     a warning) the data."""
-    from dperm.cli._io import CLIError, resolve_label
+    from dperm.cli._io import CLIError, distinct_values, resolve_label
 
     classes = schema.classes
     pos = args.positive
     if classes is None:
-        values = sorted(set(resolve_label(table, label)))
+        values = sorted(distinct_values(resolve_label(table, label)))
         if len(values) < 2:
             raise CLIError(f"{table.name}: the label column {label!r} must hold at least two "
                            f"classes, found {len(values)}: {values}")
