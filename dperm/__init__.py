@@ -32,6 +32,7 @@ from dperm.privacy.tuning import PrivateTuningResult, private_tuning
 from dperm.schema import PublicBoundsTransformer, PublicSchema
 from dperm.sklearn.classifier import PrivateLinearClassifier
 from dperm.sklearn.features import RandomFourierFeatures
+from dperm.sklearn.regressor import PrivateLinearRegression
 
 __all__ = [
     "__version__", "get_config", "show_config",
@@ -39,7 +40,8 @@ __all__ = [
     "NoiseDominatedWarning", "DataNormWarning",
     "BudgetAccountant", "PureEvent", "GaussianEvent", "ObjectiveGaussianEvent", "ApproxEvent",
     "objective_perturbation", "output_perturbation",
-    "PrivateLinearClassifier", "RandomFourierFeatures", "PublicSchema", "PublicBoundsTransformer",
+    "PrivateLinearClassifier", "PrivateLinearRegression", "RandomFourierFeatures",
+    "PublicSchema", "PublicBoundsTransformer",
     "private_tuning", "PrivateTuningResult",
     "calibration", "datasets", "erm", "exact_noise", "losses", "mechanisms", "noise",
     "regularization",
