@@ -88,6 +88,26 @@ MUTANTS = [
     ("exponential_mechanism_eps", "tuning: exponential mechanism with eps instead of eps/2",
      "w = np.exp(-(epsilon / (2.0 * sensitivity)) * (s - s.min()))",
      "w = np.exp(-(epsilon / (1.0 * sensitivity)) * (s - s.min()))"),
+    ("adassp_xtx_frobenius_no_sqrt_m", "AdaSSP: X^T X sensitivity sqrt(m) R^2 -> R^2",
+     "return r * r, math.sqrt(m) * r * r, m * r * b", "return r * r, r * r, m * r * b"),
+    ("adassp_xty_factor_dropped", "AdaSSP: X^T y sensitivity m R B -> R B",
+     "return r * r, math.sqrt(m) * r * r, m * r * b",
+     "return r * r, math.sqrt(m) * r * r, r * b"),
+    ("adassp_lambda_min_halved", "AdaSSP: lambda_min sensitivity R^2 -> R^2 / 2",
+     "return r * r, math.sqrt(m) * r * r, m * r * b",
+     "return 0.5 * r * r, math.sqrt(m) * r * r, m * r * b"),
+    ("adassp_grid_slack_dropped", "AdaSSP: the grid rounding not taken from the budget",
+     "a_nom = a - math.sqrt(coords) * 2.0 ** -_BITS", "a_nom = a"),
+    ("adassp_split_unnormalised", "AdaSSP: split shares not normalised to sum 1",
+     "return tuple(float(v) for v in w / w.sum())", "return tuple(float(v) for v in w)"),
+    ("adassp_offdiag_noise_halved", "AdaSSP: off-diagonal noise sigma/2, not sigma/sqrt(2)",
+     "off = _release(G[..., iu[0], iu[1]], sigma / math.sqrt(2.0), rng)",
+     "off = _release(G[..., iu[0], iu[1]], sigma / 2.0, rng)"),
+    ("adassp_xty_noise_quartered", "AdaSSP: X^T y released with sigma / 4",
+     "xty_noisy = _release(np.asarray(xty, dtype=np.float64), cal.sigma_xty, rng)",
+     "xty_noisy = _release(np.asarray(xty, dtype=np.float64), cal.sigma_xty / 4, rng)"),
+    ("adassp_event_rdp_halved", "AdaSSP: accountant event with half the RDP curve",
+     "tuple(orders / (2.0 * nm * nm)))", "tuple(orders / (4.0 * nm * nm)))"),
     ("unconverged_output_released", "output perturbation: a non-converged minimiser released",
      "    if not np.all(res.converged):\n        # the sensitivity 2R/(n Lambda) bounds",
      "    if False:\n        # the sensitivity 2R/(n Lambda) bounds"),
@@ -97,7 +117,8 @@ MUTANTS = [
 TEST_FILES = ("test_privacy_whitebox.py", "test_privacy_blackbox.py", "test_privacy_gaussian.py",
               "test_privacy_add_remove.py", "test_mechanisms.py", "test_calibration.py",
               "test_accountant.py", "test_noise.py", "test_exact_noise.py", "test_release.py",
-              "test_design.py", "test_tuning.py", "test_losses.py", "test_multinomial.py")
+              "test_design.py", "test_tuning.py", "test_losses.py", "test_multinomial.py",
+              "test_adassp.py")
 
 
 def locate(text):

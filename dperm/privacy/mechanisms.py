@@ -247,6 +247,7 @@ def privacy_events(record, n_fits=1):
 
     Pure epsilon: PureEvent.  Gaussian objective perturbation: an
     ObjectiveGaussianEvent with its RDP curve (dperm.calibration.objective_gaussian_rdp).
+    AdaSSP (dperm.privacy.adassp): its event, the Gaussian RDP curve of its noise multiplier.
     Gaussian output perturbation and AMP: ApproxEvents with their stated (epsilon,
     delta) (the output noise's grid term depends on d, which a record does not hold;
     AMP's chain has no RDP form), composed by the accountant's basic / PLD bounds.
@@ -270,6 +271,10 @@ def privacy_events(record, n_fits=1):
             neighbouring=record["neighbouring"], n_classes=K,
             nonincreasing_loss=lo is not None and lo.nonincreasing)
         ev = accountant.ObjectiveGaussianEvent(eps, dlt, accountant.RDP_ORDERS, curve)
+    elif record["mechanism"] == "adassp":
+        from dperm.privacy.adassp import adassp_event
+
+        ev = adassp_event(eps, dlt, record["noise_multiplier"])
     else:
         # output perturbation's exact-grid Gaussian (its sensitivity includes the rounding
         # term) and AMP: stated (epsilon, delta) only, composed by the accountant's
