@@ -129,6 +129,11 @@ def _layout(args, schema):
 def _check_privacy_args(args):
     """Combinations of --perturbation, --delta, --neighbouring and --n-public, checked
     before any data is read."""
+    if args.perturbation in ("adassp", "auto") and getattr(args, "task", None) != "regression":
+        raise _UsageError(f"--perturbation {args.perturbation} is for --task regression")
+    if args.perturbation == "adassp" and args.delta == 0:
+        raise _UsageError("--perturbation adassp is an (epsilon, delta) mechanism: give "
+                          "--delta > 0")
     if args.perturbation == "amp" and args.delta == 0:
         raise _UsageError("--perturbation amp is an (epsilon, delta) mechanism: give --delta "
                           "> 0 (e.g. 1e-6, well below 1/n)")

@@ -250,12 +250,15 @@ def build_parser():
                         "neighbours of that size only (a warning says so)")
     f.add_argument("--loss", choices=("logistic", "huber", "smooth_hinge"), default="logistic",
                    help="default logistic")
-    f.add_argument("--perturbation", choices=("objective", "output", "amp", "none"),
+    f.add_argument("--perturbation", choices=("objective", "output", "amp", "none", "adassp",
+                                              "auto"),
                    default="objective",
                    help="objective (Algorithm 2, default), output (Algorithm 1), amp "
                         "(approximate minima perturbation: objective perturbation whose "
                         "guarantee holds for an approximate solution, plus a little Gaussian "
-                        "output noise; needs --delta > 0), or none (non-private baseline)")
+                        "output noise; needs --delta > 0), or none (non-private baseline); "
+                        "--task regression also: adassp (needs --delta > 0) and auto (the "
+                        "rule of PrivateLinearRegression(method='auto'))")
     f.add_argument("--alpha", type=_alpha, default="auto",
                    help="regularization strength Lambda, or 'auto' (default): a rule of public "
                         "quantities only (n, d, epsilon; see dperm.regularization.auto_alpha), "

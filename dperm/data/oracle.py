@@ -26,7 +26,7 @@ from dperm.data.validation import check_class_labels, check_pm1_labels, check_re
 from dperm.losses import check_n_classes
 
 __all__ = ["check_rows", "binary_oracle", "softmax_rows", "is_distributed", "is_dask_array",
-           "require_local", "full_hessian", "dense_rows", "SoftmaxRows"]
+           "require_local", "full_hessian", "dense_rows", "dense_matrix", "SoftmaxRows"]
 
 #: entries of one (rows x m K) float64 temporary per block: 2^21 entries = 16 MiB
 BLOCK_ENTRIES = 1 << 21
@@ -174,6 +174,17 @@ def full_hessian(X, y, W, l2, lo, h, n_threads):
 def dense_rows(X):
     """X as a numpy array if it is not one already (a small public matrix)."""
     return X if isinstance(X, np.ndarray) else np.asarray(X)
+
+
+def dense_matrix(X):
+    """The rows of validated local X (dense, mapped, CSR or a DesignRows, with its
+    clipping factors and constant column applied) as a dense float64 array: for the
+    sufficient-statistics method, which needs X^T X (d x d) anyway."""
+    if isinstance(X, DesignRows):
+        return X.toarray()
+    if hasattr(X, "toarray"):
+        return np.asarray(X.toarray(), dtype=np.float64)
+    return np.asarray(X, dtype=np.float64)
 
 
 # ------------------------------------------------------------------ the softmax model

@@ -45,16 +45,27 @@ __all__ = ["PrivateLinearRegression", "METHODS", "resolve_method"]
 
 #: the loss of the ERM path
 LOSS = "pseudo_huber"
-METHODS = ("auto", "objective", "output", "none")
+METHODS = ("auto", "objective", "output", "adassp", "none")
+#: "auto" picks AdaSSP when delta > 0 and n epsilon >= ADASSP_MIN_NEPS_PER_D * d
+#: (BENCHMARKS.md, "Private linear regression": where it was measured)
+ADASSP_MIN_NEPS_PER_D = 30.0
 
 
 def resolve_method(method, *, n, d, epsilon, delta):
     """The mechanism `method` stands for: itself, or for "auto" the documented rule of
-    public quantities (n, d, epsilon, delta; never the data): objective perturbation,
-    the better ERM mechanism at every setting measured (BENCHMARKS.md, "Private linear
-    regression")."""
+    public quantities (n, d, epsilon, delta; never the data):
+
+    - delta > 0 and n epsilon >= ADASSP_MIN_NEPS_PER_D * d: "adassp" (the sufficient
+      statistics' noise is then small next to X^T X);
+    - otherwise "objective" (objective perturbation, pure or Gaussian), the better ERM
+      mechanism at every setting measured.
+
+    d counts the intercept column.  BENCHMARKS.md, "Private linear regression", has the
+    measurements behind the threshold."""
     if method != "auto":
         return method
+    if delta > 0 and n * epsilon >= ADASSP_MIN_NEPS_PER_D * d:
+        return "adassp"
     return "objective"
 
 
@@ -80,12 +91,14 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
 
     Parameters
     ----------
-    method : {"auto", "objective", "output", "none"}
+    method : {"auto", "objective", "output", "adassp", "none"}
         "objective": objective perturbation (Algorithm 2 with the pseudo-Huber loss's
         bounds; Gaussian noise calibrated tightly when delta > 0).  "output": output
-        perturbation (sensitivity 2 h R / (n alpha)).  "auto": a documented rule of
-        public quantities (`resolve_method`).  "none": the non-private baseline on the
-        same solver (no guarantee).
+        perturbation (sensitivity 2 h R / (n alpha)).  "adassp" (delta > 0): ridge
+        regression from noisy sufficient statistics (dperm.privacy.adassp, Wang 2018).
+        "auto": a documented rule of public quantities (`resolve_method`: AdaSSP when
+        delta > 0 and n epsilon >= 30 d, else objective perturbation).  "none": the
+        non-private baseline on the same solver (no guarantee).
     epsilon : float > 0
     delta : float in [0, 1); 0 (default) is pure epsilon-DP.
     neighbouring : {"replace_one", "add_remove"}
@@ -115,6 +128,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     epsilon, delta, neighbouring, n_samples, epsilon_prime, extra_l2, beta, sigma,
     sigma_output, grid, alpha, data_norm, label_bound, h, curvature, gradient_bound,
     task, epsilon_total, delta_total).
+
+    With method "adassp" the record is the AdaSSP release's (dperm.privacy.adassp: noise
+    scales, the split, and the released noisy lambda_min and ridge), alpha_ is None.
 
     NOT releasable: fit_diagnostics_ (grad_norm, converged, n_iter, rows_clipped,
     labels_clipped): statistics of the private data, for the analyst only.
@@ -151,6 +167,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         check_positive(self.label_bound, "label_bound")
         if self.h is not None:
             check_positive(self.h, "h")
+        if self.method == "adassp" and float(self.delta) == 0:
+            raise ValueError("delta: method='adassp' is an (epsilon, delta) mechanism; give "
+                             "delta > 0 (e.g. 1/n**2)")
 
     def _h(self):
         return float(self.label_bound) if self.h is None else float(self.h)
@@ -195,12 +214,19 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
                 NoiseDominatedWarning, stacklevel=3)
         return alpha
 
-    def _planned_events(self, method, n_norm, alpha, eps, delta, nb, h):
+    def _planned_events(self, method, n_norm, alpha, eps, delta, nb, h, d):
         """The accountant events of this fit, from public values only (before the data)."""
         if delta == 0:
             return [eps]
         from dperm.privacy import calibration
 
+        if method == "adassp":
+            from dperm.privacy.adassp import adassp_calibration
+
+            cal = adassp_calibration(eps, delta, n_features=d, data_norm=float(self.data_norm),
+                                     label_bound=float(self.label_bound), neighbouring=nb)
+            return privacy_events({"epsilon": eps, "delta": delta, "mechanism": "adassp",
+                                   "noise_multiplier": cal.noise_multiplier}, 1)
         lo = get_loss(LOSS)
         R = float(self.data_norm)
         rec = {"epsilon": eps, "delta": delta, "mechanism": method, "n_samples": n_norm,
@@ -247,7 +273,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         y = check_real_labels(y, n, name="y")
         B = float(self.label_bound)
         h = self._h()
-        delta, nb, n_norm = check_privacy_params(self.delta, self.neighbouring, self.n_public, n)
+        delta, nb, n_norm = check_privacy_params(self.delta, self.neighbouring, self.n_public, n,
+                                                 warn=False)
         R = float(self.data_norm)
         row_stats = {}
         X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
@@ -258,18 +285,34 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         d = Xa.shape[1]
         method = resolve_method(self.method, n=int(n_norm), d=d, epsilon=float(self.epsilon),
                                 delta=delta)
+        if method != "adassp" and method != "none":
+            # the objective is normalised by n: under add_remove without n_public, warn
+            check_privacy_params(self.delta, self.neighbouring, self.n_public, n)
         eps = float(self.epsilon) if method != "none" else float("inf")
-        alpha = self._resolve_alpha(int(n_norm), d, method, eps, delta, nb, h)
+        # AdaSSP chooses its ridge from its own release (no alpha)
+        alpha = None if method == "adassp" else \
+            self._resolve_alpha(int(n_norm), d, method, eps, delta, nb, h)
         events = None
         if self.accountant is not None:
-            events = self._planned_events(method, n_norm, alpha, eps, delta, nb, h)
+            events = self._planned_events(method, n_norm, alpha, eps, delta, nb, h, d)
             self.accountant.check_all(events)
         _warn_clipped(clipped, n, R)
         _warn_labels_clipped(y_clipped, n, B)
         common = dict(alpha=alpha, h=h, tol=self.tol, max_iter=self.max_iter,
                       n_threads=self.n_threads, solver=self.solver)
         lo = get_loss(LOSS)
-        if method == "none":
+        if method == "adassp":
+            from dperm.privacy.adassp import adassp
+
+            W, record = adassp(_oracle.dense_matrix(Xa), yc, epsilon=eps, delta=delta,
+                               data_norm=R, label_bound=B, neighbouring=nb,
+                               n_public=int(n_norm) if nb == "add_remove" else None,
+                               random_state=self._fit_generator())
+            record = {k: (np.asarray(v).tolist() if isinstance(v, (np.ndarray, tuple)) else v)
+                      for k, v in record.items()}
+            record.update(loss=None, h=None, alpha=None, noise="gaussian")
+            diagnostics = {}
+        elif method == "none":
             res = erm.minimize(Xa, yc, loss=LOSS, **common)
             W = res.coef
             record = {"mechanism": "none", "noise": None, "loss": LOSS, "neighbouring": nb,
@@ -293,7 +336,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
             record.pop("n_classes", None)
             diagnostics = fit.diagnostics()
         record.update(method=method, task="regression", label_bound=B,
-                      gradient_bound=lo.gradient_bound(R, h),
+                      gradient_bound=None if method == "adassp" else lo.gradient_bound(R, h),
                       epsilon_total=eps, delta_total=delta if method != "none" else 0.0)
         diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(y_clipped))
         W = np.asarray(W, dtype=np.float64).reshape(-1)

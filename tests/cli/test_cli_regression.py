@@ -91,3 +91,14 @@ def test_label_bound_only_for_regression(reg):
     res = run(reg, "fit", "train.csv", "--schema", "schema.json", "--label-bound", "5",
               "-o", "m.json")
     assert res.returncode == 2 and "--label-bound" in res.stderr
+
+
+def test_adassp_and_auto_from_the_cli(reg):
+    res = run(reg, "fit", "train.csv", "--task", "regression", "--schema", "schema.json",
+              "--label-bound", "6", "--perturbation", "adassp", "--delta", "1e-7", "-o", "a.json")
+    assert res.returncode == 0, res.stderr
+    model = json.loads((reg / "a.json").read_text())
+    assert model["privacy"]["mechanism"] == "adassp"
+    res = run(reg, "fit", "train.csv", "--schema", "schema.json", "--perturbation", "adassp",
+              "--delta", "1e-7", "-o", "c.json")
+    assert res.returncode == 2 and "--task regression" in res.stderr

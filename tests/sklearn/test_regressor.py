@@ -56,11 +56,32 @@ def test_nonprivate_baseline_is_accurate_and_private_fits_are_useful():
 
 
 def test_auto_method_is_documented_rule_and_recorded():
+    from dperm.sklearn.regressor import ADASSP_MIN_NEPS_PER_D, resolve_method
+
     X, y = data()
     est = PrivateLinearRegression(random_state=0).fit(X, y)
-    assert est.method == "auto"
-    assert est.privacy_["method"] == dperm.sklearn.regressor.resolve_method(
-        "auto", n=X.shape[0], d=X.shape[1] + 1, epsilon=1.0, delta=0.0)
+    assert est.method == "auto" and est.privacy_["method"] == "objective"    # delta = 0
+    d = X.shape[1] + 1
+    n_switch = ADASSP_MIN_NEPS_PER_D * d
+    assert resolve_method("auto", n=int(n_switch), d=d, epsilon=1.0, delta=1e-6) == "adassp"
+    assert resolve_method("auto", n=int(n_switch) - 1, d=d, epsilon=1.0,
+                          delta=1e-6) == "objective"
+    assert resolve_method("auto", n=10**9, d=d, epsilon=1.0, delta=0.0) == "objective"
+    est = PrivateLinearRegression(delta=1e-6, random_state=0).fit(X, y)
+    assert est.privacy_["method"] == resolve_method("auto", n=X.shape[0], d=d, epsilon=1.0,
+                                                    delta=1e-6) == "adassp"
+    est = PrivateLinearRegression(delta=1e-6, random_state=0).fit(X[:100], y[:100])
+    assert est.privacy_["method"] == "objective"
+
+
+def test_adassp_method():
+    X, y = data(n=20000)
+    est = PrivateLinearRegression(method="adassp", epsilon=1.0, delta=1e-8,
+                                  random_state=0).fit(X, y)
+    assert est.privacy_["mechanism"] == "adassp" and est.alpha_ is None
+    assert est.score(X, y) > 0.8
+    with pytest.raises(ValueError, match="delta"):
+        PrivateLinearRegression(method="adassp").fit(X, y)
 
 
 def test_pipeline_and_grid_search():
