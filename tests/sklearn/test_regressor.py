@@ -56,22 +56,17 @@ def test_nonprivate_baseline_is_accurate_and_private_fits_are_useful():
 
 
 def test_auto_method_is_documented_rule_and_recorded():
-    from dperm.sklearn.regressor import ADASSP_MIN_NEPS_PER_D, resolve_method
+    from dperm.sklearn.regressor import resolve_method
 
     X, y = data()
-    est = PrivateLinearRegression(random_state=0).fit(X, y)
-    assert est.method == "auto" and est.privacy_["method"] == "objective"    # delta = 0
-    d = X.shape[1] + 1
-    n_switch = ADASSP_MIN_NEPS_PER_D * d
-    assert resolve_method("auto", n=int(n_switch), d=d, epsilon=1.0, delta=1e-6) == "adassp"
-    assert resolve_method("auto", n=int(n_switch) - 1, d=d, epsilon=1.0,
-                          delta=1e-6) == "objective"
-    assert resolve_method("auto", n=10**9, d=d, epsilon=1.0, delta=0.0) == "objective"
-    est = PrivateLinearRegression(delta=1e-6, random_state=0).fit(X, y)
-    assert est.privacy_["method"] == resolve_method("auto", n=X.shape[0], d=d, epsilon=1.0,
-                                                    delta=1e-6) == "adassp"
-    est = PrivateLinearRegression(delta=1e-6, random_state=0).fit(X[:100], y[:100])
-    assert est.privacy_["method"] == "objective"
+    for delta in (0.0, 1e-6):
+        est = PrivateLinearRegression(delta=delta, random_state=0).fit(X, y)
+        assert est.method == "auto" and est.privacy_["method"] == "objective"
+        assert est.privacy_["noise"] == ("gaussian" if delta else "l2_laplace")
+    for n in (10, 10**4, 10**9):
+        for eps in (0.01, 1.0, 100.0):
+            assert resolve_method("auto", n=n, d=7, epsilon=eps, delta=1e-6) == "objective"
+    assert resolve_method("output", n=10, d=7, epsilon=1.0, delta=0.0) == "output"
 
 
 def test_adassp_method():
