@@ -307,3 +307,31 @@ def test_blackbox_audit(lipschitz_one):
         assert bound > EPS, f"the audit misses a mechanism with half the noise: {info}"
     else:
         assert bound <= EPS, f"lower bound {bound} on epsilon exceeds the claimed {EPS}: {info}"
+
+
+def test_accountant_event_uses_the_losses_gradient_bound():
+    """privacy_events reads a regression record's loss and h: the RDP curve of its
+    Gaussian objective perturbation is the one for the gradient bound h R (with R, the
+    margin losses' bound, the accountant would under-count the spend)."""
+    from dperm.privacy import accountant
+    from dperm.privacy.mechanisms import privacy_events
+
+    R, h, n = 1.5, 3.0, 40
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 2))
+    X *= (R / np.linalg.norm(X, axis=1))[:, None]
+    fit = objective_perturbation(X, rng.normal(size=n), loss=LOSS, alpha=0.5, epsilon=EPS,
+                                 delta=1e-5, h=h, data_norm=R, random_state=0)
+    rec = fit.record()
+    (ev,) = privacy_events(rec)
+    orders = np.asarray(accountant.RDP_ORDERS)
+    lam = n * (rec["alpha"] + rec["extra_l2"])
+    want = calibration.objective_gaussian_rdp(
+        orders, rec["sigma"], data_norm=h * R, curvature=R * R, lambda_total=lam,
+        neighbouring="replace_one", nonincreasing_loss=False)
+    wrong = calibration.objective_gaussian_rdp(
+        orders, rec["sigma"], data_norm=R, curvature=R * R, lambda_total=lam,
+        neighbouring="replace_one", nonincreasing_loss=False)
+    got = np.asarray(ev.rdp_values)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.all(wrong < want)

@@ -245,3 +245,18 @@ def test_add_remove_needs_a_public_count():
     est = PrivateLinearRegression(neighbouring="add_remove", n_public=500, random_state=0)
     est.fit(X, y)
     assert est.privacy_["neighbouring"] == "add_remove" and est.privacy_["n_samples"] == 500
+
+
+def test_targets_are_clipped_to_the_bound_before_adassp():
+    """AdaSSP's sensitivity needs |y| <= label_bound: the estimator clips (to exactly B)
+    before the mechanism, which itself refuses targets beyond its bound."""
+    X, y = data(n=3000)
+    y = 4.0 * y
+    with pytest.warns(ClippingWarning, match="label_bound"):
+        est = PrivateLinearRegression(method="adassp", delta=1e-6, label_bound=1.0,
+                                      random_state=0).fit(X, y)
+    assert est.privacy_["label_bound"] == 1.0
+    from dperm.data.validation import bound_labels
+
+    yc, k = bound_labels(y, 1.0)
+    assert np.max(np.abs(yc)) == 1.0 and k == int(np.sum(np.abs(y) > 1.0))
