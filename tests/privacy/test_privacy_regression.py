@@ -115,6 +115,26 @@ def test_output_sensitivity_over_adversarial_neighbours(R, h):
             output_perturbation_constants(n, alpha, EPS, R)
 
 
+def test_output_perturbation_noise_uses_the_losses_gradient_bound():
+    """The released noise of output perturbation is calibrated for 2 h R / (n Lambda):
+    pure (beta, with the grid's rounding room) and Gaussian (sigma)."""
+    from dperm.privacy.mechanisms import output_perturbation
+
+    R, h, n, alpha = 1.0, 3.0, 60, 0.5
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(n, 2))
+    X *= (R / np.linalg.norm(X, axis=1))[:, None]
+    y = rng.normal(size=n)
+    sens = 2 * h * R / (n * alpha)
+    rec = output_perturbation(X, y, loss=LOSS, alpha=alpha, epsilon=EPS, h=h, data_norm=R,
+                              random_state=0).record()
+    assert EPS / sens * 0.999 <= rec["beta"] <= EPS / sens
+    rec = output_perturbation(X, y, loss=LOSS, alpha=alpha, epsilon=EPS, delta=1e-5, h=h,
+                              data_norm=R, random_state=0).record()
+    sigma = calibration.analytic_gaussian_sigma(EPS, 1e-5, sens)
+    assert sigma <= rec["sigma"] <= sigma * 1.001
+
+
 # =============================================================== (b) pure objective
 def _real(n, alpha, R, h, nb="replace_one"):
     lo = get_loss(LOSS)
@@ -138,12 +158,24 @@ def _curvature_of_huber(n, alpha, R, h, nb="replace_one"):
     return float(dl[0]), float(b[0])
 
 
-def _max_loss(constants, R, h, B, q):
+def _removed(pairs):
+    """add_remove at a public n: the differing row is absent (a zero row: no gradient, no
+    curvature) in one of the two data sets."""
+    out = []
+    for (X, y), _ in pairs[::2]:
+        X2 = X.copy()
+        X2[0, 0] = 0.0
+        out += [((X, y), (X2, y)), ((X2, y), (X, y))]
+    return out
+
+
+def _max_loss(constants, R, h, B, q, nb="replace_one"):
     worst = -np.inf
-    for D, D2 in worst_pairs(R, B):
+    pairs = worst_pairs(R, B)
+    for D, D2 in (pairs if nb == "replace_one" else _removed(pairs)):
         n = D[0].shape[0]
         alpha = get_loss(LOSS).curvature(h, R) / (n * q)
-        extra, beta = constants(n, alpha, R, h)
+        extra, beta = constants(n, alpha, R, h, nb)
         lam = n * (alpha + extra)
         scale = (2 * h * R + B * R) / lam
         F = np.concatenate([np.linspace(-40 * scale, 40 * scale, 40001),
@@ -153,13 +185,14 @@ def _max_loss(constants, R, h, B, q):
     return worst
 
 
+@pytest.mark.parametrize("nb", ["replace_one", "add_remove"])
 @pytest.mark.parametrize("R,h", [(1.0, 3.0), (2.0, 4.0)])
 @pytest.mark.parametrize("q", [0.05, 3.0])      # Delta = 0 and Delta > 0 branches
-def test_pure_objective_whitebox(R, h, q):
+def test_pure_objective_whitebox(R, h, q, nb):
     B = 10.0 * h
-    assert _max_loss(_real, R, h, B, q) <= EPS + 1e-9
+    assert _max_loss(_real, R, h, B, q, nb) <= EPS + 1e-9
     # power: a mechanism that assumed |rho'| <= 1 (the margin losses' bound) is caught
-    assert _max_loss(_lipschitz_one, R, h, B, q) > EPS + 0.2
+    assert _max_loss(_lipschitz_one, R, h, B, q, nb) > EPS + 0.2
 
 
 def test_pure_objective_whitebox_curvature_has_teeth():
