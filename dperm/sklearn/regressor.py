@@ -258,9 +258,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         if self.method != "none":
             warn_if_seeded(self.random_state, accountant=self.accountant)
         feature_names = _feature_names(X)
-        if _oracle.is_distributed(X):
-            raise TypeError("X: PrivateLinearRegression does not support a Dask collection "
-                            "yet; compute X first (or fit on a local sample)")
+        _oracle.require_local(X, "X: PrivateLinearRegression does not support a Dask "
+                              "collection yet; compute X first (or fit on a local sample)")
         X, y, _ = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
         n = X.shape[0]
         if y is None:
@@ -303,8 +302,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
                                data_norm=R, label_bound=B, neighbouring=nb,
                                n_public=int(n_norm) if nb == "add_remove" else None,
                                random_state=self._fit_generator())
-            record = {k: (np.asarray(v).tolist() if isinstance(v, (np.ndarray, tuple)) else v)
-                      for k, v in record.items()}
+            # sequences (the split) as lists: a record of plain values
+            record = {k: (np.asarray(v).tolist() if np.ndim(v) else v) for k, v in record.items()}
             record.update(loss=None, h=None, alpha=None, noise="gaussian")
             diagnostics = {}
         elif method == "none":
@@ -359,9 +358,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         """f.x + b for each row, shape (n,).  Rows longer than data_norm are first shrunk
         onto the sphere of radius data_norm, the public map the training rows went
         through.  Predictions are not clipped to [-label_bound, label_bound]."""
-        if _oracle.is_distributed(X):
-            raise TypeError("X: PrivateLinearRegression.predict does not support a Dask "
-                            "collection yet; compute X first")
+        _oracle.require_local(X, "X: PrivateLinearRegression.predict does not support a "
+                              "Dask collection yet; compute X first")
         X = self._check_fitted_X(X)
         return _oracle.linear_scores(X, self.coef_[None, :], np.array([self.intercept_]))[:, 0]
 
