@@ -28,6 +28,7 @@ from dperm.privacy.accountant import (
     PureEvent,
 )
 from dperm.privacy.mechanisms import objective_perturbation, output_perturbation
+from dperm.privacy.quantiles import PrivateBounds, estimate_bounds
 from dperm.privacy.tuning import PrivateTuningResult, private_tuning
 from dperm.schema import PublicBoundsTransformer, PublicSchema
 from dperm.sklearn.classifier import PrivateLinearClassifier
@@ -42,7 +43,7 @@ __all__ = [
     "objective_perturbation", "output_perturbation",
     "PrivateLinearClassifier", "PrivateLinearRegression", "RandomFourierFeatures",
     "PublicSchema", "PublicBoundsTransformer",
-    "private_tuning", "PrivateTuningResult",
+    "private_tuning", "PrivateTuningResult", "estimate_bounds", "PrivateBounds",
     "calibration", "datasets", "erm", "exact_noise", "losses", "mechanisms", "noise",
     "regularization",
 ]

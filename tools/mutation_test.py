@@ -136,6 +136,12 @@ MUTANTS = [
     ("unconverged_output_released", "output perturbation: a non-converged minimiser released",
      "    if not np.all(res.converged):\n        # the sensitivity 2R/(n Lambda) bounds",
      "    if False:\n        # the sensitivity 2R/(n Lambda) bounds"),
+    ("quantile_em_eps_doubled", "private bounds: exp(-eps err) instead of exp(-eps err / 2)",
+     "_EM_DIVISOR = 2.0", "_EM_DIVISOR = 1.0"),
+    ("rank_sensitivity_halved", "private bounds: rank sensitivity 1 -> 1/2",
+     "RANK_SENSITIVITY = 1.0", "RANK_SENSITIVITY = 0.5"),
+    ("quantile_split_per_column", "private bounds: epsilon split over columns, not quantiles",
+     "eps_q = epsilon / (2 * len(cols))", "eps_q = epsilon / len(cols)"),
 ]
 
 #: the test files a privacy mutant must fail (found by name anywhere under tests/)
@@ -144,7 +150,7 @@ TEST_FILES = ("test_privacy_whitebox.py", "test_privacy_blackbox.py", "test_priv
               "test_accountant.py", "test_noise.py", "test_exact_noise.py", "test_release.py",
               "test_design.py", "test_tuning.py", "test_losses.py", "test_multinomial.py",
               "test_adassp.py", "test_privacy_regression.py", "test_release_regression.py",
-              "test_regressor.py")
+              "test_regressor.py", "test_quantiles.py")
 
 
 def locate(text):

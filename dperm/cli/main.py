@@ -5,6 +5,7 @@
     dperm fit DATA.csv --schema SCHEMA.json --memory-budget SIZE [--work-dir DIR |
               --keep-binary DIR] -o MODEL.json          (streamed: larger than memory)
     dperm fit --from-binary DIR -o MODEL.json
+    dperm bounds DATA.csv --epsilon E [--columns A,B] [--quantiles 0.01,0.99] -o SCHEMA.json
     dperm predict MODEL.json DATA.csv [--delimiter CHAR] [-o OUT.csv]
     dperm reproduce {table1,figure2,table2,figure3,tuning} [--quick] [--out DIR]
     dperm info

@@ -2,6 +2,7 @@
 import argparse
 import math
 
+from dperm.cli.bounds import cmd_bounds
 from dperm.cli.fit import cmd_fit
 from dperm.cli.predict import cmd_predict
 from dperm.cli.reproduce import _reproduce_help, cmd_reproduce
@@ -317,6 +318,36 @@ def build_parser():
                    help="fit from a binary written earlier with --keep-binary (its schema, "
                         "label, classes and layout are used; no DATA.csv)")
     f.set_defaults(func=cmd_fit)
+
+    # bounds
+    b = sub.add_parser(
+        "bounds", help="write a schema whose numeric bounds are differentially private",
+        description="Estimate each numeric column's (low, high) quantiles of DATA.csv with\n"
+                    "epsilon-DP (dperm.estimate_bounds) and write a schema file that\n"
+                    "`dperm fit --schema` reads. Category lists, label, classes and fill\n"
+                    "values come from --schema BASE.json (public input).",
+        epilog=SCHEMA_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("data", metavar="DATA.csv", help="the private data (CSV with a header row)")
+    b.add_argument("--epsilon", type=_positive_float, required=True,
+                   help="privacy budget of the bounds (split evenly over columns x quantiles)")
+    b.add_argument("-o", "--output", metavar="SCHEMA.json", help="where to write the schema "
+                   "(required)")
+    b.add_argument("--columns", metavar="A,B,...", help="the numeric columns (default: those of "
+                   "--schema, else read from the data, with a PrivacyLeakWarning)")
+    b.add_argument("--quantiles", default="0.01,0.99", metavar="LOW,HIGH",
+                   help="the quantiles released as bounds (default 0.01,0.99)")
+    b.add_argument("--range", metavar="LO,HI", help="PUBLIC range of every column (default "
+                   "-1e9,1e9; write --range=-5,100 when LO is negative); values outside are "
+                   "clipped to it")
+    b.add_argument("--schema", metavar="BASE.json", help="PUBLIC categories, label, classes "
+                   "and fill values to keep (its numeric bounds are replaced)")
+    b.add_argument("--label", metavar="COLUMN", help="the label column (never a feature)")
+    b.add_argument("--categories-from-data", action="store_true",
+                   help="add the other columns as categorical, with the values read from the "
+                        "data (NOT private: a PrivacyLeakWarning)")
+    b.add_argument("--delimiter", type=_delimiter, default=",", metavar="CHAR",
+                   help="field separator of DATA.csv (default ',')")
+    b.set_defaults(func=cmd_bounds)
 
     # predict
     pr = sub.add_parser("predict", help="apply a model to a CSV file",

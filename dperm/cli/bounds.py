@@ -1,0 +1,132 @@
+"""`dperm bounds`: a schema file whose numeric bounds are differentially private.
+
+    dperm bounds DATA.csv --epsilon E [--columns a,b] [--quantiles 0.01,0.99]
+                 [--range LO,HI] [--schema BASE.json] [--label COLUMN]
+                 [--categories-from-data] [--delimiter CHAR] -o SCHEMA.json
+
+The numeric columns' (low, high) are :func:`dperm.estimate_bounds` at epsilon E
+(pure epsilon-DP; README, "Bounds you do not have to guess"); the written schema is
+what ``dperm fit --schema`` reads.  Everything else in it is public input: the
+category lists, label, classes and fill values of --schema BASE.json.  Anything the
+command reads from the data outside the mechanism (which columns are numeric, with
+neither --columns nor a base schema; category lists with --categories-from-data) is
+announced by a PrivacyLeakWarning.
+"""
+import math
+import warnings
+
+import numpy as np
+
+from dperm.cli._common import _note, _UsageError, _write_text
+
+__all__ = ["cmd_bounds"]
+
+
+def _pair(text, what):
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return float(parts[0]), float(parts[1])
+    except ValueError:
+        raise _UsageError(f"{what} must be two numbers separated by a comma (e.g. "
+                          f"{'0.01,0.99' if what == '--quantiles' else '0,100'}), got "
+                          f"{text!r}") from None
+
+
+def _numbers(table, c):
+    """Column c of the table as floats (NaN for a missing cell)."""
+    from dperm.cli._io import MISSING_MARKERS, CLIError
+
+    col = table.columns[c]
+    if isinstance(col, np.ndarray) and col.dtype.kind == "f":
+        return np.asarray(col, dtype=np.float64)
+    out = np.empty(len(col))
+    for i, s in enumerate(col):
+        try:
+            out[i] = float(s)
+            if math.isnan(out[i]):
+                out[i] = np.nan
+        except ValueError:
+            if str(s).strip().lower() in MISSING_MARKERS:
+                out[i] = np.nan
+            else:
+                raise CLIError(f"{table.name}: non-numeric value {s!r} in numeric column {c!r} "
+                               f"({table.where(i)}); correct it, leave the cell blank (a missing "
+                               "value), or leave the column out of --columns") from None
+    return out
+
+
+def cmd_bounds(args):
+    from dperm.cli._io import CLIError, infer_schema, load_schema, model_to_json, read_csv
+    from dperm.exceptions import PrivacyLeakWarning
+    from dperm.privacy.quantiles import estimate_bounds
+    from dperm.schema import PublicSchema
+
+    if not args.output:
+        raise _UsageError("-o/--output SCHEMA.json is required")
+    quantiles = _pair(args.quantiles, "--quantiles")
+    bounds_range = None if args.range is None else _pair(args.range, "--range")
+    base = load_schema(args.schema) if args.schema is not None else None
+    table = read_csv(args.data, delimiter=args.delimiter)
+    label = args.label if args.label is not None else (base.label if base else None)
+    if label is not None and label not in table.header:
+        raise CLIError(f"{table.name}: no label column {label!r} (columns: "
+                       f"{', '.join(table.header[:12])})")
+    leaks = []
+    inferred = None
+    if args.columns is not None:
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+        if not columns:
+            raise _UsageError("--columns must name at least one column")
+    elif base is not None and base.numeric:
+        columns = list(base.numeric)
+    else:
+        inferred = infer_schema(table, label)
+        columns = list(inferred.numeric)
+        leaks.append("which columns are numeric")
+        if not columns:
+            raise CLIError(f"{table.name}: no numeric columns; name them with --columns")
+    lacking = [c for c in columns if c not in table.header]
+    if lacking:
+        raise CLIError(f"{table.name}: no column(s) {lacking} (columns: "
+                       f"{', '.join(table.header[:12])})")
+    if label in columns:
+        raise _UsageError(f"--columns: {label!r} is the label column")
+    categorical = {c: list(v) for c, v in (base.categorical.items() if base else ())
+                   if c not in columns}
+    if args.categories_from_data:
+        inferred = inferred or infer_schema(table, label)
+        for c, cats in inferred.categorical.items():
+            if c not in columns and c not in categorical:
+                categorical[c] = list(cats)
+        leaks.append("category lists")
+    data = {c: _numbers(table, c) for c in columns}     # every check before the release
+    fill = {c: v for c, v in (base.fill.items() if base else ())
+            if c in columns or c in categorical}
+    classes = list(base.classes) if base is not None and base.classes is not None \
+        and (base.label == label) else None
+    if leaks:
+        warnings.warn(
+            f"{' and '.join(leaks)} were read from the private data, outside the privacy "
+            "guarantee (which covers the numeric bounds only); name the numeric columns "
+            "with --columns and give PUBLIC category lists in --schema BASE.json",
+            PrivacyLeakWarning, stacklevel=2)
+    bounds = estimate_bounds(data, args.epsilon, columns=columns, quantiles=quantiles,
+                             bounds_range=bounds_range)
+    try:
+        schema = PublicSchema(numeric=bounds, categorical=categorical, label=label,
+                              classes=classes, fill=fill)
+    except ValueError as exc:
+        raise CLIError(f"the output schema: {exc}") from None
+    _write_text(args.output, model_to_json(schema.to_dict()), "schema", atomic=True)
+    rec = bounds.privacy_
+    print(f"private bounds: epsilon = {rec['epsilon']:g} (pure epsilon-DP), "
+          f"{len(columns)} column(s) x 2 quantiles {rec['quantiles']} at epsilon "
+          f"{rec['epsilon_per_quantile']:.6g} each; public range "
+          f"[{rec['range'][0]:g}, {rec['range'][1]:g}]")
+    for c in columns:
+        lo, hi = bounds[c]
+        print(f"  {c}: [{lo:.6g}, {hi:.6g}]")
+    _note(f"schema written to {args.output}")
+    return 0
