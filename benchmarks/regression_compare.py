@@ -260,8 +260,11 @@ def row(dataset, n, method, eps, delta, scores, secs):
 def fmt(r):
     eps = "inf" if math.isinf(r["epsilon"]) else f"{r['epsilon']:g}"
     delta = "0" if r["delta"] == 0 else f"{r['delta']:.2g}"
-    score = (f"{r['r2_mean']:.4f} ± {r['r2_sd']:.4f} (min {r['r2_min']:.4f})"
-             if r["n_draws"] > 1 else f"{r['r2_mean']:.4f}")
+    def num(x):   # diffprivlib's R^2 reaches -1e17: those in scientific notation
+        return f"{x:.4f}" if abs(x) < 1e3 else f"{x:.2e}"
+
+    score = (f"{num(r['r2_mean'])} ± {num(r['r2_sd'])} (min {num(r['r2_min'])})"
+             if r["n_draws"] > 1 else num(r["r2_mean"]))
     return (f"| {r['dataset']} | {r['n_train']} | {r['method']} | {eps} | {delta} | "
             f"{score} | {r['fit_s']:.3f} |")
 

@@ -62,6 +62,20 @@ static inline ptrdiff_t dperm_csr_split_##IT(const IT *indptr, ptrdiff_t n, int6
 DPERM_CSR_SPLIT(int32_t)
 DPERM_CSR_SPLIT(int64_t)
 
+/* Software prefetch of the next block of rows while this one is scattered: the
+ * margins stream X from memory, and without this the scatter (which reads the
+ * block again, from cache) leaves the memory bus idle.  Row q of nq of this
+ * block prefetches the q-th of nq equal slices of [base, base + len). */
+static inline void dperm_csr_prefetch(const char *base, size_t len, ptrdiff_t q, ptrdiff_t nq) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (len == 0) return;
+    const size_t a = len * (size_t)q / (size_t)nq, b = len * (size_t)(q + 1) / (size_t)nq;
+    for (size_t o = a & ~(size_t)63; o < b; o += 64) __builtin_prefetch(base + o, 0, 2);
+#else
+    (void)base; (void)len; (void)q; (void)nq;
+#endif
+}
+
 /* Problems are processed in tiles of DPERM_CSR_TILE (one AVX-512 vector of
  * float64): weights and gradient accumulators are stored tile-major,
  * [tile][feature][lane], so one tile's d x 8 block stays in L1 while a block of
@@ -170,9 +184,14 @@ static inline void dperm_csr_margins_##SUF(const VT *restrict data,             
 static inline void dperm_csr_scatter_##SUF(const VT *restrict data,                  \
         const IT *restrict ind, const IT *restrict indptr, ptrdiff_t r0, ptrdiff_t r1, \
         const double *restrict cb, ptrdiff_t d, ptrdiff_t mp, double *restrict gacc, \
-        ptrdiff_t dx, const double *icpt) {                                          \
+        ptrdiff_t dx, const double *icpt, const IT *pnext, ptrdiff_t nnext) {        \
+    /* pnext: the next block's first non-zero, nnext its count (prefetched) */       \
+    const char *pfv = (const char *)(data + (pnext - ind));                          \
+    const size_t pfvl = (size_t)nnext * sizeof(VT), pfil = (size_t)nnext * sizeof(IT); \
     if (mp == 1) {                                                                   \
         for (ptrdiff_t r = r0; r < r1; ++r) {                                        \
+            dperm_csr_prefetch(pfv, pfvl, r - r0, r1 - r0);                          \
+            dperm_csr_prefetch((const char *)pnext, pfil, r - r0, r1 - r0);          \
             const double c0 = cb[r - r0];                                            \
             if (c0 == 0.0) continue;                                                 \
             if (d > dx) gacc[dx] = DPERM_FMA1(icpt[r], c0, gacc[dx]);                \
@@ -196,6 +215,10 @@ static inline void dperm_csr_scatter_##SUF(const VT *restrict data,             
     for (ptrdiff_t t = 0; t < mp; t += DPERM_CSR_TILE) {                             \
         double *restrict gt = gacc + t * d;                                          \
         for (ptrdiff_t r = r0; r < r1; ++r) {                                        \
+            if (t == 0) {                                                            \
+                dperm_csr_prefetch(pfv, pfvl, r - r0, r1 - r0);                      \
+                dperm_csr_prefetch((const char *)pnext, pfil, r - r0, r1 - r0);      \
+            }                                                                        \
             const double *restrict c = cb + (r - r0) * mp + t;                       \
             dperm_v cv[DPERM_CSR_NV];                                                \
             for (int u = 0; u < DPERM_CSR_NV; ++u) cv[u] = dv_ld(c + u * DPERM_VW);  \
@@ -276,7 +299,10 @@ static void dperm_csr_rows_##SUF(int mode, const VT *data, const IT *ind,       
                 for (ptrdiff_t j = 0; j < mp; ++j) cb[r * mp + j] *= z2[r * mp + j] * sr; \
             }                                                                        \
         }                                                                            \
-        dperm_csr_scatter_##SUF(data, ind, indptr, i, e, cb, d, mp, gacc, dx, icpt);           \
+        const ptrdiff_t en = e + rb < i1 ? e + rb : i1;  /* the next block: [e, en) */ \
+        dperm_csr_scatter_##SUF(data, ind, indptr, i, e, cb, d, mp, gacc, dx, icpt,  \
+                                ind + (ptrdiff_t)indptr[e],                          \
+                                (ptrdiff_t)indptr[en] - (ptrdiff_t)indptr[e]);       \
     }                                                                                \
 }                                                                                    \
                                                                                      \
@@ -370,6 +396,60 @@ DPERM_CSR_DEFINE(d32, double, int32_t)
 DPERM_CSR_DEFINE(f32, float, int32_t)
 DPERM_CSR_DEFINE(d64, double, int64_t)
 DPERM_CSR_DEFINE(f64, float, int64_t)
+
+/* One read of a CSR matrix for its validation (the policy is the caller's):
+ * out[0] counts non-finite values, out[1] column indices outside [0, d), out[2]
+ * in-row neighbours whose indices do not strictly increase (unsorted or
+ * duplicate entries: not canonical).  indptr must already be known to start at
+ * 0, never decrease and stay within the arrays.  (Row norms stay with numpy's
+ * blockwise sums: an in-order sum differs from them in the last bit, which
+ * could move a row across a clipping bound.) */
+#define DPERM_CSR_SCAN(SUF, VT, IT)                                                  \
+static void dperm_csr_scan_##SUF(const VT *data, const IT *ind, const IT *indptr,    \
+        ptrdiff_t n, int64_t d, int64_t *out, int nt) {                              \
+    /* one flat, vectorizable loop over the entries (a pair (p - 1, p) that      */ \
+    /* decreases is counted, then the pairs that straddle a row start are taken  */ \
+    /* back out: a new row may start anywhere)                                   */ \
+    const ptrdiff_t nnz = (ptrdiff_t)indptr[n];                                      \
+    int64_t nf = 0, oor = 0, dec = 0;                                                \
+    _Pragma("omp parallel for simd schedule(static) num_threads(nt) reduction(+:nf, oor, dec)") \
+    for (ptrdiff_t p = 1; p < nnz; ++p) {                                            \
+        const double v = (double)data[p];                                            \
+        nf += !(v - v == 0.0);                  /* NaN and +-inf */                  \
+        oor += ind[p] < 0 || ind[p] >= d;       /* outside [0, d) */                 \
+        dec += ind[p] <= ind[p - 1];                                                 \
+    }                                                                                \
+    if (nnz > 0) {                                                                   \
+        const double v = (double)data[0];                                            \
+        nf += !(v - v == 0.0);                                                       \
+        oor += ind[0] < 0 || ind[0] >= d;                                            \
+    }                                                                                \
+    for (ptrdiff_t r = 1; r < n; ++r) {                                              \
+        const ptrdiff_t p = (ptrdiff_t)indptr[r];                                    \
+        if (p > 0 && p < (ptrdiff_t)indptr[r + 1])   /* row r is not empty */        \
+            dec -= (int64_t)ind[p] <= (int64_t)ind[p - 1];                           \
+    }                                                                                \
+    out[0] = nf; out[1] = oor; out[2] = dec;                                         \
+}
+DPERM_CSR_SCAN(d32, double, int32_t)
+DPERM_CSR_SCAN(f32, float, int32_t)
+DPERM_CSR_SCAN(d64, double, int64_t)
+DPERM_CSR_SCAN(f64, float, int64_t)
+
+static void dperm_csr_scan(int values_f32, int index_i64, const void *data, const void *ind,
+        const void *indptr, ptrdiff_t n, int64_t d, int64_t *out, int nt) {
+    if (index_i64) {
+        if (values_f32) dperm_csr_scan_f64((const float *)data, (const int64_t *)ind,
+                                           (const int64_t *)indptr, n, d, out, nt);
+        else dperm_csr_scan_d64((const double *)data, (const int64_t *)ind,
+                                (const int64_t *)indptr, n, d, out, nt);
+    } else {
+        if (values_f32) dperm_csr_scan_f32((const float *)data, (const int32_t *)ind,
+                                           (const int32_t *)indptr, n, d, out, nt);
+        else dperm_csr_scan_d32((const double *)data, (const int32_t *)ind,
+                                (const int32_t *)indptr, n, d, out, nt);
+    }
+}
 
 /* The one entry point: picks the variant for the value and index types.
  * mode 0: value + gradient, 1: Hessian-vector (as the dense pass); 2: the softmax

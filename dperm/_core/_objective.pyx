@@ -31,6 +31,9 @@ cdef extern from "_csr.h" nogil:
                        const double* W, const double* V, const double* l2, const double* B,
                        const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
                        double* curv, const int64_t* cls, Py_ssize_t K, const double* lab)
+    void dperm_csr_scan(int values_f32, int index_i64, const void* data, const void* ind,
+                        const void* indptr, Py_ssize_t n, int64_t d, int64_t* out,
+                        int nt)
 
 # The block kernels of the row-access seam (declared here; _rows.pxd holds the
 # single-row helpers used by the full Hessian).
@@ -609,3 +612,44 @@ def per_sample(int loss, const double[::1] z, double h):
             dperm_loss_vd(loss, h, n, &z[0], <double*> v.data, <double*> d1.data)
             dperm_loss_d2(loss, h, n, &z[0], <double*> d2.data)
     return v, d1, d2
+
+
+def csr_scan(data, indices, indptr, Py_ssize_t d, int n_threads=1):
+    """One read of a CSR matrix's stored entries, for its validation (arithmetic only:
+    the caller decides what is an error).  data float32/float64, indices and indptr
+    int32/int64 of one dtype, all C-contiguous, indptr already checked (starts at 0,
+    never decreases, indptr[-1] <= len(data), len(indices)).  Returns the counts
+    (non-finite values, column indices outside [0, d), in-row neighbours whose
+    indices do not strictly increase)."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1
+    cdef const double[::1] vd
+    cdef const float[::1] vf
+    cdef const int32_t[::1] i32, p32
+    cdef const int64_t[::1] i64, p64
+    cdef const void* vp = NULL
+    cdef const void* ip = NULL
+    cdef const void* pp = NULL
+    cdef int f32 = data.dtype == np.float32
+    cdef int i64f = indices.dtype == np.int64
+    cdef int64_t out[3]
+    if n < 0:
+        raise ValueError("csr_scan: indptr is empty")
+    if f32:
+        vf = data
+        vp = &vf[0] if vf.shape[0] > 0 else NULL
+    else:
+        vd = data
+        vp = &vd[0] if vd.shape[0] > 0 else NULL
+    if i64f:
+        i64 = indices
+        p64 = indptr
+        ip = &i64[0] if i64.shape[0] > 0 else NULL
+        pp = &p64[0]
+    else:
+        i32 = indices
+        p32 = indptr
+        ip = &i32[0] if i32.shape[0] > 0 else NULL
+        pp = &p32[0]
+    with nogil:
+        dperm_csr_scan(f32, i64f, vp, ip, pp, n, d, out, n_threads if n_threads > 0 else 1)
+    return int(out[0]), int(out[1]), int(out[2])

@@ -13,44 +13,91 @@ float64).  The rows never leave the workers:
   estimator's intercept column -- are replayed on the workers by the same code
   as on one machine (`bound_rows`, `WithInterceptColumn`), as a list of public
   operations (`DaskRows.ops`);
-* each pass of the solver sends the current batch W (m x d) to every shard;
-  a shard returns, PER CHUNK, the unnormalized sums of the losses and of the
+* each pass of the solver sends the current batch W (m x d) to the shards; a
+  shard computes, PER CHUNK, the unnormalized sums of the losses and of the
   gradient terms (or Hessian-vector terms) and the chunk's row count -- never
   anything but sums;
-* the client places the per-chunk sums by chunk index and adds them in chunk
-  order (so the result does not depend on which worker holds which chunk, nor
-  on a recovery that moved chunks), checks that every chunk contributed exactly
-  once and that the rows add up to n, and only then applies 1/n, the ridge term
-  and the linear term B.  B (the objective-perturbation noise) is drawn on the
-  client and never leaves it.
+* the sums are added in ONE fixed order, the chunk tree: an aligned binary tree
+  over the chunk indices 0..C-1 whose leaves are the chunks and whose node
+  (level l, index j) covers chunks j 2^l .. (j + 1) 2^l - 1; a node's sum is
+  left + right, computed as soon as both children are known, wherever that is
+  (a left child with no chunk to its right is its parent unchanged).  A shard
+  folds its own chunks as far as they fill whole nodes; partial results are
+  {node: (rows, sums)} and any union of them folds to the same bits, so the
+  answer depends neither on the number of workers, nor on which worker holds
+  which chunk, nor on a recovery that moved chunks, nor on the order in which
+  messages arrive (tests/data/test_dask.py checks 1, 2, 3 and 8 workers, blocks
+  in order and shuffled);
+* the reduction (`REDUCTION = "tree"`, the default): the client sends the pass to
+  ONE shard, the root of a message tree over the shards (shard s forwards to
+  shards s k + 1 .. s k + k, k = TREE_FAN_IN = 4; arguments pickled once by the
+  client and forwarded as bytes); each shard forwards first, computes its own
+  chunks meanwhile, folds its children's answers with its own and answers its
+  parent, so the client receives one message per pass whatever the number of
+  workers, and the critical path has about log_k(workers) hops.
+  `REDUCTION = "flat"` has every shard answer the client, which folds the P
+  answers itself (the same bits; kept for benchmarks/dask_overhead.py).  The
+  cost model and the measurements are in BENCHMARKS.md ("Tree reduction");
+* every fold checks that no chunk is counted twice and that each node holds the
+  public number of rows; the client checks that the result is the root of the
+  chunk tree (every chunk once, n rows), and only then applies 1/n, the ridge
+  term and the linear term B.  B (the objective-perturbation noise) is drawn on
+  the client and never leaves it.  With the tree, a worker also receives the
+  partial sums of the shards below it (sums over their rows, as the client did):
+  the workers are inside the trust boundary (README, "On a cluster").
+
+Newton-CG's curvature cache lives on the workers: a value-and-gradient pass asked
+to keep it stores phi''(margins) per chunk and per point (row of W) on each shard,
+least recently used first out (CACHED_POINTS per problem, within
+WORKER_CURVATURE_BYTES); a Hessian-vector pass at points whose curvature every shard
+kept skips the margins (the same numbers either way: the compiled pass reads the
+curvature it would have computed).
 
 Rounding: the compiled pass returns means (sums times 1/n_chunk) plus the
 regularizer; a shard calls it with l2 = 0 and no linear term and multiplies by
 the chunk's row count, which restores the sum to within a unit or two in the
-last place.  With the different order of summation (chunks, not threads) the
-objective and gradient match the local pass to ~1e-15 relative, and minimizers
-to the solver's tolerance (tests: 1e-8 relative).
+last place.  With the different order of summation (the chunk tree, not threads)
+the objective and gradient match the local pass to ~1e-15 relative, and minimizers
+to the solver's tolerance (tests: 1e-8 relative); across clusters, placements and
+the two reductions they are the same bits.
 
-Faults: a shard on a worker that died makes its call fail; the backend waits for
-the scheduler to recompute the lost blocks from their source (their task graph),
-builds the shards again and repeats the same pass -- the same W, the same
-per-chunk sums, so the fit completes with the answer it would have given.  If
-the blocks cannot be recomputed or the workers keep failing, the fit raises
-`DistributedFitError`; a reduction with a missing chunk or a wrong row count is
-never turned into a model.
+Faults: a shard on a worker that died makes its call fail (the client's call to
+the root, or a shard's call to a child: its connection is given
+TREE_CONNECT_TIMEOUT seconds); the backend waits for the scheduler to recompute
+the lost blocks from their source (their task graph), builds the shards and the
+message tree again and repeats the same pass -- the same W, the same per-chunk
+sums, the same tree order, so the fit completes with the answer it would have
+given.  If the blocks cannot be recomputed or the workers keep failing, the fit
+raises `DistributedFitError`; a reduction with a missing chunk, a chunk counted
+twice or a wrong row count is never turned into a model.
 
 Importing this module does not import dask; only a Dask collection does.
 """
+import pickle
 import sys
+from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["is_dask_array", "is_distributed", "as_rows", "DaskRows", "DistributedFitError"]
+__all__ = ["is_dask_array", "is_dask_frame", "is_distributed", "as_rows", "DaskRows",
+           "DistributedFitError"]
 
 #: how many times a pass is repeated after rebuilding the shards on a lost worker
 MAX_RECOVERIES = 3
 #: shards cache the prepared rows of this many distinct row maps (ops)
 _CACHE_SPECS = 4
+#: how partial sums reach the client: "tree" (through the shards' message tree, one
+#: answer at the client) or "flat" (every shard answers the client); the same bits
+REDUCTION = "tree"
+#: fan-in of the message tree: a shard forwards a pass to at most this many shards and
+#: folds their answers with its own (depth about log_FAN_IN(workers))
+TREE_FAN_IN = 4
+#: seconds a shard waits for a connection to a shard below it (a lost worker)
+TREE_CONNECT_TIMEOUT = 5.0
+#: memory a shard may spend on Newton's curvature cache (phi'' per row, per cached point)
+WORKER_CURVATURE_BYTES = 512 * 2**20
+#: points per problem whose curvature a shard keeps (as the local solver, dperm.optim.erm)
+CACHED_POINTS = 3
 
 
 class DistributedFitError(RuntimeError):
@@ -62,6 +109,12 @@ def is_dask_array(X):
     one has imported dask.array already)."""
     da = sys.modules.get("dask.array")
     return da is not None and isinstance(X, da.Array)
+
+
+def is_dask_frame(X):
+    """True for a dask.dataframe.DataFrame (without importing dask)."""
+    dd = sys.modules.get("dask.dataframe")
+    return dd is not None and isinstance(X, dd.DataFrame)
 
 
 def is_distributed(X):
@@ -208,10 +261,12 @@ class DaskRows:
         return (out, total) if return_clipped else out
 
     # --- the oracle ---------------------------------------------------------------
-    def value_grad(self, W, l2, B, loss, h, n_threads=None):
-        """Objective values (m,) and gradients (m, d) at W (m, d) over all rows."""
+    def value_grad(self, W, l2, B, loss, h, n_threads=None, keep_curvature=False):
+        """Objective values (m,) and gradients (m, d) at W (m, d) over all rows;
+        keep_curvature: the shards remember phi''(margins) at W for `hess_vec`."""
         W = np.ascontiguousarray(W, dtype=np.float64)
-        S, SG = self._state.reduce("value_grad", self.ops, W, loss, h, n_threads)
+        S, SG = self._state.reduce("value_grad", self.ops, W, loss, h, n_threads,
+                                   keep_curvature)
         n = self.shape[0]
         inv_n = 1.0 / n
         l2 = np.asarray(l2, dtype=np.float64).reshape(-1)
@@ -223,11 +278,13 @@ class DaskRows:
             G = G + B * inv_n
         return F, G
 
-    def hess_vec(self, W, V, l2, loss, h, n_threads=None):
-        """Hessian-vector products (m, d) at W along V."""
+    def hess_vec(self, W, V, l2, loss, h, n_threads=None, keep_curvature=False):
+        """Hessian-vector products (m, d) at W along V; keep_curvature: a shard that
+        kept the curvature at every row of W (from value_grad) skips the margins."""
         W = np.ascontiguousarray(W, dtype=np.float64)
         V = np.ascontiguousarray(V, dtype=np.float64)
-        _, SH = self._state.reduce("hess_vec", self.ops, (W, V), loss, h, n_threads)
+        _, SH = self._state.reduce("hess_vec", self.ops, (W, V), loss, h, n_threads,
+                                   keep_curvature)
         l2 = np.asarray(l2, dtype=np.float64).reshape(-1)
         return SH * (1.0 / self.shape[0]) + l2[:, None] * V
 
@@ -248,12 +305,16 @@ class _Cluster:
         self.n_chunks = len(self.xf)
         self.rows = np.asarray(X.chunks[0], dtype=np.int64)
         self.starts = np.concatenate(([0], np.cumsum(self.rows)[:-1]))
+        #: public row offsets of the chunks (n_chunks + 1): what every node of the chunk
+        #: tree must hold
+        self.bounds = np.concatenate(([0], np.cumsum(self.rows))).astype(np.int64)
         self.n = int(self.rows.sum())
         self.shards = []
         self._build()
 
     def _build(self):
-        """(Re)create one shard per worker over the blocks it holds, in a fixed order."""
+        """(Re)create one shard per worker over the blocks it holds, in a fixed order, and
+        link them into the message tree (shard s sends to shard (s - 1) // TREE_FAN_IN)."""
         from distributed import wait
 
         self.shards = []
@@ -270,22 +331,33 @@ class _Cluster:
             idx = groups[w]
             fut = self.client.submit(
                 _Shard, idx, [int(self.starts[i]) for i in idx],
-                [self.xf[i] for i in idx], [self.yf[i] for i in idx],
+                [self.xf[i] for i in idx], [self.yf[i] for i in idx], self.bounds,
                 actor=True, workers=[w], allow_other_workers=False, pure=False)
-            shards.append((fut, idx))
+            shards.append((fut, idx, w))
         # construction validates the blocks: a bad chunk raises here, with its index
-        self.shards = [(fut.result(), fut, idx) for fut, idx in shards]
+        built = [(fut.result(), fut, idx) for fut, idx, _ in shards]
+        links = []
+        for s, (actor, _, _) in enumerate(built):
+            kids = [(shards[c][2], shards[c][0].key)
+                    for c in range(s * TREE_FAN_IN + 1, min(len(built), (s + 1) * TREE_FAN_IN + 1))]
+            if kids:
+                links.append(actor.link(kids, TREE_CONNECT_TIMEOUT))
+        for f in links:
+            f.result()
+        self.shards = built
 
-    def call(self, method, *args):
-        """method(*args) on every shard (in worker order), repeated after a rebuild if a
-        worker is lost; returns the shards' results."""
+    def call(self, method, *args, root_only=False):
+        """method(*args) on every shard (all calls in flight together), or on the root
+        of the message tree only; repeated after a rebuild if a worker is lost.  Returns
+        the shards' results."""
         for attempt in range(MAX_RECOVERIES + 1):
             try:
                 if not self.shards:
                     self._build()
-                futs = [getattr(actor, method)(*args) for actor, _, _ in self.shards]
+                shards = self.shards[:1] if root_only else self.shards
+                futs = [getattr(actor, method)(*args) for actor, _, _ in shards]
                 return [f.result() for f in futs]
-            except (ValueError, TypeError, MemoryError, KeyboardInterrupt):
+            except (ValueError, TypeError, MemoryError, KeyboardInterrupt, DistributedFitError):
                 raise
             except Exception as exc:   # a lost worker, a closed connection, ...
                 if attempt == MAX_RECOVERIES:
@@ -296,39 +368,124 @@ class _Cluster:
                         "restarts) and fit again.") from exc
                 self.shards = []   # rebuilt from the persisted blocks (recomputed if lost)
 
-    def reduce(self, method, ops, Wargs, loss, h, n_threads):
-        """Per-chunk sums of a pass, checked (every chunk once, n rows) and added in
-        chunk order: (sums of losses (m,) or None, sums of gradient terms (m, d))."""
-        res = self.call(method, ops, Wargs, int(loss), float(h), n_threads)
-        seen = np.zeros(self.n_chunks, dtype=bool)
-        F = G = None
-        rows = 0
-        for out in res:
-            for ci, cnt, f, g in out:
-                if seen[ci] or cnt != self.rows[ci]:
-                    raise DistributedFitError(
-                        f"dperm: chunk {ci} contributed twice or with a wrong row count; the "
-                        "pass is not a sum over every row once (no model is produced)")
-                seen[ci] = True
-                if G is None:
-                    G = np.zeros((self.n_chunks,) + g.shape)
-                    F = np.zeros((self.n_chunks,) + g.shape[:1])
-                G[ci] = g
-                if f is not None:
-                    F[ci] = f
-                rows += cnt
-        if not seen.all() or rows != self.n:
+    def reduce(self, method, ops, Wargs, loss, h, n_threads, keep_curvature=False):
+        """The sums of a pass over every row, added in the fixed order of the chunk tree:
+        (sums of losses (m,) or None, sums of gradient terms (m, d)).
+
+        REDUCTION "tree": the root shard receives the pass and forwards it down the
+        message tree; partial sums travel back up and the client receives one answer.
+        "flat": every shard answers the client, which folds the answers itself.  Both
+        give the same bits (the order is the chunk tree's, not the messages')."""
+        args = (method, tuple(ops), Wargs, int(loss), float(h), n_threads, bool(keep_curvature))
+        if REDUCTION == "tree":
+            parts = [pickle.loads(p) for p in self.call("tree", pickle.dumps(args, protocol=5),
+                                                        root_only=True)]
+        else:
+            parts = [pickle.loads(p) for p in self.call("flat", pickle.dumps(args, protocol=5))]
+        F, G = _root(parts, self.bounds)
+        return F, G
+
+    def stats(self):
+        """Counters of the shards (curvature cache hits and misses), added up."""
+        out = {}
+        for s in self.call("stats"):
+            for k, v in s.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+
+# --- the chunk tree: the one order in which partial sums are added -------------------
+def _top(n_chunks):
+    """Level of the chunk tree's root: the smallest L with 2**L >= n_chunks."""
+    return max(n_chunks - 1, 0).bit_length()
+
+
+def _span(key, n_chunks):
+    """Chunks [lo, hi) under node key = (level, j): the aligned range j 2**level ..."""
+    level, j = key
+    return j << level, min((j + 1) << level, n_chunks)
+
+
+def _fold(parts, bounds):
+    """Union of partial results (dicts node -> (rows, F or None, G)) folded bottom-up
+    through the chunk tree: siblings (level, 2i) and (level, 2i + 1) become their
+    parent (level + 1, i) = left + right as soon as both are present; a left child
+    whose sibling lies past the last chunk becomes its parent unchanged.  The sum at
+    a node therefore depends only on the chunks under it, never on which worker
+    computed which part or in which order the messages came.  Overlapping parts
+    (a chunk counted twice) and nodes whose row count is not the public one raise
+    DistributedFitError.  Returns the maximal nodes (a dict)."""
+    n_chunks = len(bounds) - 1
+    nodes = {}
+    for part in parts:
+        for key, val in part.items():
+            key = (int(key[0]), int(key[1]))
+            lo, hi = _span(key, n_chunks)
+            if key in nodes or lo >= hi:
+                raise DistributedFitError(
+                    f"dperm: chunks {lo} to {hi - 1} contributed twice (or do not exist); the "
+                    "pass is not a sum over every row once (no model is produced)")
+            if int(val[0]) != bounds[hi] - bounds[lo]:
+                raise DistributedFitError(
+                    f"dperm: chunks {lo} to {hi - 1} contributed {int(val[0])} rows, not "
+                    f"{int(bounds[hi] - bounds[lo])}; the pass is not a sum over every row once "
+                    "(no model is produced)")
+            nodes[key] = val
+    end = 0
+    for lo, hi in sorted(_span(k, n_chunks) for k in nodes):
+        if lo < end:
             raise DistributedFitError(
-                f"dperm: a pass over the Dask array covered {rows} of {self.n} rows "
-                f"({int((~seen).sum())} chunk(s) missing); no model is produced from a "
-                "partial sum")
-        # chunk order, whatever worker held which chunk
-        Fs = np.zeros(F.shape[1:])
-        Gs = np.zeros(G.shape[1:])
-        for ci in range(self.n_chunks):
-            Fs += F[ci]
-            Gs += G[ci]
-        return Fs, Gs
+                f"dperm: chunk {lo} contributed twice; the pass is not a sum over every row "
+                "once (no model is produced)")
+        end = hi
+    for level in range(_top(n_chunks)):
+        for j in sorted(k[1] for k in nodes if k[0] == level and k[1] % 2 == 0):
+            left = nodes[(level, j)]
+            if (level, j + 1) in nodes:
+                right = nodes.pop((level, j + 1))
+                nodes[(level + 1, j >> 1)] = (
+                    left[0] + right[0], None if left[1] is None else left[1] + right[1],
+                    left[2] + right[2])
+                del nodes[(level, j)]
+            elif (j + 1) << level >= n_chunks:
+                nodes[(level + 1, j >> 1)] = nodes.pop((level, j))
+    return nodes
+
+
+def _root(parts, bounds):
+    """The root's sums (F or None, G) of the folded parts, or DistributedFitError if a
+    chunk is missing (the rows and every chunk once were checked by the fold)."""
+    nodes = _fold(parts, bounds)
+    n_chunks = len(bounds) - 1
+    root = (_top(n_chunks), 0)
+    if set(nodes) != {root}:
+        rows = sum(int(v[0]) for v in nodes.values())
+        covered = sum(hi - lo for lo, hi in (_span(k, n_chunks) for k in nodes))
+        raise DistributedFitError(
+            f"dperm: a pass over the Dask array covered {rows} of {int(bounds[-1])} rows "
+            f"({n_chunks - covered} chunk(s) missing); no model is produced from a partial sum")
+    _, F, G = nodes[root]
+    return F, G
+
+
+async def _call_shard(worker, address, key, method, payload, connect_timeout):
+    """method(payload) on the shard (actor key) at address, from a worker's event loop
+    (what distributed's Actor handle does, without a worker client).  The connection
+    is given connect_timeout seconds: a lost worker fails the pass at once (the
+    client then rebuilds the shards) instead of being retried for the default 30 s."""
+    from distributed.core import send_recv
+
+    pool = worker.rpc
+    comm = await pool.connect(address, timeout=connect_timeout)
+    try:
+        out = await send_recv(comm=comm, op="actor_execute", function=method, actor=key,
+                              args=[payload], kwargs={},
+                              serializers=pool.serializers, deserializers=pool.deserializers)
+    finally:
+        pool.reuse(address, comm)
+    if out["status"] == "OK":
+        return out["result"]
+    raise out["exception"]
 
 
 def _replay(block, y, ops, loss_name=None):
@@ -353,10 +510,11 @@ def _replay(block, y, ops, loss_name=None):
 class _Shard:
     """One worker's row blocks and their compiled Data (a Dask actor)."""
 
-    def __init__(self, chunk_ids, starts, blocks, labels):
+    def __init__(self, chunk_ids, starts, blocks, labels, bounds):
         from dperm.data.validation import check_pm1_labels, check_X
 
         self.chunk_ids = list(chunk_ids)
+        self.bounds = np.asarray(bounds, dtype=np.int64)
         self.blocks, self.labels = [], []
         for ci, r0, X, y in zip(chunk_ids, starts, blocks, labels):
             where = f"chunk {ci} (rows {r0} to {r0 + X.shape[0] - 1})"
@@ -365,12 +523,28 @@ class _Shard:
             self.blocks.append(X)
             self.labels.append(y)
         self.cache = {}
+        #: the shards below this one in the message tree: [(worker address, actor key)]
+        self.children = []
+        self.connect_timeout = TREE_CONNECT_TIMEOUT
+        #: phi''(margins) of the last value_grad passes, per point: key -> [per chunk]
+        self.curv = OrderedDict()
+        self.curv_batch = 0
+        self.counters = {"curvature_hits": 0, "curvature_misses": 0}
         try:
             from distributed import get_worker
 
             self.n_threads = int(get_worker().state.nthreads)
         except Exception:
             self.n_threads = 1
+
+    def link(self, children, connect_timeout):
+        """Set the shards this one forwards a tree pass to (and folds the answers of)."""
+        self.children = [(str(a), k) for a, k in children]
+        self.connect_timeout = float(connect_timeout)
+        return len(self.children)
+
+    def stats(self):
+        return dict(self.counters)
 
     def prepare(self, ops):
         """Build (and cache) the kernels' Data for the row maps ops; returns the number
@@ -394,30 +568,110 @@ class _Shard:
         return self.n_threads if n_threads is None else int(n_threads)
 
     def _per_chunk(self, ops, W, fn):
-        """[(chunk, rows, sum of losses or None, sum of gradient terms)] of fn(Data, zero
-        ridge) over this worker's chunks: the kernels' means times the chunk's rows."""
+        """[(chunk, rows, sum of losses or None, sum of gradient terms)] of fn(chunk
+        position, Data, zero ridge) over this worker's chunks: the kernels' means times
+        the chunk's rows."""
         self.prepare(ops)
         zero = np.zeros(W.shape[0])
         out = []
-        for ci, D in zip(self.chunk_ids, self.cache[tuple(ops)][0]):
+        for pos, (ci, D) in enumerate(zip(self.chunk_ids, self.cache[tuple(ops)][0])):
             nr = D.shape[0]
-            F, G = fn(D, zero)
+            F, G = fn(pos, D, zero)
             out.append((ci, nr, None if F is None else F * nr, G * nr))
         return out
 
-    def value_grad(self, ops, W, loss, h, n_threads=None):
+    # --- Newton's curvature cache: phi'' at the points of the last value_grad passes ---
+    def _curv_keys(self, ops, W, loss, h):
+        return [(ops, loss, h, W[j].tobytes()) for j in range(W.shape[0])]
+
+    def _keep_curvature(self, keys, curvs):
+        """Remember per point (row of W) its chunks' curvature rows, least recently used
+        first out: at most CACHED_POINTS points per problem of the largest batch seen
+        (as the local solver keeps), within WORKER_CURVATURE_BYTES."""
+        rows = sum(c.shape[1] for c in curvs)
+        size = 8 * rows
+        if size == 0 or size > WORKER_CURVATURE_BYTES:
+            return
+        self.curv_batch = max(self.curv_batch, len(keys))
+        cap = min(CACHED_POINTS * self.curv_batch, WORKER_CURVATURE_BYTES // size)
+        for j, key in enumerate(keys):
+            if key in self.curv:
+                self.curv.move_to_end(key)
+                continue
+            self.curv[key] = [c[j].copy() for c in curvs]
+            while len(self.curv) > cap:
+                self.curv.popitem(last=False)
+
+    def value_grad(self, ops, W, loss, h, n_threads=None, keep_curvature=False):
         from dperm._core._objective import value_grad
 
         nt = self._nt(n_threads)
-        return self._per_chunk(ops, W, lambda D, zero: value_grad(D, W, zero, None, loss, h, nt))
+        if not keep_curvature:
+            return self._per_chunk(ops, W, lambda pos, D, zero:
+                                   value_grad(D, W, zero, None, loss, h, nt))
+        curvs = []
 
-    def hess_vec(self, ops, WV, loss, h, n_threads=None):
+        def vg(pos, D, zero):
+            curvs.append(np.empty((W.shape[0], D.shape[0])))
+            return value_grad(D, W, zero, None, loss, h, nt, curvs[-1])
+        out = self._per_chunk(ops, W, vg)
+        self._keep_curvature(self._curv_keys(tuple(ops), W, loss, h), curvs)
+        return out
+
+    def hess_vec(self, ops, WV, loss, h, n_threads=None, keep_curvature=False):
         from dperm._core._objective import hess_vec
 
         W, V = WV
         nt = self._nt(n_threads)
-        return self._per_chunk(ops, W,
-                               lambda D, zero: (None, hess_vec(D, W, V, zero, loss, h, nt)))
+        cached = None
+        if keep_curvature:
+            rows = [self.curv.get(k) for k in self._curv_keys(tuple(ops), W, loss, h)]
+            if all(r is not None for r in rows):
+                cached = rows
+            self.counters["curvature_hits" if cached else "curvature_misses"] += 1
+
+        def hv(pos, D, zero):
+            curv = None if cached is None else np.stack([r[pos] for r in cached])
+            return None, hess_vec(D, W, V, zero, loss, h, nt, curv)
+        return self._per_chunk(ops, W, hv)
+
+    # --- the reduction: this worker's chunks folded, then the message tree ----------
+    def partial(self, method, ops, Wargs, loss, h, n_threads=None, keep_curvature=False):
+        """This worker's per-chunk sums of a pass (value_grad or hess_vec), folded through
+        the chunk tree as far as its own chunks allow: {node: (rows, F, G)}."""
+        if method not in ("value_grad", "hess_vec"):
+            raise ValueError(f"method: unknown pass {method!r}")
+        per = getattr(self, method)(ops, Wargs, loss, h, n_threads, keep_curvature)
+        return _fold([{(0, ci): (nr, F, G)} for ci, nr, F, G in per], self.bounds)
+
+    def flat(self, payload):
+        """`partial` for the flat gather, pickled arguments in, pickled nodes out (as
+        `tree`, so that the two reductions differ by their topology only)."""
+        return pickle.dumps(self.partial(*pickle.loads(payload)), protocol=5)
+
+    async def tree(self, payload):
+        """A pass over the rows of this shard and of every shard below it.  payload: the
+        pickled arguments of `partial`, forwarded as they came (serialized once, by the
+        client) to the children first; their answers come while this worker computes its
+        own chunks in the actor's thread; then all partial sums are folded.  Returns the
+        folded nodes, pickled (read once, by the parent)."""
+        import asyncio
+
+        from distributed import get_worker
+
+        worker = get_worker()
+        below = [asyncio.ensure_future(_call_shard(worker, a, k, "tree", payload,
+                                                   self.connect_timeout))
+                 for a, k in self.children]
+        try:
+            mine = await asyncio.get_running_loop().run_in_executor(
+                worker.executors["actor"], lambda: self.partial(*pickle.loads(payload)))
+            parts = [pickle.loads(p) for p in await asyncio.gather(*below)]
+        except BaseException:
+            for f in below:
+                f.cancel()
+            raise
+        return pickle.dumps(_fold([mine, *parts], self.bounds), protocol=5)
 
 
 # --- row selection and blockwise evaluation (private_tuning, predictions) -------------
@@ -450,6 +704,48 @@ def split_rows(X, parts):
                     meta=X._meta))
         out.append((da.concatenate(pieces, axis=0) if len(pieces) > 1 else pieces[0], idx))
     return out
+
+
+def frame_lengths(X):
+    """Rows per partition of a dask DataFrame (counted on the workers).  Bookkeeping
+    only, as in PublicBoundsTransformer: their sum n is public to a fit anyway."""
+    return np.array([int(k) for k in X.map_partitions(len).compute()], dtype=np.int64)
+
+
+def _take_frame_rows(frame, where):
+    return frame.iloc[where]
+
+
+def split_frame(X, parts):
+    """split_rows for a dask DataFrame: the dask DataFrames X.iloc[sorted(part)], each
+    partition cut on its worker (partitions without rows of a part are left out).
+    Returns [(dask DataFrame, sorted indices)] in the order of `parts`."""
+    import dask.dataframe as dd
+
+    bounds = np.concatenate(([0], np.cumsum(frame_lengths(X))))
+    out = []
+    for part in parts:
+        idx = np.sort(np.asarray(part, dtype=np.int64))
+        cuts = np.searchsorted(idx, bounds)
+        pieces = [X.partitions[j].map_partitions(_take_frame_rows,
+                                                 idx[cuts[j]:cuts[j + 1]] - bounds[j],
+                                                 meta=X._meta)
+                  for j in range(X.npartitions) if cuts[j + 1] > cuts[j]]
+        out.append((dd.concat(pieces) if len(pieces) > 1 else pieces[0], idx))
+    return out
+
+
+def count_frame_mistakes(estimator, X, y):
+    """count_mistakes for a dask DataFrame X: each partition's rows are predicted and
+    compared with its slice of y (a numpy array) on a worker; the counts come back."""
+    import dask
+    from dask import delayed
+
+    y = np.asarray(y)
+    bounds = np.concatenate(([0], np.cumsum(frame_lengths(X))))
+    counts = [delayed(_count_mistakes)(b, y[bounds[j]:bounds[j + 1]], estimator.predict)
+              for j, b in enumerate(X.to_delayed()) if bounds[j + 1] > bounds[j]]
+    return int(sum(int(c[0]) for c in dask.compute(*counts)))
 
 
 def _count_mistakes(block, labels, predict):

@@ -79,6 +79,7 @@ class _CompiledOracle:
     """Local rows (dense, mapped, CSR, DesignRows) read by the compiled passes."""
 
     caches_curvature = True
+    keeps_curvature = False
 
     def __init__(self, data, n_threads):
         self.data = data
@@ -105,17 +106,19 @@ class _DistributedOracle:
     the client: the workers never see the noise)."""
 
     caches_curvature = False
+    #: Newton's curvature cache lives on the workers, beside the rows (keep_curvature)
+    keeps_curvature = True
 
     def __init__(self, rows, worker_threads):
         self.rows = rows
         self.shape = rows.shape
         self.n_threads = worker_threads
 
-    def value_grad(self, W, l2, B, loss, h, curv=None):
-        return self.rows.value_grad(W, l2, B, loss, h, self.n_threads)
+    def value_grad(self, W, l2, B, loss, h, curv=None, keep_curvature=False):
+        return self.rows.value_grad(W, l2, B, loss, h, self.n_threads, keep_curvature)
 
-    def hess_vec(self, W, V, l2, loss, h, curv=None):
-        return self.rows.hess_vec(W, V, l2, loss, h, self.n_threads)
+    def hess_vec(self, W, V, l2, loss, h, curv=None, keep_curvature=False):
+        return self.rows.hess_vec(W, V, l2, loss, h, self.n_threads, keep_curvature)
 
     def solver_view(self, l2, B, loss, h):
         """What the compiled L-BFGS reads: a value-and-gradient callable (W, idx)."""
@@ -267,8 +270,18 @@ def softmax_rows(X):
 
 
 # ------------------------------------------------------------------ estimators and tuning
-def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=False):
+def _is_pandas_frame(X):
+    return type(X).__module__.split(".")[0] == "pandas" and hasattr(X, "iloc") \
+        and hasattr(X, "columns")
+
+
+def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=False,
+                  frames=False):
     """(X, y, distributed) for an estimator's fit or private tuning.
+
+    With `frames` (private tuning), a pandas or dask DataFrame is returned as it is,
+    for an estimator that reads its columns (a dask DataFrame's labels are brought to
+    the client; its rows stay on the workers).
 
     A Dask collection (rows already on the workers too, when `accept_worker_rows`)
     keeps its rows on the workers: its shape and chunks are checked here and the labels
@@ -276,6 +289,12 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
     with `describe` it comes back as a DesignRows marked checked, so that the mechanism
     and the solver below take it (and its row norms, once computed) as it is.
     """
+    if frames and (dask_rows.is_dask_frame(X) or _is_pandas_frame(X)):
+        # a data frame for an estimator that reads columns (a Pipeline with a
+        # PublicBoundsTransformer): kept as it is; a dask DataFrame stays on the workers
+        if hasattr(y, "compute"):
+            y = y.compute()
+        return X, y, dask_rows.is_dask_frame(X)
     distributed = dask_rows.is_distributed(X) if accept_worker_rows \
         else dask_rows.is_dask_array(X)
     if distributed:
@@ -295,16 +314,27 @@ def with_worker_labels(X, labels, *, min_samples=1):
     return X
 
 
+def n_rows(X):
+    """The number of rows of validated X (a dask DataFrame's: counted on the workers)."""
+    if dask_rows.is_dask_frame(X):
+        return int(dask_rows.frame_lengths(X).sum())
+    return int(X.shape[0])
+
+
 def row_parts(X, y, parts):
     """part(i) -> (rows, labels) of the i-th disjoint part (sorted row indices): cut on
-    the workers for a Dask array (the split is public randomness, drawn by the caller;
-    within a part the rows keep X's order), one part at a time for local rows (no copy
-    of all of X)."""
-    if dask_rows.is_dask_array(X):
-        cut = dask_rows.split_rows(X, parts)
+    the workers for a Dask array or DataFrame (the split is public randomness, drawn by
+    the caller; within a part the rows keep X's order), one part at a time for local
+    rows (no copy of all of X)."""
+    if dask_rows.is_dask_array(X) or dask_rows.is_dask_frame(X):
+        cut = (dask_rows.split_rows if dask_rows.is_dask_array(X) else dask_rows.split_frame)(
+            X, parts)
 
         def part(i):
             return cut[i][0], y[cut[i][1]]
+    elif _is_pandas_frame(X):
+        def part(i):
+            return X.iloc[parts[i]], y[parts[i]]
     else:
         def part(i):
             return X[parts[i]], y[parts[i]]
@@ -312,10 +342,13 @@ def row_parts(X, y, parts):
 
 
 def count_mistakes(estimator, X, y):
-    """Rows whose predicted label differs from y: counted chunk by chunk on the workers
-    for a Dask array (only the counts come back), locally otherwise."""
+    """Rows whose predicted label differs from y: counted chunk by chunk (partition by
+    partition) on the workers for a Dask array (DataFrame), only the counts coming
+    back; locally otherwise."""
     if dask_rows.is_dask_array(X):
         return dask_rows.count_mistakes(estimator, X, y)
+    if dask_rows.is_dask_frame(X):
+        return dask_rows.count_frame_mistakes(estimator, X, y)
     return int(np.count_nonzero(np.asarray(estimator.predict(X)) != y))
 
 

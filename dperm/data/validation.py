@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from dperm.data import _arrays
-from dperm.data._arrays import _csr_row_blocks, _is_sparse
+from dperm.data._arrays import _is_sparse
 from dperm.data.design import DesignRows
 
 __all__ = [
@@ -166,31 +166,39 @@ def _check_csr(X, name, min_samples):
     if indices.shape[0] < nnz or data.shape[0] < nnz:
         raise ValueError(f"{name}: malformed CSR: indptr says {nnz} stored entries but indices "
                          f"has {indices.shape[0]} and data {data.shape[0]}")
-    if nnz and (int(indices[:nnz].min()) < 0 or int(indices[:nnz].max()) >= d):
-        raise ValueError(f"{name}: column indices must lie in [0, {d}); found "
-                         f"{int(indices[:nnz].min())} to {int(indices[:nnz].max())}")
     vdtype = data.dtype if data.dtype in (np.float32, np.float64) else np.float64
     idtype = (indices.dtype if indices.dtype == indptr.dtype and indices.dtype in (np.int32, np.int64)
               else np.int64)
-    if nnz and vdtype == data.dtype:
-        _check_finite(data[:nnz], name)
     convert = (vdtype != data.dtype or idtype != indices.dtype or idtype != indptr.dtype
                or data.shape[0] != nnz or indices.shape[0] != nnz
                or not (data.flags.c_contiguous and indices.flags.c_contiguous
                        and indptr.flags.c_contiguous))
     if convert:
-        new_data = np.array(data[:nnz], dtype=vdtype)
-        if nnz:
-            _check_finite(new_data, name)
-        X = _csr_from_parts(new_data, np.array(indices[:nnz], dtype=idtype),
+        if nnz and not np.issubdtype(indices.dtype, np.signedinteger) and (
+                int(indices[:nnz].max()) >= d):   # before a cast could wrap it negative
+            _index_range_error(indices[:nnz], d, name)
+        X = _csr_from_parts(np.array(data[:nnz], dtype=vdtype), np.array(indices[:nnz], dtype=idtype),
                             np.array(indptr, dtype=idtype), (n, d))
-    if not _is_canonical(X):
+    # finiteness, the column range and canonical order in one read of the entries
+    from dperm._core._objective import csr_scan
+
+    nonfinite, out_of_range, unsorted = csr_scan(X.data, X.indices, X.indptr, d)
+    if out_of_range:
+        _index_range_error(X.indices, d, name)
+    if nonfinite:
+        raise ValueError(f"{name}: contains NaN or infinity")
+    if unsorted:
         # sorted indices, duplicates summed: on a copy, never the user's matrix
         X = sp.csr_array((X.data.copy(), X.indices.copy(), X.indptr.copy()), shape=(n, d))
         X.has_canonical_format = False   # make scipy look again, not trust a cached flag
         X.sum_duplicates()
         X.sort_indices()
     return X
+
+
+def _index_range_error(indices, d, name):
+    raise ValueError(f"{name}: column indices must lie in [0, {d}); found "
+                     f"{int(indices.min())} to {int(indices.max())}")
 
 
 def _csr_from_parts(data, indices, indptr, shape):
@@ -207,28 +215,6 @@ def _csr_from_parts(data, indices, indptr, shape):
 
 
 
-
-
-def _is_canonical(X):
-    """Sorted indices and no duplicates, checked without touching X's cached flags
-    (in blocks of rows: no temporary of the size of the matrix)."""
-    indptr, indices = X.indptr, X.indices
-    nnz = int(indptr[-1])
-    if nnz < 2:
-        return True
-    for r0, r1 in _csr_row_blocks(indptr):
-        p0, p1 = int(indptr[r0]), int(indptr[r1])
-        if p1 - p0 < 2:
-            continue
-        diff = np.diff(indices[p0:p1].astype(np.int64, copy=False))
-        # within a row, indices must strictly increase; across a row start anything goes
-        starts = indptr[r0 + 1:r1].astype(np.int64) - p0
-        starts = starts[(starts > 0) & (starts < p1 - p0)] - 1
-        ok = diff > 0
-        ok[starts] = True
-        if not ok.all():
-            return False
-    return True
 
 
 def row_norms(X):

@@ -213,6 +213,21 @@ def _newton(oracle, loss, h, W0, l2, B, tol, max_iter):
     cache = [[] for _ in range(k)] if oracle.caches_curvature \
         and CACHED_POINTS * k * n * 8 <= CURVATURE_CACHE_BYTES else None
 
+    if oracle.keeps_curvature:
+        # rows on the workers: they keep phi'' beside the rows (never sent to the client)
+        def vg(W, idx):
+            return oracle.value_grad(W, np.ascontiguousarray(l2[idx]),
+                                     None if B is None else np.ascontiguousarray(B[idx]), loss,
+                                     h, keep_curvature=True)
+
+        def hv(W, V, idx):
+            return oracle.hess_vec(W, V, np.ascontiguousarray(l2[idx]), loss, h,
+                                   keep_curvature=True)
+
+        W, F, n_iter, gnorm, status = trust_region_newton(vg, hv, W0, tol, max_iter)
+        return (np.ascontiguousarray(W), np.asarray(F), np.asarray(n_iter), np.asarray(gnorm),
+                np.asarray(status))
+
     def vg(W, idx):
         curv = None if cache is None else np.empty((len(idx), n))
         out = oracle.value_grad(W, np.ascontiguousarray(l2[idx]),

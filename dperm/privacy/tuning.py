@@ -254,11 +254,15 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
         and a public label set (`classes`, not None: reading labels from a
         part would leak).  If it has a BudgetAccountant, `epsilon` is checked
         and charged to it once for the whole procedure.
-    X : array of shape (n_samples, n_features), or a dask.array
+    X : array of shape (n_samples, n_features), a DataFrame, or a dask.array or
+        dask.dataframe
         A Dask array (rows chunked, see dperm._dask) is split on the workers:
         each model is fitted there on its part and the validation mistakes are
         counted there (only the counts come back).  Each part is cut from X's
-        blocks, so persist X first if its blocks are costly to compute.
+        blocks, so persist X first if its blocks are costly to compute.  A pandas
+        or dask DataFrame is passed to the estimator as a DataFrame (a Pipeline
+        whose PublicBoundsTransformer reads its columns); a dask DataFrame's
+        parts are cut from its partitions on the workers, like a Dask array's.
     y : array of shape (n_samples,)
         Labels, all in the estimator's `classes` (with a Dask X, a numpy array
         or a Dask array, read on the client like the estimator's fit does).
@@ -332,8 +336,8 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
     # a Dask array: rows stay on the workers; the labels (n values, needed to check them
     # against the public label set and to score the validation part) are read here, as
     # in PrivateLinearClassifier.fit
-    X, y, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False)
-    n = X.shape[0]
+    X, y, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False, frames=True)
+    n = _oracle.n_rows(X)
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()

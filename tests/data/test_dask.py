@@ -170,24 +170,197 @@ def test_check_X_refuses_to_load_a_dask_array(client):
         dperm._validation.check_X(da.ones((4, 2), chunks=(2, 2)))
 
 
-def test_partial_sum_is_refused(client, monkeypatch):
+@pytest.mark.parametrize("mode", ["tree", "flat"])
+@pytest.mark.parametrize("fault", ["missing", "twice", "rows"])
+def test_partial_sum_is_refused(client, monkeypatch, mode, fault):
     X, y = _problem(n=800)
     rows = _dask.as_rows(da.from_array(X, chunks=(200, -1)), y)
-    real = _dask._Cluster.call
+    real = _dask._Shard._per_chunk
 
-    def drop_one(self, method, *args):
-        out = real(self, method, *args)
-        return [out[0][1:]] + out[1:] if method != "prepare" else out
-    monkeypatch.setattr(_dask._Cluster, "call", drop_one)
-    with pytest.raises(_dask.DistributedFitError, match="partial sum"):
+    def broken(self, ops, W, fn):
+        out = real(self, ops, W, fn)
+        if fault == "missing":      # chunk 0's sums never arrive
+            return [o for o in out if o[0] != 0]
+        if fault == "twice":        # every shard also sends the sums of chunk 1
+            return out + [(1,) + tuple(o[1:]) for o in out[:1] if o[0] != 1]
+        return [(ci, nr - (ci == 2), f, g) for ci, nr, f, g in out]   # a row short
+    monkeypatch.setattr(_dask._Shard, "_per_chunk", broken)
+    monkeypatch.setattr(_dask, "REDUCTION", mode)
+    match = {"missing": "partial sum", "twice": "contributed twice", "rows": "contributed 199 rows"}
+    with pytest.raises(_dask.DistributedFitError, match=match[fault]):
         erm.minimize(rows, None, alpha=0.1)
 
 
+def _leaf_sums(n_chunks, m=3, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(1, 50, size=n_chunks)
+    bounds = np.concatenate(([0], np.cumsum(rows)))
+    # values of mixed magnitudes: a different order of addition gives different bits
+    leaves = [{(0, c): (int(rows[c]), rng.normal(size=m) * 10.0 ** rng.integers(-8, 8),
+                        rng.normal(size=(m, d)) * 10.0 ** rng.integers(-8, 8))}
+              for c in range(n_chunks)]
+    return leaves, bounds
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 3, 7, 16, 37])
+def test_chunk_tree_order_does_not_depend_on_grouping(n_chunks):
+    """Any split of the chunks among workers, any nesting of the partial folds (the
+    message tree) and any order of the messages give the same bits."""
+    leaves, bounds = _leaf_sums(n_chunks)
+    F0, G0 = _dask._root(leaves, bounds)
+    F_seq = sum(lv[(0, c)][1] for c, lv in enumerate(leaves))
+    rng = np.random.default_rng(n_chunks)
+    for trial in range(20):
+        owner = rng.integers(0, rng.integers(1, 9), size=n_chunks)   # placement: any
+        shards = [_dask._fold([leaves[c] for c in rng.permutation(np.flatnonzero(owner == w))],
+                              bounds) for w in np.unique(owner)]
+        # a random message tree: fold random groups, then groups of groups
+        while len(shards) > 1:
+            k = int(rng.integers(2, 5))
+            order = rng.permutation(len(shards))
+            shards = [_dask._fold([shards[i] for i in order[g:g + k]], bounds)
+                      for g in range(0, len(shards), k)]
+        F, G = _dask._root(shards, bounds)
+        assert F.tobytes() == F0.tobytes() and G.tobytes() == G0.tobytes(), trial
+    if n_chunks > 4:   # the test has power: the sequential order gives other bits
+        assert F_seq.tobytes() != F0.tobytes()
+    # a chunk missing, twice, or with a wrong row count: refused
+    if n_chunks > 1:
+        with pytest.raises(_dask.DistributedFitError, match="partial sum"):
+            _dask._root(leaves[1:], bounds)
+    with pytest.raises(_dask.DistributedFitError, match="twice"):
+        _dask._root(leaves + leaves[-1:], bounds)
+    if n_chunks > 1:   # a folded node overlapping a leaf
+        with pytest.raises(_dask.DistributedFitError, match="twice"):
+            _dask._root([_dask._fold(leaves[:2], bounds)] + leaves[1:], bounds)
+    bad = [dict(lv) for lv in leaves]
+    r, f, g = bad[0][(0, 0)]
+    bad[0][(0, 0)] = (r + 1, f, g)
+    with pytest.raises(_dask.DistributedFitError, match="rows"):
+        _dask._root(bad, bounds)
+
+
+def _placed(client, X, chunk, owners):
+    """A Dask array of X's row blocks (chunk rows each), block i scattered to the worker
+    owners[i] (an index into the sorted worker addresses)."""
+    workers = sorted(client.scheduler_info()["workers"])
+    blocks = [X[i:i + chunk] for i in range(0, X.shape[0], chunk)]
+    futs = [client.scatter(b, workers=[workers[o % len(workers)]]) for b, o in zip(blocks, owners)]
+    return da.concatenate([da.from_delayed(f, shape=b.shape, dtype=b.dtype)
+                           for f, b in zip(futs, blocks)])
+
+
+def test_same_bits_for_any_number_of_workers_and_placement():
+    """1, 2, 3 and 8 workers (threads in this process), blocks placed in order or
+    shuffled, tree or flat reduction: the coefficients are the same bits; they match
+    the local fit to 1e-8 (the order of addition differs from the local pass's)."""
+    X, y = _problem(n=2600, seed=9)
+    chunk = 200                                   # 13 chunks
+    local = {s: erm.minimize(X, y, alpha=[1e-2, 1e-3], solver=s).coef for s in ("lbfgs", "newton")}
+    got = {}
+    rng = np.random.default_rng(5)
+    for P in (1, 2, 3, 8):
+        with distributed.LocalCluster(n_workers=P, threads_per_worker=1, processes=False,
+                                      dashboard_address=":0") as cl, \
+                distributed.Client(cl, set_as_default=False) as c, c.as_current():
+            placements = {"in order": np.arange(13) % P, "shuffled": rng.integers(0, P, 13)}
+            for where, owners in placements.items():
+                Xd = _placed(c, X, chunk, owners)
+                for mode in ("tree", "flat"):
+                    _dask.REDUCTION = mode
+                    try:
+                        for s in ("lbfgs", "newton"):
+                            got[(P, where, mode, s)] = erm.minimize(
+                                Xd, y, alpha=[1e-2, 1e-3], solver=s).coef
+                    finally:
+                        _dask.REDUCTION = "tree"
+    for s in ("lbfgs", "newton"):
+        ref = got[(1, "in order", "tree", s)]
+        assert _rel(local[s], ref) < RTOL
+        for key, coef in got.items():
+            if key[-1] == s:
+                assert coef.tobytes() == ref.tobytes(), (key, _rel(ref, coef))
+
+
+def test_tree_pass_one_message_at_the_client(monkeypatch):
+    """6 shards, fan-in 4 (a root, 4 children, 1 grandchild): per pass the client calls
+    the root once and every shard runs the pass exactly once; the flat gather calls
+    every shard from the client."""
+    X, y = _problem(n=1200, seed=4)
+    seen = []
+    real_tree, real_flat = _dask._Shard.tree, _dask._Shard.flat
+
+    async def tree(self, payload):
+        seen.append(("tree", tuple(self.chunk_ids)))
+        return await real_tree(self, payload)
+
+    def flat(self, payload):
+        seen.append(("flat", tuple(self.chunk_ids)))
+        return real_flat(self, payload)
+    monkeypatch.setattr(_dask._Shard, "tree", tree)
+    monkeypatch.setattr(_dask._Shard, "flat", flat)
+    client_calls = []
+    real_call = _dask._Cluster.call
+
+    def call(self, method, *args, root_only=False):
+        client_calls.append((method, 1 if root_only else len(self.shards)))
+        return real_call(self, method, *args, root_only=root_only)
+    monkeypatch.setattr(_dask._Cluster, "call", call)
+    with distributed.LocalCluster(n_workers=6, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cl, \
+            distributed.Client(cl, set_as_default=False) as c, c.as_current():
+        rows = _dask.as_rows(_placed(c, X, 100, np.arange(12) % 6), y)
+        assert len(rows._state.shards) == 6
+        W = np.zeros((2, X.shape[1]))
+        out = {}
+        for mode in ("tree", "flat"):
+            monkeypatch.setattr(_dask, "REDUCTION", mode)
+            seen.clear()
+            client_calls.clear()
+            out[mode] = rows.value_grad(W, np.ones(2), None, 0, 0.5)
+            assert sorted(seen) == sorted((mode, tuple(s[2])) for s in rows._state.shards)
+            assert client_calls == [(mode, 1 if mode == "tree" else 6)]
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(out["tree"], out["flat"]))
+
+
+def test_curvature_cache_on_workers(client, monkeypatch):
+    """Newton's Hessian-vector passes reuse the curvature the workers kept from the
+    value-and-gradient pass at the same W: the same bits as without the cache, and
+    most Hessian-vector passes skip the margins."""
+    X, y = _problem(n=2000, seed=2)
+    Xd = da.from_array(X, chunks=(300, -1))
+    calls = {"hess_vec": 0, "value_grad": 0}
+    real = _dask._Cluster.reduce
+
+    def counting(self, method, *args):
+        calls[method] += 1
+        return real(self, method, *args)
+    monkeypatch.setattr(_dask._Cluster, "reduce", counting)
+    out = {}
+    for budget in (_dask.WORKER_CURVATURE_BYTES, 0):
+        monkeypatch.setattr(_dask, "WORKER_CURVATURE_BYTES", budget)
+        calls.update(hess_vec=0, value_grad=0)
+        rows = _dask.as_rows(Xd, y)
+        res = erm.minimize(rows, None, alpha=[1e-2, 1e-3], solver="newton")
+        stats = rows._state.stats()
+        n_shards = len(rows._state.shards)
+        out[budget] = (res.coef, dict(calls), stats, n_shards)
+    (c1, calls1, st1, sh1), (c0, calls0, st0, sh0) = out.values()
+    assert c1.tobytes() == c0.tobytes()
+    assert calls1 == calls0 and calls1["hess_vec"] > 0
+    # every shard counts each Hessian-vector pass once: a hit (cached) or a miss
+    assert st1["curvature_hits"] + st1["curvature_misses"] == sh1 * calls1["hess_vec"]
+    assert st0["curvature_hits"] == 0 and st0["curvature_misses"] == sh0 * calls0["hess_vec"]
+    assert st1["curvature_hits"] >= 0.5 * sh1 * calls1["hess_vec"], st1
+    assert _rel(erm.minimize(X, y, alpha=[1e-2, 1e-3], solver="newton").coef, c1) < RTOL
+
+
 def _fault_run():
-    """In a fresh process: 2 worker processes; one is killed after a few passes of a fit,
-    which must finish with the answer of an undisturbed fit (recomputed blocks, rebuilt
-    shards, the same pass repeated)."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    """In a fresh process: 3 worker processes; one is killed after a few passes of a fit
+    (a worker below the root of the message tree), later the root's worker: the fit must
+    finish with the answer of an undisturbed fit (recomputed blocks, rebuilt shards, the
+    same pass repeated)."""
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as c:
         X, y = _problem(n=4000, d=10, seed=3)
@@ -195,11 +368,16 @@ def _fault_run():
         ref = erm.minimize(Xd, y, alpha=1e-3)
         calls = {"n": 0}
         real = _dask._Cluster.reduce
+        _dask.TREE_CONNECT_TIMEOUT = 1.0     # a lost worker below the root: fail fast
 
         def reduce(self, *args):
             calls["n"] += 1
-            if calls["n"] == 4:
-                victim = sorted(c.scheduler_info()["workers"])[0]
+            if calls["n"] in (4, 10):
+                # first a worker below the root of the message tree (the root's call to
+                # it fails), then the root's own worker (the client's call fails)
+                root = self.shards[0][0]._address
+                others = [w for w in c.scheduler_info()["workers"] if w != root]
+                victim = others[0] if calls["n"] == 4 else root
                 c.submit(os._exit, 1, workers=[victim], pure=False)
                 import time
                 time.sleep(1.0)
@@ -209,7 +387,7 @@ def _fault_run():
             got = erm.minimize(Xd, y, alpha=1e-3)
         finally:
             _dask._Cluster.reduce = real
-        assert calls["n"] > 4
+        assert calls["n"] > 10
         assert np.array_equal(ref.coef, got.coef), _rel(ref.coef, got.coef)
         local = erm.minimize(X, y, alpha=1e-3)
         assert _rel(local.coef, got.coef) < RTOL
@@ -316,6 +494,38 @@ def test_dataframe_with_public_schema(client, sparse_output):
     assert b.score(dframe, y) == a.score(frame, y)
     with pytest.raises(ValueError, match="lacks column"):
         b[0].transform(dframe[["age", "job"]])
+
+
+def test_private_tuning_on_a_dataframe(client):
+    """private_tuning with a Pipeline (public schema + private classifier) on a dask
+    DataFrame: the parts are cut from the partitions on the workers, the models fitted
+    and the mistakes counted there; the same selection and models as on the pandas
+    DataFrame (to 1e-8)."""
+    from sklearn.pipeline import make_pipeline
+    dd = pytest.importorskip("dask.dataframe")
+
+    frame, y = _frame(n=1800, seed=3)
+    model = make_pipeline(
+        dperm.PublicBoundsTransformer(numeric={"age": (17, 90), "hours": (0, 99)},
+                                      categorical={"job": ["a", "b", "c"]}, fill={"hours": 40},
+                                      unknown="ignore"),
+        dperm.PrivateLinearClassifier(epsilon=1.0, classes=["<=50K", ">50K"]))
+    grid = {"privatelinearclassifier__alpha": [3e-1, 1e-1, 3e-2]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        a = dperm.private_tuning(model, frame, y, grid, epsilon=1.0, random_state=3)
+        b = dperm.private_tuning(model, dd.from_pandas(frame, npartitions=4),
+                                 dd.from_pandas(y, npartitions=4), grid, epsilon=1.0,
+                                 random_state=3)
+    assert a.best_index_ == b.best_index_
+    assert np.array_equal(a.fit_diagnostics_["mistakes"], b.fit_diagnostics_["mistakes"])
+    assert a.fit_diagnostics_["mistakes"].min() < 0.45 * a.validation_size   # it learned
+    assert np.array_equal(a.train_sizes, b.train_sizes)
+    for ea, eb in zip(a.estimators_, b.estimators_):
+        ca, cb = ea[-1], eb[-1]
+        assert _rel(ca.coef_, cb.coef_) < RTOL
+        assert abs(ca.intercept_[0] - cb.intercept_[0]) <= RTOL * np.abs(ca.coef_).max()
+        assert ca.privacy_ == cb.privacy_
 
 
 #: data larger than one worker's memory limit: 2 worker processes of WORKER_LIMIT bytes each

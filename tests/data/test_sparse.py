@@ -353,3 +353,34 @@ def test_estimator_and_mechanisms_take_solver():
         f1 = mech(X, y, alpha=0.01, epsilon=1.0, solver="newton", random_state=np.random.default_rng(2))
         f2 = mech(X, y, alpha=0.01, epsilon=1.0, solver="lbfgs", random_state=np.random.default_rng(2))
         assert rel(f1.coef, f2.coef) < 1e-7
+
+
+@pytest.mark.parametrize("vdtype", [np.float64, np.float32])
+@pytest.mark.parametrize("idtype", [np.int32, np.int64])
+def test_one_scan_counts_what_the_validation_refuses(vdtype, idtype):
+    """The fused set-up read (dperm._core._objective.csr_scan): each count is exact on a
+    matrix with known defects."""
+    from dperm._core._objective import csr_scan
+
+    X, _ = onehot_like(n=300, d=40)
+    data = X.data.astype(vdtype)
+    ind = X.indices.astype(idtype)
+    ptr = X.indptr.astype(idtype)
+    assert csr_scan(data, ind, ptr, X.shape[1]) == (0, 0, 0)
+    bad = data.copy()
+    bad[[3, 17, 40]] = [np.nan, np.inf, -np.inf]
+    assert csr_scan(bad, ind, ptr, X.shape[1]) == (3, 0, 0)
+    out = ind.copy()
+    out[5], out[9] = -1, X.shape[1]
+    assert csr_scan(data, out, ptr, X.shape[1])[1] == 2
+    # a row written backwards: every in-row neighbour pair is out of order
+    r = int(np.argmax(np.diff(ptr)))
+    swapped = ind.copy()
+    swapped[ptr[r]:ptr[r + 1]] = swapped[ptr[r]:ptr[r + 1]][::-1]
+    assert csr_scan(data, swapped, ptr, X.shape[1]) == (0, 0, int(ptr[r + 1] - ptr[r]) - 1)
+    dup = ind.copy()
+    dup[ptr[r] + 1] = dup[ptr[r]]   # a duplicate entry is not canonical either
+    assert csr_scan(data, dup, ptr, X.shape[1])[2] >= 1
+    # the scan counts across the rows of every thread alike
+    assert csr_scan(bad, ind, ptr, X.shape[1], n_threads=2) == (3, 0, 0)
+
