@@ -33,6 +33,7 @@ from dperm.privacy.tuning import PrivateTuningResult, private_tuning
 from dperm.schema import PublicBoundsTransformer, PublicSchema
 from dperm.sklearn.classifier import PrivateLinearClassifier
 from dperm.sklearn.features import RandomFourierFeatures
+from dperm.sklearn.regressor import PrivateLinearRegression
 
 __all__ = [
     "__version__", "get_config", "show_config",
@@ -40,7 +41,8 @@ __all__ = [
     "NoiseDominatedWarning", "DataNormWarning",
     "BudgetAccountant", "PureEvent", "GaussianEvent", "ObjectiveGaussianEvent", "ApproxEvent",
     "objective_perturbation", "output_perturbation",
-    "PrivateLinearClassifier", "RandomFourierFeatures", "PublicSchema", "PublicBoundsTransformer",
+    "PrivateLinearClassifier", "PrivateLinearRegression", "RandomFourierFeatures",
+    "PublicSchema", "PublicBoundsTransformer",
     "private_tuning", "PrivateTuningResult", "estimate_bounds", "PrivateBounds",
     "calibration", "datasets", "erm", "exact_noise", "losses", "mechanisms", "noise",
     "regularization",

@@ -4,6 +4,13 @@ calibration reads.
 Margin losses phi(z), z = y f.x: each has |phi'(z)| <= 1 (the gradient bound, times R
 for rows of norm <= R) and 0 <= phi''(z) <= c (the curvature bound, times R^2).
 
+Regression losses rho(r) of the residual r = f.x - y (labels real, |y| <= B public):
+the pseudo-Huber loss rho_h(r) = h^2 (sqrt(1 + (r/h)^2) - 1) has |rho'| <= h (gradient
+bound h R) and 0 <= rho'' <= 1 (curvature bound R^2), both attained (rho' -> +-h as
+|r| -> infinity, rho''(0) = 1); docs/privacy_analysis.md, section "Private linear
+regression".  Each Loss declares its bounds once (`lipschitz`, `curvature`); every
+mechanism reads them from here.
+
 The softmax (multinomial logistic) model over K classes: one row's gradient, all K
 blocks together, has norm <= sqrt(2) R (`SOFTMAX_GRADIENT_FACTOR`), and the trace of one
 row's Hessian block is <= (1 - 1/K) R^2 (`softmax_curvature`).  Its mechanisms are
@@ -19,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Loss", "get_loss", "LOSSES", "MULTINOMIAL", "MULTINOMIAL_MIN_CLASSES",
+__all__ = ["Loss", "get_loss", "LOSSES", "REGRESSION_LOSSES", "MULTINOMIAL", "MULTINOMIAL_MIN_CLASSES",
            "SOFTMAX_GRADIENT_FACTOR", "softmax_curvature", "check_n_classes"]
 
 #: the loss name of the softmax (multinomial logistic) model, labels 0..K-1
@@ -50,15 +57,23 @@ def check_n_classes(n_classes, *, mechanism=False):
 
 @dataclass(frozen=True)
 class Loss:
-    """A margin loss.
+    """A margin loss phi(y f.x), or (`regression`) a loss rho(f.x - y) of the residual.
 
     name: public name; kernel_id: index understood by the compiled kernels;
-    uses_h: whether the smoothing width h matters.
+    uses_h: whether the smoothing width h matters; regression: a loss of the residual
+    (real labels) rather than of the margin (labels +-1); nonincreasing: phi' <= 0
+    everywhere (the one-signed gradient the tighter Gaussian calibration uses).
     """
 
     name: str
     kernel_id: int
     uses_h: bool
+    regression: bool = False
+    nonincreasing: bool = True
+
+    def lipschitz(self, h=0.5):
+        """Upper bound on |phi'| (|rho'| for a regression loss): 1, or h (pseudo-Huber)."""
+        return float(h) if self.name == "pseudo_huber" else 1.0
 
     def curvature(self, h=0.5, data_norm=1.0):
         """Upper bound c on phi'' for rows of norm <= data_norm (scales as R^2)."""
@@ -66,20 +81,30 @@ class Loss:
             c = 0.25
         elif self.name == "huber":
             c = 1.0 / (2.0 * h)
+        elif self.name == "pseudo_huber":
+            c = 1.0
         else:
             c = 3.0 / (4.0 * h)
         return c * data_norm**2
 
-    def gradient_bound(self, data_norm=1.0):
-        """Upper bound on ||d/df phi(y f.x)|| = |phi'| ||x|| <= R."""
-        return 1.0 * data_norm
+    def gradient_bound(self, data_norm=1.0, h=0.5):
+        """Upper bound on one row's gradient ||d/df loss|| = |phi'| ||x|| <= lipschitz(h) R."""
+        return self.lipschitz(h) * data_norm
 
-    def value_at_zero(self, h=0.5):
-        """phi(0): the objective at f = 0, so ||f*||^2 <= 2 phi(0) / Lambda for any data."""
-        return float(self.per_sample(np.zeros(1), h)[0][0])
+    def value_at_zero(self, h=0.5, label_bound=None):
+        """The loss at f = 0, bounded over the data: phi(0) for a margin loss, and
+        rho(B) (B = label_bound, |y| <= B) for a regression loss; then
+        ||f*||^2 <= 2 value_at_zero / Lambda for any data."""
+        z = 0.0
+        if self.regression:
+            if label_bound is None:
+                raise ValueError(f"label_bound: needed for the regression loss {self.name!r}")
+            z = float(label_bound)
+        return float(self.per_sample(np.array([z]), h)[0][0])
 
     def per_sample(self, z, h=0.5):
-        """phi(z), phi'(z), phi''(z) for an array of margins z (float64)."""
+        """phi(z), phi'(z), phi''(z) for an array of margins z (float64); for a regression
+        loss z is the residual f.x - y."""
         from dperm._core._objective import per_sample
 
         z = np.ascontiguousarray(z, dtype=np.float64).ravel()
@@ -90,15 +115,24 @@ LOSSES = {
     "logistic": Loss("logistic", 0, False),
     "huber": Loss("huber", 1, True),
     "smooth_hinge": Loss("smooth_hinge", 2, True),
+    "pseudo_huber": Loss("pseudo_huber", 3, True, regression=True, nonincreasing=False),
 }
+#: the losses of real-valued labels (PrivateLinearRegression)
+REGRESSION_LOSSES = tuple(k for k, v in LOSSES.items() if v.regression)
 
 
-def get_loss(loss):
-    """The Loss registered under `loss`; ValueError naming `loss` otherwise."""
+def get_loss(loss, *, regression=None):
+    """The Loss registered under `loss`; ValueError naming `loss` otherwise.
+    regression: None (any loss), False (margin losses only: a classifier) or True
+    (regression losses only)."""
+    names = sorted(k for k, v in LOSSES.items()
+                   if regression is None or v.regression == bool(regression))
     if isinstance(loss, Loss):
+        if regression is not None and loss.regression != bool(regression):
+            raise ValueError(f"loss={loss.name!r} is not valid here; choose one of {names}")
         return loss
-    if not isinstance(loss, str) or loss not in LOSSES:
+    if not isinstance(loss, str) or loss not in names:
         raise ValueError(
-            f"loss={loss!r} is not a known loss; choose one of {sorted(LOSSES)}"
+            f"loss={loss!r} is not a known loss; choose one of {names}"
         )
     return LOSSES[loss]

@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from dperm.losses import LOSSES, get_loss
+from dperm.losses import LOSSES, REGRESSION_LOSSES, get_loss
+
+#: the margin losses phi(y f.x) (the regression loss has its own tests below)
+MARGIN = sorted(k for k, v in LOSSES.items() if not v.regression)
 
 HS = [0.01, 0.1, 0.5, 1.0, 2.0]
 
@@ -70,7 +73,8 @@ def grid(h):
 
 # --------------------------------------------------------------------- tests
 def test_registry_and_constants():
-    assert set(LOSSES) == {"logistic", "huber", "smooth_hinge"}
+    assert set(LOSSES) == {"logistic", "huber", "smooth_hinge", "pseudo_huber"}
+    assert REGRESSION_LOSSES == ("pseudo_huber",)
     assert get_loss("logistic").curvature() == 0.25
     for h in HS:
         assert get_loss("huber").curvature(h) == pytest.approx(1 / (2 * h))
@@ -82,7 +86,7 @@ def test_registry_and_constants():
         get_loss("hinge")
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("name", MARGIN)
 @pytest.mark.parametrize("h", HS)
 def test_values_match_closed_form(name, h):
     z = grid(h)
@@ -120,7 +124,7 @@ def test_breakpoints_exact(name, h):
     assert d2[0] == pytest.approx(lo.curvature(h))
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("name", MARGIN)
 @pytest.mark.parametrize("h", HS)
 def test_derivatives_match_finite_differences(name, h):
     lo = LOSSES[name]
@@ -151,7 +155,7 @@ def test_continuity_across_breakpoints(name, h):
             assert abs(d2[0] - d2[1]) < 1e-10 / h
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("name", MARGIN)
 @pytest.mark.parametrize("h", HS)
 def test_bounds(name, h):
     """|phi'| <= 1 and 0 <= phi'' <= c, phi >= 0, phi convex and non-increasing."""
@@ -170,7 +174,7 @@ def test_bounds(name, h):
     assert np.all(np.diff(d1[order]) >= -1e-15)      # phi' non-decreasing: convex
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("name", MARGIN)
 @pytest.mark.parametrize("h", [0.01, 0.5, 2.0])
 def test_stable_for_large_margins(name, h):
     z = np.array([-1e4, -1e3, -745.2, -710.0, -50.0, 50.0, 710.0, 745.2, 1e3, 1e4,
@@ -275,3 +279,70 @@ def test_privacy_constants_defined_once():
         for pat, home in patterns.items():
             if re.search(pat, code):
                 assert path.name == home, (str(path.relative_to(root)), pat)
+
+
+# --------------------------------------------------------------------- pseudo-Huber
+PH = LOSSES["pseudo_huber"]
+
+
+def _ph_reference(r, h):
+    """rho, rho', rho'' of the pseudo-Huber loss in extended precision (numpy longdouble)."""
+    r = np.asarray(r, dtype=np.longdouble)
+    h = np.longdouble(h)
+    t = r / h
+    s = np.sqrt(1 + t * t)
+    return (h * h * t * t / (s + 1), h * t / s, 1 / (s * s * s))
+
+
+def test_pseudo_huber_declares_its_bounds():
+    """gradient bound h R (not R: the margin losses' 1 would be wrong), curvature R^2,
+    a two-signed derivative (the Gaussian calibration's one-signed bound must not apply)."""
+    assert PH.regression and not PH.nonincreasing
+    for h in HS:
+        assert PH.lipschitz(h) == h
+        assert PH.gradient_bound(3.0, h) == pytest.approx(3.0 * h)
+        assert PH.curvature(h, 2.0) == pytest.approx(4.0)
+    for name in MARGIN:
+        assert LOSSES[name].lipschitz(0.3) == 1.0 and LOSSES[name].nonincreasing
+        assert not LOSSES[name].regression
+    with pytest.raises(ValueError, match="label_bound"):
+        PH.value_at_zero(1.0)
+    assert PH.value_at_zero(2.0, label_bound=3.0) == pytest.approx(4 * (np.sqrt(1 + 2.25) - 1))
+    # a classifier asks for margin losses only, a regressor for regression losses only
+    with pytest.raises(ValueError, match="loss"):
+        get_loss("pseudo_huber", regression=False)
+    with pytest.raises(ValueError, match="loss"):
+        get_loss("logistic", regression=True)
+
+
+@pytest.mark.parametrize("h", HS)
+def test_pseudo_huber_bounds_held_and_attained(h):
+    """|rho'| <= h and 0 <= rho'' <= 1 on a wide grid (rounding never crosses them), with
+    rho'(r) -> +-h (attained to rounding far out) and rho''(0) = 1 exactly; the values
+    match an extended-precision reference."""
+    r = np.concatenate([np.linspace(-50 * h, 50 * h, 4001), [0.0, -0.0, 1e-300, h, -h],
+                        np.geomspace(1e-8, 1e300, 200), -np.geomspace(1e-8, 1e300, 200)])
+    v, d1, d2 = PH.per_sample(r, h)
+    assert np.all(np.isfinite(v)) and np.all(v >= 0)
+    assert np.all(np.abs(d1) <= PH.lipschitz(h))
+    assert np.all((d2 >= 0) & (d2 <= PH.curvature(h)))
+    rv, rd1, rd2 = _ph_reference(r, h)
+    np.testing.assert_allclose(v, rv.astype(float), rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(d1, rd1.astype(float), rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(d2, rd2.astype(float), rtol=1e-12, atol=1e-300)
+    # attained: the sup of |rho'| is h (reached far out), the sup of rho'' is 1 (at 0)
+    _, d1, d2 = PH.per_sample(np.array([1e20 * h, -1e20 * h, 0.0]), h)
+    assert d1[0] == h and d1[1] == -h and d2[2] == 1.0
+    # NaN in, NaN out (the line search must see it)
+    v, d1, d2 = PH.per_sample(np.array([np.nan]), h)
+    assert np.isnan(v[0]) and np.isnan(d1[0]) and np.isnan(d2[0])
+
+
+def test_pseudo_huber_derivatives_by_differences():
+    """rho' and rho'' agree with central differences of rho (and of rho')."""
+    h, r, e = 0.7, np.linspace(-5, 5, 101), 1e-6
+    v, d1, d2 = PH.per_sample(r, h)
+    vp, d1p, _ = PH.per_sample(r + e, h)
+    vm, d1m, _ = PH.per_sample(r - e, h)
+    np.testing.assert_allclose(d1, (vp - vm) / (2 * e), atol=1e-7)
+    np.testing.assert_allclose(d2, (d1p - d1m) / (2 * e), atol=1e-7)

@@ -4,7 +4,8 @@
  * Same contract as the dense pass in _objective.pyx (see _rows.h): for the m
  * problems idx[0..m) of a batch, one pass over the non-zeros gives
  *   F[k] = (1/n) sum_i phi(s_i x_i.w_k) + l2_k/2 ||w_k||^2 + B_k.w_k / n,  G[k] = grad,
- * or G[k] = H(w_k) v_k.  s_i is the row's signed weight (its label, +-1).
+ * or G[k] = H(w_k) v_k.  s_i is the row's signed weight (its label, +-1).  A
+ * regression loss (lab non-NULL) takes the residual s_i x_i.w_k - lab_i instead.
  *
  * Layout: the m weight vectors are packed transposed (feature-major, d x m),
  * so the work per non-zero -- m multiply-adds against the feature's m weights,
@@ -243,7 +244,7 @@ static void dperm_csr_rows_##SUF(int mode, const VT *data, const IT *ind,       
         double h, const double *WT, const double *VTp, ptrdiff_t d, ptrdiff_t mp,    \
         ptrdiff_t rb, double *gacc, double *lacc, double *zb, double *z2, double *vb, \
         double *cb, ptrdiff_t n, ptrdiff_t m, double *curv, ptrdiff_t dx,            \
-        const double *icpt, const int64_t *cls, ptrdiff_t K) {                       \
+        const double *icpt, const int64_t *cls, ptrdiff_t K, const double *lab) {    \
     for (ptrdiff_t i = i0; i < i1; i += rb) {                                        \
         const ptrdiff_t e = i + rb < i1 ? i + rb : i1;                               \
         const ptrdiff_t cnt = (e - i) * mp;                                          \
@@ -264,6 +265,7 @@ static void dperm_csr_rows_##SUF(int mode, const VT *data, const IT *ind,       
             }                                                                        \
         } else if (mode == 0) {                                                      \
             dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, WT, d, mp, zb, dx, icpt);      \
+            if (lab != NULL) dperm_sub_labels(zb, lab + i, e - i, mp, mp);           \
             dperm_loss_vd(loss, h, cnt, zb, vb, cb);                                 \
             for (ptrdiff_t r = 0; r < e - i; ++r) {                                  \
                 const double sr = s[i + r];                                          \
@@ -290,6 +292,7 @@ static void dperm_csr_rows_##SUF(int mode, const VT *data, const IT *ind,       
             /* phi''(z) s^2 (x.v) x, with z2 = s (x.v) */                            \
             dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, WT, d, mp, zb, dx, icpt);      \
             dperm_csr_margins_##SUF(data, ind, indptr, s, i, e, VTp, d, mp, z2, dx, icpt);     \
+            if (lab != NULL) dperm_sub_labels(zb, lab + i, e - i, mp, mp);           \
             dperm_loss_d2(loss, h, cnt, zb, cb);                                     \
             for (ptrdiff_t r = 0; r < e - i; ++r) {                                  \
                 const double sr = s[i + r];                                          \
@@ -308,7 +311,7 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         const IT *indptr, const double *s, ptrdiff_t n, ptrdiff_t dx, ptrdiff_t d,   \
         const double *icpt, int loss, double h, const double *W, const double *V, const double *l2,                \
         const double *B, const ptrdiff_t *idx, ptrdiff_t m, double *F, double *G,    \
-        int nt, double *curv, const int64_t *cls, ptrdiff_t K) {                     \
+        int nt, double *curv, const int64_t *cls, ptrdiff_t K, const double *lab) {  \
     /* problems padded to whole tiles (zero weights in the padding lanes) */         \
     const ptrdiff_t mp = m == 1 ? 1 : (m + DPERM_CSR_TILE - 1) / DPERM_CSR_TILE * DPERM_CSR_TILE; \
     ptrdiff_t rb = dperm_csr_block_rows > 0 ? dperm_csr_block_rows : 256;           \
@@ -341,7 +344,7 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         double *zb = lacc + mp;                                                      \
         dperm_csr_rows_##SUF(mode, data, ind, indptr, s, i0, i1, loss, h, WT, VTp,   \
                              d, mp, rb, gacc, lacc, zb, zb + rb * mp, zb + 2 * rb * mp, \
-                             zb + 3 * rb * mp, n, m, curv, dx, icpt, cls, K);        \
+                             zb + 3 * rb * mp, n, m, curv, dx, icpt, cls, K, lab);   \
     }                                                                                \
     /* fixed-order reduction over threads, then the regularizer and linear terms */ \
     if (mode == 2) {       /* softmax: sums only, F (m / K,) and G (m, d) */          \
@@ -458,11 +461,11 @@ static int dperm_csr_pass(int values_f32, int index_i64, int mode, const void *d
         ptrdiff_t d, const double *icpt, int loss, double h, const double *W,
         const double *V, const double *l2, const double *B, const ptrdiff_t *idx,
         ptrdiff_t m, double *F, double *G, int nt, double *curv, const int64_t *cls,
-        ptrdiff_t K) {
+        ptrdiff_t K, const double *lab) {
 #define DPERM_CSR_CALL(SUF, VT, IT)                                                  \
     return dperm_csr_pass_##SUF(mode, (const VT *)data, (const IT *)ind,             \
                                 (const IT *)indptr, s, n, dx, d, icpt, loss, h, W, V, \
-                                l2, B, idx, m, F, G, nt, curv, cls, K)
+                                l2, B, idx, m, F, G, nt, curv, cls, K, lab)
     if (index_i64) {
         if (values_f32) DPERM_CSR_CALL(f64, float, int64_t);
         DPERM_CSR_CALL(d64, double, int64_t);

@@ -1,17 +1,51 @@
 # Per-sample margin losses phi(z), z = y * f.x, with phi' and phi''.
-# Every loss has |phi'| <= 1 and 0 <= phi'' <= c (c in dperm/losses.py).
-# Stable for |z| up to 1e4 and beyond: no overflow, no NaN.
-from libc.math cimport exp, log1p, fabs
+# Every margin loss has |phi'| <= 1 and 0 <= phi'' <= c (c in dperm/losses.py).
+# A regression loss (pseudo-Huber) is a function of the residual r = f.x - y: the
+# score and the label, through residual(); |rho'| <= h and 0 <= rho'' <= 1 (the bounds
+# in dperm/losses.py).  Stable for |z| up to 1e4 and beyond: no overflow, no NaN.
+from libc.math cimport exp, log1p, fabs, sqrt
 
 cdef enum:
     LOSS_LOGISTIC = 0
     LOSS_HUBER = 1
     LOSS_SMOOTH_HINGE = 2
+    LOSS_PSEUDO_HUBER = 3
+
+
+cdef inline double residual(double score, double label) noexcept nogil:
+    """The argument of a regression loss: r = f.x - y."""
+    return score - label
+
+
+cdef inline double pseudo_huber(double r, double h, double* deriv) noexcept nogil:
+    """rho(r) = h^2 (sqrt(1 + (r/h)^2) - 1) = h |r| |t| / (s + 1), t = r/h,
+    s = sqrt(1 + t^2); rho'(r) = h t / s is written to deriv."""
+    cdef double t = r / h, s
+    if t > 1e150:
+        t = 1e150
+    elif t < -1e150:
+        t = -1e150
+    s = sqrt(1.0 + t * t)
+    deriv[0] = h * t / s
+    return h * fabs(r) * (fabs(t) / (s + 1.0))
+
+
+cdef inline double pseudo_huber_second(double r, double h) noexcept nogil:
+    """rho''(r) = (1 + (r/h)^2)^(-3/2)."""
+    cdef double t = r / h, s
+    if t > 1e150:
+        t = 1e150
+    elif t < -1e150:
+        t = -1e150
+    s = sqrt(1.0 + t * t)
+    return 1.0 / (s * s * s)
 
 
 cdef inline double loss_value_deriv(int loss, double z, double h, double* deriv) noexcept nogil:
-    """phi(z); phi'(z) is written to deriv."""
+    """phi(z); phi'(z) is written to deriv (z: the residual for a regression loss)."""
     cdef double e, u, q
+    if loss == LOSS_PSEUDO_HUBER:
+        return pseudo_huber(z, h, deriv)
     if loss == LOSS_LOGISTIC:
         # log(1 + e^-z) = max(-z, 0) + log1p(e^-|z|)
         if z > 0:
@@ -40,8 +74,10 @@ cdef inline double loss_value_deriv(int loss, double z, double h, double* deriv)
 
 
 cdef inline double loss_second(int loss, double z, double h) noexcept nogil:
-    """phi''(z)."""
+    """phi''(z) (z: the residual for a regression loss)."""
     cdef double e, u
+    if loss == LOSS_PSEUDO_HUBER:
+        return pseudo_huber_second(z, h)
     if loss == LOSS_LOGISTIC:
         e = exp(-fabs(z))
         return e / ((1.0 + e) * (1.0 + e))

@@ -23,16 +23,17 @@ ctypedef struct DataView:
     Py_ssize_t dx           # columns of X
     const double* icpt      # (n,) values of the virtual last column (d == dx + 1), else NULL
     Py_ssize_t nnz          # n*dx for dense
+    const double* lab       # (n,) labels of a regression loss (residual = score - lab), else NULL
 
 cdef class Data:
     cdef DataView view
-    cdef readonly object values, indices, indptr, s, intercept
+    cdef readonly object values, indices, indptr, s, intercept, labels
 
 cdef int objective_pass(
     int mode, const floating* X, const double* y, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
     const double* icpt, int loss, double h, const double* W, const double* V, const double* l2,
     const double* B, const Py_ssize_t* idx, Py_ssize_t m,
-    double* F, double* G, int n_threads, double* curv) noexcept nogil
+    double* F, double* G, int n_threads, double* curv, const double* lab) noexcept nogil
 
 cdef int data_pass(
     int mode, const DataView* X, int loss, double h, const double* W, const double* V,

@@ -19,8 +19,8 @@ from dperm._core._rows cimport (
     floating, row_dot, row_syr, read_rows, dperm_openmp_enabled, dperm_max_threads,
     dperm_vector_width, dperm_padded_dim, dperm_rows_per_block, dperm_block_dots,
     dperm_block_gemm, dperm_loss_vd, dperm_loss_d2, dperm_add_rows, dperm_mul,
-    dperm_softmax_block)
-from dperm._core._losses cimport loss_second
+    dperm_softmax_block, dperm_sub_labels)
+from dperm._core._losses cimport loss_second, residual
 from libc.stdint cimport int32_t, int64_t
 
 cdef extern from "_csr.h" nogil:
@@ -30,7 +30,7 @@ cdef extern from "_csr.h" nogil:
                        Py_ssize_t dx, Py_ssize_t d, const double* icpt, int loss, double h,
                        const double* W, const double* V, const double* l2, const double* B,
                        const Py_ssize_t* idx, Py_ssize_t m, double* F, double* G, int nt,
-                       double* curv, const int64_t* cls, Py_ssize_t K)
+                       double* curv, const int64_t* cls, Py_ssize_t K, const double* lab)
     void dperm_csr_scan(int values_f32, int index_i64, const void* data, const void* ind,
                         const void* indptr, Py_ssize_t n, int64_t d, int64_t* out,
                         int nt)
@@ -105,7 +105,7 @@ cdef int objective_pass(
         int mode, const floating* X, const double* y, Py_ssize_t n, Py_ssize_t dx, Py_ssize_t d,
         const double* icpt, int loss, double h, const double* W, const double* V, const double* l2,
         const double* B, const Py_ssize_t* idx, Py_ssize_t m,
-        double* F, double* G, int n_threads, double* curv) noexcept nogil:
+        double* F, double* G, int n_threads, double* curv, const double* lab) noexcept nogil:
     """One pass over X for the m problems idx[0..m).
 
     mode PASS_VALUE_GRAD: F[idx[j]] = J(W[idx[j]]), G[idx[j]] = grad J; with curv
@@ -114,7 +114,9 @@ cdef int objective_pass(
     mode PASS_HESS_VEC:   G[idx[j]] = H(W[idx[j]]) V[idx[j]] (F untouched); with curv
         non-NULL the curvatures are read from it (W is then not read at all), which
         saves the margins and the loss derivatives: what a Newton-CG inner loop needs.
-    B may be NULL (no linear term).  Returns -1 if memory runs out.
+    B may be NULL (no linear term).  lab: NULL for a margin loss; for a regression
+    loss the (n,) labels, and the loss is taken of the residual s x.w - lab (s = 1, or
+    the row's scale).  Returns -1 if memory runs out.
     X has dx columns; the model has d = dx (or dx + 1: row i then ends with the
     value icpt[i], the intercept's column, which exists only in the row buffer).
 
@@ -177,6 +179,8 @@ cdef int objective_pass(
             pfp = <const char*> (X + (i + nr) * dx)
             if mode == PASS_VALUE_GRAD:
                 dperm_block_dots(xb, nr, d, ldx, Wp, m, zb, pfp, pfh)
+                if lab != NULL:
+                    dperm_sub_labels(zb, lab + i, nr, m, m)
                 # grad of phi(y w.x) is phi' y x: the coefficient of the signed row
                 dperm_loss_vd(loss, h, cnt, zb, vb, cb)
                 dperm_add_rows(vb, nr, m, lacc)
@@ -193,6 +197,8 @@ cdef int objective_pass(
                         cb[r * m + j] = curv[j * n + i + r] * z2[r * m + j]
             else:
                 dperm_block_dots(xb, nr, d, ldx, Wp, m, zb, pfp, pfh)
+                if lab != NULL:
+                    dperm_sub_labels(zb, lab + i, nr, m, m)
                 # phi'' (x.v) x = phi'' (yx.v) (yx)
                 dperm_block_dots(xb, nr, d, ldx, Vp, m, z2, NULL, 0)
                 dperm_loss_d2(loss, h, cnt, zb, cb)
@@ -307,8 +313,9 @@ cdef int softmax_pass(const floating* X, const double* s, const int64_t* cls, Py
 
 cdef int hessian_pass(const floating* X, const double* y, Py_ssize_t n, Py_ssize_t d,
                       int loss, double h, const double* w, double l2, double* H,
-                      int n_threads) noexcept nogil:
-    """Full d x d Hessian at one w (O(n d^2): meant for small d)."""
+                      int n_threads, const double* lab) noexcept nogil:
+    """Full d x d Hessian at one w (O(n d^2): meant for small d); lab as in
+    objective_pass (NULL: a margin loss)."""
     cdef Py_ssize_t nt = _threads_for(n, d, n_threads)
     cdef double* buf = <double*> calloc(nt * d * d, sizeof(double))
     if buf == NULL:
@@ -320,6 +327,8 @@ cdef int hessian_pass(const floating* X, const double* y, Py_ssize_t n, Py_ssize
         for i in range((t * n) // nt, ((t + 1) * n) // nt):
             xr = X + i * d
             z = y[i] * row_dot(xr, w, d)
+            if lab != NULL:
+                z = residual(z, lab[i])
             row_syr(xr, loss_second(loss, z, h), buf + t * d * d, d)
     for p in range(d):
         for q in range(p, d):
@@ -346,9 +355,11 @@ cdef class Data:
     intercept: None, or a float64 (n,) array: row i gains a last column of value
     intercept[i], virtually (the kernels add it as they read a row); the model then
     has d + 1 weights, and X -- a memory map, say -- is never copied for it.
+    labels: None (a margin loss), or a float64 (n,) array: the labels of a regression
+    loss, whose argument is then the residual s_i x_i.w - labels[i].
     """
 
-    def __cinit__(self, X, s, intercept=None):
+    def __cinit__(self, X, s, intercept=None, labels=None):
         cdef const double[::1] sv = s
         cdef const double[:, ::1] xd
         cdef const float[:, ::1] xf
@@ -416,6 +427,14 @@ cdef class Data:
                 raise ValueError("Data: intercept must have one entry per row of X")
             self.view.icpt = &iv[0]
             self.view.d = self.view.d + 1
+        cdef const double[::1] lv
+        self.view.lab = NULL
+        self.labels = labels
+        if labels is not None:
+            lv = labels
+            if lv.shape[0] != self.view.n:
+                raise ValueError("Data: labels must have one entry per row of X")
+            self.view.lab = &lv[0]
 
     @property
     def shape(self):
@@ -453,13 +472,13 @@ cdef int data_pass(
     if X.kind == DATA_DENSE:
         if X.values_f32:
             return objective_pass(mode, <const float*> X.values, X.s, X.n, X.dx, X.d, X.icpt,
-                                  loss, h, W, V, l2, B, idx, m, F, G, n_threads, curv)
+                                  loss, h, W, V, l2, B, idx, m, F, G, n_threads, curv, X.lab)
         return objective_pass(mode, <const double*> X.values, X.s, X.n, X.dx, X.d, X.icpt,
-                              loss, h, W, V, l2, B, idx, m, F, G, n_threads, curv)
+                              loss, h, W, V, l2, B, idx, m, F, G, n_threads, curv, X.lab)
     nt = _csr_threads(X, n_threads)
     return dperm_csr_pass(X.values_f32, X.index_i64, mode, X.values, X.indices, X.indptr, X.s,
                           X.n, X.dx, X.d, X.icpt, loss, h, W, V, l2, B, idx, m, F, G,
-                          <int> nt, curv, NULL, 0)
+                          <int> nt, curv, NULL, 0, X.lab)
 
 
 # ----------------------------------------------------------------------------
@@ -544,7 +563,8 @@ def softmax_sums(Data X, const int64_t[::1] y, const double[:, ::1] W, Py_ssize_
                                 X.view.indices, X.view.indptr, X.view.s, X.view.n, X.view.dx,
                                 d, X.view.icpt, 0, 0.0, &W[0, 0], NULL, &dummy, NULL, &idx[0],
                                 mK, <double*> F.data, <double*> G.data,
-                                <int> _csr_threads(&X.view, n_threads), NULL, &y[0], K)
+                                <int> _csr_threads(&X.view, n_threads), NULL, &y[0], K,
+                                NULL)
         elif X.view.values_f32:
             rc = softmax_pass(<const float*> X.view.values, X.view.s, &y[0], X.view.n,
                               X.view.dx, d, X.view.icpt, &W[0, 0], m, K, <double*> F.data,
@@ -559,15 +579,22 @@ def softmax_sums(Data X, const int64_t[::1] y, const double[:, ::1] W, Py_ssize_
 
 
 def hessian(const floating[:, ::1] X, const double[::1] y, const double[:, ::1] W,
-            const double[::1] l2, int loss, double h, int n_threads):
-    """Full Hessians, shape (k, d, d)."""
+            const double[::1] l2, int loss, double h, int n_threads, labels=None):
+    """Full Hessians, shape (k, d, d); labels as for Data (a regression loss)."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = W.shape[0], j
     cdef cnp.ndarray[double, ndim=3] H = np.zeros((k, d, d))
     cdef int rc = 0
+    cdef const double[::1] lv
+    cdef const double* lp = NULL
+    if labels is not None:
+        lv = labels
+        if lv.shape[0] != n:
+            raise ValueError("hessian: labels must have one entry per row of X")
+        lp = &lv[0]
     for j in range(k):
         with nogil:
             rc = hessian_pass(&X[0, 0], &y[0], n, d, loss, h, &W[j, 0], l2[j],
-                              (<double*> H.data) + j * d * d, n_threads)
+                              (<double*> H.data) + j * d * d, n_threads, lp)
         if rc != 0:
             raise MemoryError("hessian_pass: out of memory")
     return H

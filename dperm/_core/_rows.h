@@ -85,6 +85,7 @@ static inline dperm_v dv_recip(dperm_v x) {
     return _mm512_fmadd_pd(y, _mm512_fnmadd_pd(x, y, one), y);
 }
 /* sum of the 8 lanes as ((v0+v4) + (v2+v6)) + ((v1+v5) + (v3+v7)) */
+static inline dperm_v dv_sqrt(dperm_v x) { return _mm512_sqrt_pd(x); }
 static inline double dv_hsum(dperm_v v) {
     __m256d s = _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
     __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
@@ -144,6 +145,7 @@ static inline dperm_v dv_ldexp(dperm_v p, dperm_v k) {
     return _mm256_mul_pd(p, _mm256_castsi256_pd(b));
 }
 static inline dperm_v dv_recip(dperm_v x) { return _mm256_div_pd(_mm256_set1_pd(1.0), x); }
+static inline dperm_v dv_sqrt(dperm_v x) { return _mm256_sqrt_pd(x); }
 static inline double dv_hsum(dperm_v v) {
     __m128d t = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
     return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
@@ -179,6 +181,7 @@ static inline dperm_v dv_ldexp(dperm_v p, dperm_v k) {
     return vmulq_f64(p, vreinterpretq_f64_s64(b));
 }
 static inline dperm_v dv_recip(dperm_v x) { return vdivq_f64(vdupq_n_f64(1.0), x); }
+static inline dperm_v dv_sqrt(dperm_v x) { return vsqrtq_f64(x); }
 static inline double dv_hsum(dperm_v v) { return vgetq_lane_f64(v, 0) + vgetq_lane_f64(v, 1); }
 
 #else
@@ -204,6 +207,7 @@ static inline dperm_v dv_ldf(const float *p) { return (double)*p; }
 static inline void dv_st(double *p, dperm_v v) { *p = v; }
 static inline dperm_v dv_ldexp(dperm_v p, dperm_v k) { return ldexp(p, (int)k); }
 static inline dperm_v dv_recip(dperm_v x) { return 1.0 / x; }
+static inline dperm_v dv_sqrt(dperm_v x) { return sqrt(x); }
 static inline double dv_hsum(dperm_v v) { return v; }
 #endif
 
@@ -447,7 +451,9 @@ static void dperm_block_gemm(const double *restrict x, ptrdiff_t nr, ptrdiff_t d
 
 /* ------------------------------------------------------------------------
  * Margin losses over a block of margins z (already multiplied by y), vectorized.
- * Same definitions as _losses.pxd; ids 0 logistic, 1 huber, 2 smooth_hinge.
+ * Same definitions as _losses.pxd; ids 0 logistic, 1 huber, 2 smooth_hinge; id 3,
+ * pseudo-Huber, is a regression loss of the residual (the pass subtracts the labels
+ * from the scores first, dperm_sub_labels).
  * exp and log1p are evaluated here with polynomials (libm has no vector
  * versions in an ISO build), accurate to a few ulp, for any finite z.
  * Each step works on NU independent vectors (a compile-time constant after
@@ -536,6 +542,27 @@ static inline __attribute__((always_inline)) void dv_loss(
             }
         } else {
             DPERM_EACH(u) d2[u] = dv_min(dv_set1(0.25), dv_mul(dv_mul(e[u], q[u]), q[u]));
+        }
+        return;
+    }
+    if (loss == 3) {
+        /* pseudo-Huber of the residual r = z: rho = h^2 (sqrt(1 + t^2) - 1), t = r / h,
+         * written h |r| |t| / (s + 1), s = sqrt(1 + t^2) (no cancellation at small r);
+         * rho' = h t / s in [-h, h], rho'' = 1 / s^3 in [0, 1].  t is clamped to
+         * +-1e150 before squaring (the ratios are then exact to rounding: no overflow). */
+        const dperm_v hv = dv_set1(h), ih = dv_set1(1.0 / h), lim = dv_set1(1e150);
+        const dperm_v mlim = dv_set1(-1e150), mh = dv_set1(-h);
+        DPERM_EACH(u) {
+            const dperm_v t = dv_max(mlim, dv_min(lim, dv_mul(z[u], ih)));
+            const dperm_v s = dv_sqrt(dv_fma(t, t, one));
+            if (want_val) {
+                const dperm_v ratio = dv_mul(dv_abs(t), dv_recip(dv_add(s, one)));
+                val[u] = dv_mul(dv_mul(hv, dv_abs(z[u])), ratio);
+                d1[u] = dv_max(mh, dv_min(hv, dv_mul(hv, dv_mul(t, dv_recip(s)))));
+            } else {
+                const dperm_v is = dv_recip(s);
+                d2[u] = dv_max(zero, dv_min(one, dv_mul(dv_mul(is, is), is)));
+            }
         }
         return;
     }
@@ -695,6 +722,18 @@ static void dperm_add_rows(const double *restrict v, ptrdiff_t nr, ptrdiff_t m,
     }
 }
 
+/* Residuals of a regression loss: z[r*ld + j] -= lab[r] for r < nr, j < m (the scores
+ * of row r under the m problems, minus the row's label). */
+static void dperm_sub_labels(double *restrict z, const double *restrict lab, ptrdiff_t nr,
+                             ptrdiff_t m, ptrdiff_t ld) {
+    for (ptrdiff_t r = 0; r < nr; ++r) {
+        double *zr = z + r * ld;
+        const double yr = lab[r];
+        _Pragma("omp simd")
+        for (ptrdiff_t j = 0; j < m; ++j) zr[j] -= yr;
+    }
+}
+
 /* c[q] *= s[q] for q < cnt. */
 static void dperm_mul(double *restrict c, const double *restrict s, ptrdiff_t cnt) {
     _Pragma("omp simd")
@@ -705,6 +744,7 @@ static void dperm_mul(double *restrict c, const double *restrict s, ptrdiff_t cn
 static void dperm_loss_vd(int loss, double h, ptrdiff_t cnt, const double *restrict z,
                           double *restrict val, double *restrict d1) {
     if (loss == 0) dperm_loss_loop(0, 1, h, cnt, z, val, d1, NULL);
+    else if (loss == 3) dperm_loss_loop(3, 1, h, cnt, z, val, d1, NULL);
     else if (loss == 1) dperm_loss_loop(1, 1, h, cnt, z, val, d1, NULL);
     else dperm_loss_loop(2, 1, h, cnt, z, val, d1, NULL);
 }
@@ -713,6 +753,7 @@ static void dperm_loss_vd(int loss, double h, ptrdiff_t cnt, const double *restr
 static void dperm_loss_d2(int loss, double h, ptrdiff_t cnt, const double *restrict z,
                           double *restrict d2) {
     if (loss == 0) dperm_loss_loop(0, 0, h, cnt, z, NULL, NULL, d2);
+    else if (loss == 3) dperm_loss_loop(3, 0, h, cnt, z, NULL, NULL, d2);
     else if (loss == 1) dperm_loss_loop(1, 0, h, cnt, z, NULL, NULL, d2);
     else dperm_loss_loop(2, 0, h, cnt, z, NULL, NULL, d2);
 }

@@ -30,6 +30,8 @@ cdef extern from "_rows.h" nogil:
     void dperm_softmax_block(Py_ssize_t nr, Py_ssize_t m, Py_ssize_t K, const double* z,
                              const int64_t* y, double* val, double* c, double* tmp)
     void dperm_mul(double* c, const double* s, Py_ssize_t cnt)
+    void dperm_sub_labels(double* z, const double* lab, Py_ssize_t nr, Py_ssize_t m,
+                          Py_ssize_t ld)
 
 
 ctypedef fused floating:

@@ -31,15 +31,22 @@ __all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normali
            "infer_schema", "schema_to_json", "feature_names", "encode_rows", "encode_labels",
            "label_codes", "resolve_label", "distinct_values", "numeric_cells", "apply_missing",
            "missing_masks", "parse_delimiter", "MISSING_MARKERS", "model_to_json", "load_model",
-           "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "MODEL_FORMAT_VERSIONS"]
+           "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "MODEL_FORMAT_VERSIONS",
+           "MODEL_FORMAT_VERSION_REGRESSION"]
 
 MODEL_FORMAT = "dperm.linear-model"
 #: version 2: the privacy record of (epsilon, delta) mechanisms ("delta" is the DP
 #: parameter, the paper's extra regulariser Delta is "extra_l2"; noise, neighbouring,
 #: sigma, ...), the estimator's delta / neighbouring / n_public, and K > 2 classes.
 MODEL_FORMAT_VERSION = 2
-#: versions load_model reads (version 1 records are mapped to version 2 semantics)
-MODEL_FORMAT_VERSIONS = (1, 2)
+#: version 3: a regression model ("task": "regression", "classes": null, one coef vector,
+#: a float intercept, the label bound); classifiers are still written as version 2, so
+#: every file an older dperm reads is unchanged, and an older dperm refuses a regression
+#: file by its version instead of misreading it
+MODEL_FORMAT_VERSION_REGRESSION = 3
+#: versions load_model reads (version 1 records are mapped to version 2 semantics; a
+#: file without "task" is a classifier)
+MODEL_FORMAT_VERSIONS = (1, 2, 3)
 
 # Cells read as a missing value (compared case-insensitively, after stripping).
 # In a categorical column a marker that the schema lists as a category is that
@@ -1019,6 +1026,10 @@ def load_model(path):
                         bad, hint=" (write models with `dperm fit`)")
     if obj["format_version"] == 1:
         obj = upgrade_v1(obj)
+    if obj.get("task", "classification") == "regression":
+        return _load_regression(obj, bad)
+    if obj["format_version"] > 2 or "task" in obj and obj["task"] != "classification":
+        raise bad("'task' must be 'classification' or (format version 3) 'regression'")
     classes = obj["classes"]
     if not (isinstance(classes, list) and len(classes) >= 2
             and all(isinstance(c, str) for c in classes) and len(set(classes)) == len(classes)):
@@ -1058,3 +1069,30 @@ def load_model(path):
         raise bad("coefficients must be finite")
     obj = dict(obj, coef=coef, intercept=b, schema=schema)
     return obj
+
+
+def _load_regression(obj, bad):
+    """The checks of load_model for a regression model (format version 3)."""
+    if obj["format_version"] != MODEL_FORMAT_VERSION_REGRESSION:
+        raise bad(f"a regression model has format_version {MODEL_FORMAT_VERSION_REGRESSION}")
+    try:
+        schema = normalize_schema(obj["schema"], where="schema")
+    except CLIError as exc:
+        raise bad(str(exc)) from None
+    names = obj["feature_names"]
+    if names != feature_names(schema):
+        raise bad("'feature_names' do not match the preprocessing schema")
+    coef, b = obj["coef"], obj["intercept"]
+    if not (isinstance(coef, list) and all(_is_num(v) for v in coef)):
+        raise bad("'coef' must be a list of numbers")
+    if len(coef) != len(names):
+        raise bad(f"'coef' has {len(coef)} entries but there are {len(names)} features")
+    if not _is_num(b):
+        raise bad("'intercept' must be a number")
+    est = obj["estimator"]
+    if not isinstance(est, dict) or not isinstance(est.get("loss"), str):
+        raise bad("'estimator' must be an object with the 'loss'")
+    coef = np.asarray(coef, dtype=np.float64)
+    if not np.isfinite(coef).all() or not math.isfinite(b):
+        raise bad("coefficients must be finite")
+    return dict(obj, coef=coef, intercept=float(b), schema=schema)

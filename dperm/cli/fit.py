@@ -129,6 +129,11 @@ def _layout(args, schema):
 def _check_privacy_args(args):
     """Combinations of --perturbation, --delta, --neighbouring and --n-public, checked
     before any data is read."""
+    if args.perturbation in ("adassp", "auto") and getattr(args, "task", None) != "regression":
+        raise _UsageError(f"--perturbation {args.perturbation} is for --task regression")
+    if args.perturbation == "adassp" and args.delta == 0:
+        raise _UsageError("--perturbation adassp is an (epsilon, delta) mechanism: give "
+                          "--delta > 0")
     if args.perturbation == "amp" and args.delta == 0:
         raise _UsageError("--perturbation amp is an (epsilon, delta) mechanism: give --delta "
                           "> 0 (e.g. 1e-6, well below 1/n)")
@@ -159,6 +164,12 @@ def cmd_fit(args):
 
     _check_output(args)
     _check_privacy_args(args)
+    if getattr(args, "task", "classification") == "regression":
+        return _fit_regression(args)
+    if args.h is None:
+        args.h = 0.5
+    if getattr(args, "label_bound", None) is not None:
+        raise _UsageError("--label-bound is for --task regression")
     if args.from_binary is not None:
         return _fit_from_binary(args)
     if _streaming(args):
@@ -681,3 +692,162 @@ def _apply_missing_quiet(table, schema, label, policy):
     return table
 
 
+
+
+# ----------------------------------------------------------------------------- regression
+def _regression_labels(table, label):
+    """The label column as finite floats (a regression target), parsed by the CSV reader's
+    vectorised number parser; an error names the first bad cell's row and line."""
+    import numpy as np
+
+    from dperm.cli._io import CLIError, numeric_cells, resolve_label
+
+    column = resolve_label(table, label)
+    y, bad = numeric_cells(table, label, finite=False)
+    if bad is not None:
+        raise CLIError(f"{table.name}: --task regression needs a numeric label column; "
+                       f"{label!r} holds {str(column[bad])!r} ({table.where(bad)})")
+    nonfinite = np.flatnonzero(~np.isfinite(y))
+    if nonfinite.size:
+        i = int(nonfinite[0])
+        raise CLIError(f"{table.name}: the label column {label!r} holds a missing or non-finite "
+                       f"value {str(column[i])!r} ({table.where(i)})")
+    return np.array(y, dtype=np.float64)
+
+
+def _fit_regression(args):
+    """`dperm fit --task regression`: PrivateLinearRegression on the encoded rows (in
+    memory), the model file with task "regression" (format version 3)."""
+    import numpy as np
+
+    from dperm._core._build_info import VERSION
+    from dperm.cli._io import (
+        MODEL_FORMAT,
+        MODEL_FORMAT_VERSION_REGRESSION,
+        CLIError,
+        encode_rows,
+        infer_schema,
+        load_schema,
+        model_to_json,
+        read_csv,
+        schema_to_json,
+    )
+    from dperm.cli._stream import design_rows
+    from dperm.exceptions import PrivacyLeakWarning
+    from dperm.sklearn.classifier import split_intercept
+    from dperm.sklearn.regressor import PrivateLinearRegression
+
+    if args.label_bound is None:
+        raise _UsageError("fit: --task regression needs --label-bound B, a PUBLIC bound on "
+                          "|label|")
+    if args.perturbation == "amp":
+        raise _UsageError("--perturbation amp is not available for --task regression "
+                          "(objective, output or none)")
+    if args.positive is not None:
+        raise _UsageError("--positive is for classification")
+    if args.from_binary is not None or _streaming(args):
+        raise _UsageError("--task regression fits in memory: --memory-budget, --work-dir, "
+                          "--keep-binary and --from-binary are for classification")
+    if args.data is None:
+        raise _UsageError("fit: --task regression needs DATA.csv (the shipped Adult data has "
+                          "a class label)")
+    leaks = []
+    table = read_csv(args.data, delimiter=args.delimiter)
+    schema = load_schema(args.schema) if args.schema is not None else None
+    label = _resolve_label(args, schema, table.columns, table.name)
+    if schema is None:
+        schema = infer_schema(table, label)
+        leaks += ["numeric bounds", "categories"]
+    else:
+        _check_schema_columns(args, schema, label, table.header)
+    table = _missing_rows(table, schema, label, args.missing)
+    schema = schema.replace(label=label, classes=None)
+    y = _regression_labels(table, label)
+    if leaks:
+        warnings.warn(
+            f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete "
+            "one): the released model is NOT differentially private with respect to them. "
+            "Give PUBLIC bounds and categories in a schema file (see dperm fit --help).",
+            PrivacyLeakWarning, stacklevel=2)
+    if args.save_schema:
+        _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
+        _note(f"schema written to {args.save_schema}")
+    X, names = encode_rows(table, schema, unknown="error", sparse=_layout(args, schema) == "csr")
+    if X.shape[0] < 2:
+        raise CLIError(f"{table.name}: at least 2 data rows are needed, found {X.shape[0]}")
+    shape = X.shape
+    Xa = design_rows(X, not args.no_intercept, args.dtype or "float64")
+    del X
+    if args.perturbation == "none":
+        warnings.warn("--perturbation none fits WITHOUT privacy (a non-private baseline)",
+                      PrivacyLeakWarning, stacklevel=2)
+    delta = args.delta if args.perturbation != "none" else 0.0
+    h = args.h if args.h is not None else args.label_bound
+    est = PrivateLinearRegression(
+        method=args.perturbation, epsilon=args.epsilon, delta=delta,
+        neighbouring=args.neighbouring, n_public=args.n_public, alpha=args.alpha, h=h,
+        label_bound=args.label_bound, data_norm=1.0, fit_intercept=False,
+        n_threads=args.threads, random_state=args.seed)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="n_public: not given")
+        if args.neighbouring == "add_remove" and args.n_public is None \
+                and args.perturbation != "none":
+            warnings.warn(
+                f"--n-public not given: under --neighbouring add_remove the objective is "
+                f"normalised by the row count of the data ({shape[0]}), so the guarantee "
+                "covers neighbouring data sets of that size only. Give --n-public N.",
+                PrivacyLeakWarning, stacklevel=2)
+        est.fit(Xa, y)
+    seconds = time.perf_counter() - t0
+    W = np.asarray(est.coef_, dtype=np.float64)
+    if args.no_intercept:
+        coef, intercept = W, 0.0
+    else:
+        coef, intercept = split_intercept(W, 1.0)
+        intercept = float(intercept) + est.intercept_
+    rec = est.privacy_
+    _print_privacy(rec, table.name, shape)
+    print(f"  {'label bound B':<17} {_fmt(rec['label_bound'])} (targets clipped to [-B, B]; "
+          f"pseudo-Huber h = {_fmt(rec['h'])})")
+    diag = dict(est.fit_diagnostics_)
+    _print_diagnostics(diag, seconds)
+    print(f"  {'labels clipped':<17} {_fmt(diag.get('labels_clipped'))}")
+    from dperm.cli._io import PRIVACY_KEYS
+
+    record = {k: rec.get(k) for k in PRIVACY_KEYS if k not in ("n_classes", "multiclass")}
+    record.update({k: rec.get(k) for k in ("method", "task", "label_bound", "gradient_bound")})
+    model = {
+        "format": MODEL_FORMAT,
+        "format_version": MODEL_FORMAT_VERSION_REGRESSION,
+        "dperm_version": VERSION,
+        "task": "regression",
+        "estimator": {"class": "PrivateLinearRegression", "loss": "pseudo_huber",
+                      "method": args.perturbation, "epsilon": args.epsilon, "delta": delta,
+                      "neighbouring": args.neighbouring, "n_public": args.n_public,
+                      "alpha": args.alpha, "h": h, "label_bound": args.label_bound,
+                      "fit_intercept": not args.no_intercept, "data_norm": 1.0},
+        "label": schema.label,
+        "classes": None,
+        "feature_names": names,
+        "coef": np.asarray(coef, dtype=np.float64).reshape(-1).tolist(),
+        "intercept": float(intercept),
+        "schema": schema_to_json(schema),
+        "preprocessing": {
+            "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
+            "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
+            "unknown_category": "error when fitting; all-zero group when predicting",
+            "row_divisor": schema.row_divisor,
+            "row_norm_bound": 1.0,
+            "label": "clipped to [-label_bound, label_bound]",
+        },
+        "schema_from_data": bool(leaks),
+        "read_from_data": leaks,
+        "privacy": record,
+        "training": {"data": os.path.basename(args.data), "n_samples": int(shape[0]),
+                     "n_features": int(shape[1])},
+    }
+    _write_text(args.output, model_to_json(model), "model", atomic=True)
+    print(f"model written to {args.output} ({len(names)} features"
+          f"{' + intercept' if not args.no_intercept else ''})")
+    return 0

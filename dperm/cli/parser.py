@@ -251,18 +251,30 @@ def build_parser():
                         "neighbours of that size only (a warning says so)")
     f.add_argument("--loss", choices=("logistic", "huber", "smooth_hinge"), default="logistic",
                    help="default logistic")
-    f.add_argument("--perturbation", choices=("objective", "output", "amp", "none"),
+    f.add_argument("--perturbation", choices=("objective", "output", "amp", "none", "adassp",
+                                              "auto"),
                    default="objective",
                    help="objective (Algorithm 2, default), output (Algorithm 1), amp "
                         "(approximate minima perturbation: objective perturbation whose "
                         "guarantee holds for an approximate solution, plus a little Gaussian "
-                        "output noise; needs --delta > 0), or none (non-private baseline)")
+                        "output noise; needs --delta > 0), or none (non-private baseline); "
+                        "--task regression also: adassp (needs --delta > 0) and auto (the "
+                        "rule of PrivateLinearRegression(method='auto'))")
     f.add_argument("--alpha", type=_alpha, default="auto",
                    help="regularization strength Lambda, or 'auto' (default): a rule of public "
                         "quantities only (n, d, epsilon; see dperm.regularization.auto_alpha), "
                         "so it costs no privacy; the value used is printed and stored")
-    f.add_argument("--h", type=_positive_float, default=0.5,
-                   help="Huber / smoothed-hinge width (default 0.5; ignored for logistic)")
+    f.add_argument("--h", type=_positive_float, default=None,
+                   help="Huber / smoothed-hinge width (default 0.5; ignored for logistic); "
+                        "with --task regression the pseudo-Huber width (default: "
+                        "--label-bound)")
+    f.add_argument("--task", choices=("classification", "regression"), default="classification",
+                   help="classification (default) or regression: a numeric label column, "
+                        "dperm.PrivateLinearRegression (pseudo-Huber ERM; --perturbation "
+                        "objective, output or none), in memory only")
+    f.add_argument("--label-bound", type=_positive_float, default=None, metavar="B",
+                   help="--task regression: the PUBLIC bound B on |label| (labels beyond it "
+                        "are clipped to [-B, B], with a warning); required")
     f.add_argument("--no-intercept", action="store_true", help="fit without an intercept")
     f.add_argument("--seed", type=int, default=None,
                    help="seed the noise: reproducible runs only, the model is then NOT private "

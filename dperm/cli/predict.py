@@ -17,6 +17,8 @@ def cmd_predict(args):
     apply_missing(table, model["schema"], policy="error", hint=MISSING_HINT_PREDICT)
     X, _ = encode_rows(table, model["schema"], unknown="zero")
     coef = model["coef"]
+    if model.get("task") == "regression":
+        return _write_predictions(args, table, _regression_rows(X @ coef + model["intercept"]))
     classes = model["classes"]
     logistic = model["estimator"]["loss"] == "logistic"
     buf = io.StringIO()
@@ -46,6 +48,29 @@ def cmd_predict(args):
             if logistic:
                 row += [repr(float(v)) for v in prob[i]]
             w.writerow(row)
+    if args.output in (None, "-"):
+        sys.stdout.write(buf.getvalue())
+        sys.stdout.flush()
+    else:
+        _write_text(args.output, buf.getvalue(), "predictions")
+        _note(f"{table.n_rows} predictions written to {args.output}")
+    return 0
+
+
+def _regression_rows(pred):
+    """The CSV of a regression model: one real prediction per row."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["prediction"])
+    for v in pred:
+        w.writerow([repr(float(v))])
+    return buf
+
+
+def _write_predictions(args, table, buf):
     if args.output in (None, "-"):
         sys.stdout.write(buf.getvalue())
         sys.stdout.flush()

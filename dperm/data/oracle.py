@@ -22,11 +22,11 @@ import numpy as np
 
 from dperm.data import dask_rows
 from dperm.data.design import DesignRows
-from dperm.data.validation import check_class_labels, check_pm1_labels, check_X
+from dperm.data.validation import check_class_labels, check_pm1_labels, check_real_labels, check_X
 from dperm.losses import check_n_classes
 
 __all__ = ["check_rows", "binary_oracle", "softmax_rows", "is_distributed", "is_dask_array",
-           "require_local", "full_hessian", "dense_rows", "SoftmaxRows"]
+           "require_local", "full_hessian", "dense_rows", "dense_matrix", "SoftmaxRows"]
 
 #: entries of one (rows x m K) float64 temporary per block: 2^21 entries = 16 MiB
 BLOCK_ENTRIES = 1 << 21
@@ -48,7 +48,8 @@ def require_local(X, message):
         raise TypeError(message)
 
 
-def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_message=None):
+def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_message=None,
+               regression=False):
     """(rows, labels) validated for an objective.
 
     A Dask collection becomes a DaskRows (rows, labels, validation and clipping stay on
@@ -60,8 +61,13 @@ def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_me
     if dask_rows.is_distributed(X):
         if softmax:
             raise TypeError(softmax_message)
+        if regression:
+            raise TypeError("X: a regression loss runs on local rows (dense, CSR or a memory "
+                            "map); a Dask collection is not supported yet: compute X first")
         return dask_rows.as_rows(X, y, min_samples=min_samples), None
     X = check_X(X, name="X", min_samples=min_samples, accept_sparse=True)
+    if regression:
+        return X, check_real_labels(y, X.shape[0], name="y")
     if softmax:
         n_classes = check_n_classes(n_classes, mechanism=True)
         return X, check_class_labels(y, X.shape[0], n_classes, name="y")
@@ -122,46 +128,66 @@ class _DistributedOracle:
         return vg
 
 
-def binary_oracle(rows, y, *, n_threads, worker_threads=None):
-    """The objective over validated rows (from `check_rows`) for a binary loss.
+def binary_oracle(rows, y, *, n_threads, worker_threads=None, regression=False):
+    """The objective over validated rows (from `check_rows`) for a binary loss, or, with
+    `regression`, a loss of the residual f.x - y (y real).
 
     n_threads: OpenMP threads of a local pass; worker_threads: what each Dask worker is
     asked to use (None: its own default).  The kernels read the signed row weights (the
-    labels, times the row scale of a virtual intercept column) without a copy of X.
+    labels, times the row scale of a virtual intercept column) without a copy of X; a
+    regression loss has row weights 1 (times the row scale) and the labels apart.
     """
     if isinstance(rows, dask_rows.DaskRows):
         return _DistributedOracle(rows, worker_threads)
     from dperm._core._objective import Data
 
+    labels = None
+    if regression:
+        labels, y = np.ascontiguousarray(y, dtype=np.float64), np.ones(rows.shape[0])
     if isinstance(rows, DesignRows):
-        return _CompiledOracle(Data(rows.X, rows.signed_weights(y), rows.constant_column()),
-                               n_threads)
-    return _CompiledOracle(Data(rows, y), n_threads)
+        return _CompiledOracle(Data(rows.X, rows.signed_weights(y), rows.constant_column(),
+                                    labels), n_threads)
+    return _CompiledOracle(Data(rows, np.ascontiguousarray(y), None, labels), n_threads)
 
 
 def full_hessian(X, y, W, l2, lo, h, n_threads):
-    """Full Hessians (k, d, d) of the binary objective at W (k, d) over validated local
-    rows: O(n d^2), for small d."""
+    """Full Hessians (k, d, d) of the binary (or regression) objective at W (k, d) over
+    validated local rows: O(n d^2), for small d."""
     from dperm._core._objective import hessian as _hess
 
     if isinstance(X, DesignRows):
         X = X.toarray()   # the full Hessian is for small d: materializing is fine
+    labels = None
+    if lo.regression:
+        labels, y = np.ascontiguousarray(y, dtype=np.float64), np.ones(X.shape[0])
     if not isinstance(X, np.ndarray):
         # CSR: X^T diag(phi''/n) X by scipy (the full Hessian is for small d anyway)
         import scipy.sparse as sp
 
         out = np.empty((W.shape[0], X.shape[1], X.shape[1]))
         for j in range(W.shape[0]):
-            _, _, d2 = lo.per_sample(y * (X @ W[j]), h)
+            z = y * (X @ W[j])
+            _, _, d2 = lo.per_sample(z if labels is None else z - labels, h)
             H = X.T @ (sp.diags_array(d2 / X.shape[0]) @ X)
             out[j] = H.toarray() + l2[j] * np.eye(X.shape[1])
         return out
-    return _hess(X, y, W, l2, lo.kernel_id, h, n_threads)
+    return _hess(X, y, W, l2, lo.kernel_id, h, n_threads, labels)
 
 
 def dense_rows(X):
     """X as a numpy array if it is not one already (a small public matrix)."""
     return X if isinstance(X, np.ndarray) else np.asarray(X)
+
+
+def dense_matrix(X):
+    """The rows of validated local X (dense, mapped, CSR or a DesignRows, with its
+    clipping factors and constant column applied) as a dense float64 array: for the
+    sufficient-statistics method, which needs X^T X (d x d) anyway."""
+    if isinstance(X, DesignRows):
+        return X.toarray()
+    if hasattr(X, "toarray"):
+        return np.asarray(X.toarray(), dtype=np.float64)
+    return np.asarray(X, dtype=np.float64)
 
 
 # ------------------------------------------------------------------ the softmax model

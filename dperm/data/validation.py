@@ -245,6 +245,32 @@ def check_pm1_labels(y, n, *, name="y"):
     return np.ascontiguousarray(yf)
 
 
+def check_real_labels(y, n, *, name="y"):
+    """Real-valued labels (a regression target) as float64, one per row, finite."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = y.reshape(-1) if y.ndim == 2 and 1 in y.shape else y
+    if y.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array of targets, got shape {y.shape}")
+    if y.shape[0] != n:
+        raise ValueError(f"{name}: has {y.shape[0]} targets but X has {n} rows")
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"{name}: a regression target must be numeric, got dtype {y.dtype}")
+    yf = np.asarray(y, dtype=np.float64)
+    if not np.all(np.isfinite(yf)):
+        raise ValueError(f"{name}: contains NaN or infinity")
+    return np.ascontiguousarray(yf)
+
+
+def bound_labels(y, label_bound):
+    """(labels clipped to [-B, B], how many were clipped): the public, row-by-row map
+    of a regression fit (B = label_bound).  A new array: the user's y is unchanged.
+    The count is a statistic of the private data, for the analyst only."""
+    yf = np.asarray(y, dtype=np.float64)
+    over = np.abs(yf) > label_bound
+    return np.ascontiguousarray(np.clip(yf, -label_bound, label_bound)), int(over.sum())
+
+
 def check_positive(value, name, *, allow_inf=False):
     """A real number > 0 (finite unless allow_inf)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):

@@ -4,6 +4,8 @@ Solves, for every k at once,
 
     min_w  (1/n) sum_i phi(y_i w.x_i) + ((alpha_k + extra_l2_k) / 2) ||w||^2 + linear_k.w / n
 
+(or, for a regression loss, rho(w.x_i - y_i) in place of phi(y_i w.x_i))
+
 with one pass over X per iteration for all still-active problems.
 """
 from __future__ import annotations
@@ -45,9 +47,9 @@ class MinimizeResult:
 def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
     # a Dask collection: rows and labels stay on the workers (validated there); n and d
     # are public
-    X, y = _oracle.check_rows(X, y)
-    n, d = X.shape
     lo = get_loss(loss)
+    X, y = _oracle.check_rows(X, y, regression=lo.regression)
+    n, d = X.shape
     h = check_positive(h, "h")
     scalar = np.ndim(alpha) == 0
     alpha_arr = np.atleast_1d(np.asarray(alpha, dtype=np.float64)) if not isinstance(alpha, str) else None
@@ -96,8 +98,11 @@ def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | 
         or CSR chunks) is fitted on the workers of the distributed client in scope
         (see dperm._dask): the solver runs here, each pass is a sum over the workers.
     y : array (n,)
-        Labels in {-1, +1} (with a dask X: a numpy array or a dask array).
-    loss : {"logistic", "huber", "smooth_hinge"}
+        Labels in {-1, +1} (with a dask X: a numpy array or a dask array); real, finite
+        targets for the regression loss "pseudo_huber" (local X only).
+    loss : {"logistic", "huber", "smooth_hinge", "pseudo_huber"}
+        A margin loss phi(y w.x), or "pseudo_huber", the regression loss
+        h^2 (sqrt(1 + (r/h)^2) - 1) of the residual r = w.x - y.
     alpha : float or array (k,)
         Regularization strength Lambda > 0; an array solves k problems in one batch.
     h : float
@@ -161,7 +166,8 @@ def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | 
     if solver == "auto":
         solver = "lbfgs"
     oracle = _oracle.binary_oracle(X, y, n_threads=nt,
-                                   worker_threads=n_threads if n_threads is None else nt)
+                                   worker_threads=n_threads if n_threads is None else nt,
+                                   regression=lo.regression)
     if solver == "newton":
         coef, fun, n_iter, gnorm, status = _newton(oracle, lo.kernel_id, h, W0, l2, B, tol,
                                                    int(max_iter))
@@ -277,7 +283,8 @@ def objective(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
     if B is not None:
         B = np.ascontiguousarray(np.broadcast_to(B, W.shape))
-    oracle = _oracle.binary_oracle(X, y, n_threads=nt, worker_threads=n_threads)
+    oracle = _oracle.binary_oracle(X, y, n_threads=nt, worker_threads=n_threads,
+                                   regression=lo.regression)
     F, G = oracle.value_grad(W, l2, B, lo.kernel_id, h)
     return (F[0], G[0]) if single else (F, G)
 
@@ -304,7 +311,8 @@ def hessian_vector(X: ArrayLike, y: ArrayLike, W: ArrayLike, V: ArrayLike, loss:
     if V.shape != W.shape:
         raise ValueError(f"V: expected the shape of W {W.shape}, got {V.shape}")
     l2 = np.ascontiguousarray(np.broadcast_to(l2, (W.shape[0],)))
-    oracle = _oracle.binary_oracle(X, y, n_threads=nt, worker_threads=n_threads)
+    oracle = _oracle.binary_oracle(X, y, n_threads=nt, worker_threads=n_threads,
+                                   regression=lo.regression)
     out = oracle.hess_vec(W, V, l2, lo.kernel_id, h)
     return out[0] if single else out
 

@@ -6,14 +6,19 @@ Every privacy constant is computed here (pure epsilon: `output_perturbation_cons
 `objective_perturbation_constants`; Gaussian: dperm.calibration) and recorded on the
 result.  The derivations are in docs/privacy_analysis.md.
 
-Rows satisfy ||x_i|| <= R (`data_norm`, public).  The loss gradient bound is R and the
-curvature bound c R^2.  With q = c R^2 / (n Lambda):
+Rows satisfy ||x_i|| <= R (`data_norm`, public).  The loss gradient bound is L = l R
+and the curvature bound c R^2, both declared by the loss (dperm.losses.Loss.gradient_bound
+and .curvature: l = 1 for the margin losses, l = h for the pseudo-Huber regression loss,
+whose c is 1).  With q = c R^2 / (n Lambda):
 
-    pure output perturbation:     beta = eps / sens, sens = 2R/(n Lambda) (replace_one)
-                                  or R/(n Lambda) (add_remove)
+    pure output perturbation:     beta = eps / sens, sens = 2L/(n Lambda) (replace_one)
+                                  or L/(n Lambda) (add_remove)
     pure objective perturbation:  eps' = eps - log(1 + 2q + q^2) (replace_one)
                                   or eps - log(1 + q) (add_remove);
-                                  Delta branch if eps' <= 0;  beta = eps' / (2R) or eps' / R.
+                                  Delta branch if eps' <= 0;  beta = eps' / (2L) or eps' / L.
+
+A regression loss (loss="pseudo_huber") takes real labels y; its guarantee needs no
+bound on them (|rho'| <= h whatever the residual), docs/privacy_analysis.md, section 12.
 
 Neighbouring relations.  "replace_one" (the paper's, docs/specification.md): n is public.  "add_remove"
 (the relation DP-SGD libraries use): the data set's size is itself private, so the mean
@@ -152,20 +157,24 @@ class PrivateFit:
 
 
 # ----------------------------------------------------------------------------- constants
-def output_perturbation_constants(n, alpha, epsilon, data_norm=1.0, neighbouring="replace_one"):
-    """beta of Algorithm 1: the L2 sensitivity of the minimizer is 2R/(n Lambda)
-    (replace_one) or R/(n Lambda) (add_remove, n the public normalisation)."""
+def output_perturbation_constants(n, alpha, epsilon, gradient_bound=1.0,
+                                  neighbouring="replace_one"):
+    """beta of Algorithm 1: the L2 sensitivity of the minimizer is 2L/(n Lambda)
+    (replace_one) or L/(n Lambda) (add_remove, n the public normalisation), L the bound
+    on one row's gradient (Loss.gradient_bound: R for the margin losses)."""
     alpha = np.asarray(alpha, dtype=np.float64)
-    return n * alpha * epsilon / (sensitivity_factor(neighbouring) * data_norm)
+    return n * alpha * epsilon / (sensitivity_factor(neighbouring) * gradient_bound)
 
 
-def objective_perturbation_constants(n, alpha, epsilon, curvature, data_norm=1.0,
+def objective_perturbation_constants(n, alpha, epsilon, curvature, gradient_bound=1.0,
                                      neighbouring="replace_one"):
     """(epsilon_prime, Delta, beta) of Algorithm 2 for each alpha.
 
-    `curvature` is the bound on phi'' for rows of norm <= data_norm, i.e. c R^2
-    (Loss.curvature(h, data_norm) gives it).  replace_one: the Jacobian ratio is at most
-    (1 + q)^2 and the noise moves by <= 2R; add_remove: (1 + q) and R.
+    `curvature` is the bound on phi'' ||x||^2 for rows of norm <= R, i.e. c R^2
+    (Loss.curvature(h, data_norm) gives it); `gradient_bound` L the bound on one row's
+    gradient (Loss.gradient_bound(data_norm, h): R for the margin losses, h R for the
+    pseudo-Huber loss).  replace_one: the Jacobian ratio is at most (1 + q)^2 and the
+    noise moves by <= 2L; add_remove: (1 + q) and L.
     """
     alpha = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
     q = curvature / (n * alpha)
@@ -178,12 +187,13 @@ def objective_perturbation_constants(n, alpha, epsilon, curvature, data_norm=1.0
         denom = np.expm1(epsilon / 4.0) if replace else np.expm1(epsilon / 2.0)
         delta[low] = curvature / (n * denom) - alpha[low]
         eps_p = np.where(low, epsilon / 2.0, eps_p)
-    beta = eps_p / (sensitivity_factor(neighbouring) * data_norm)
+    beta = eps_p / (sensitivity_factor(neighbouring) * gradient_bound)
     return eps_p, delta, beta
 
 
 def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_state=None,
                      neighbouring="replace_one"):
+    # (margin losses: the gradient bound is data_norm)
     """The noise step of Algorithm 1, for exact minimizers already computed.
 
     minimizers: (len(alpha), d) non-private solutions on n rows of norm <= data_norm.
@@ -250,11 +260,16 @@ def privacy_events(record, n_fits=1):
     elif record["mechanism"] == "objective":
         K = int(record.get("n_classes", 2))
         lam_tot = record["n_samples"] * (record["alpha"] + (record["extra_l2"] or 0.0))
+        lo = None if record["loss"] == MULTINOMIAL else get_loss(record["loss"])
+        # the calibration's "data_norm" is one row's gradient bound (R for the margin
+        # losses and the softmax's per-block analysis, h R for the pseudo-Huber loss)
+        gb = record["data_norm"] if lo is None else lo.gradient_bound(
+            record["data_norm"], record.get("h", 0.5))
         curve = calibration.objective_gaussian_rdp(
-            np.asarray(accountant.RDP_ORDERS), record["sigma"], data_norm=record["data_norm"],
+            np.asarray(accountant.RDP_ORDERS), record["sigma"], data_norm=gb,
             curvature=record["curvature"], lambda_total=lam_tot,
             neighbouring=record["neighbouring"], n_classes=K,
-            nonincreasing_loss=record["loss"] != MULTINOMIAL)
+            nonincreasing_loss=lo is not None and lo.nonincreasing)
         ev = accountant.ObjectiveGaussianEvent(eps, dlt, accountant.RDP_ORDERS, curve)
     elif record["mechanism"] == "adassp":
         from dperm.privacy.adassp import adassp_event
@@ -285,11 +300,12 @@ def _warn_if_grid_clamps(g, scale):
 
 def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes):
     multinomial = loss == MULTINOMIAL
+    lo = None if multinomial else get_loss(loss)
     # a Dask array: rows, labels, validation and clipping stay on the workers
     X, y = check_rows(X, y, min_samples=2, softmax=multinomial, n_classes=n_classes,
                       softmax_message="loss='multinomial': a Dask array is not supported "
-                                      "yet; fit one-vs-rest binary models or compute X first")
-    lo = None if multinomial else get_loss(loss)
+                                      "yet; fit one-vs-rest binary models or compute X first",
+                      regression=lo is not None and lo.regression)
     alphas, scalar = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
     h = check_positive(h, "h")
@@ -321,6 +337,12 @@ def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max
 
 def _curvature(lo, h, R, n_classes):
     return lo.curvature(h, R) if lo is not None else softmax_curvature(n_classes, R)
+
+
+def _gradient_bound(lo, h, R):
+    """One row's gradient bound as the calibrations read it: the loss's own (l R), or R
+    for the softmax (whose per-block factor the calibration applies itself)."""
+    return lo.gradient_bound(R, h) if lo is not None else R
 
 
 def _fit(mechanism, noise, lo, n_classes, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
@@ -359,9 +381,11 @@ _COMMON_DOC = """
     ----------
     X : (n, d) rows with ||x_i|| <= data_norm (clipped or refused per norm_policy): dense,
         CSR, float32/float64, a memory map, or (binary losses) a Dask array.
-    y : (n,) labels in {-1, +1}; with loss="multinomial", class indices 0..n_classes-1.
-    loss : "logistic", "huber", "smooth_hinge", or "multinomial" (softmax over
-        n_classes classes; coefficients (K, d) per fit).
+    y : (n,) labels in {-1, +1}; with loss="multinomial", class indices 0..n_classes-1;
+        real, finite targets with loss="pseudo_huber".
+    loss : "logistic", "huber", "smooth_hinge", "multinomial" (softmax over
+        n_classes classes; coefficients (K, d) per fit), or the regression loss
+        "pseudo_huber" (gradient bound h R, curvature R^2; local rows only).
     alpha : Lambda > 0, a scalar or a sequence (one fit per value, solved as one batch).
     epsilon : > 0; each released coefficient vector is (epsilon, delta)-DP.
     delta : 0 (default: the paper's pure epsilon-DP mechanism, Laplace-type noise) or in
@@ -371,7 +395,7 @@ _COMMON_DOC = """
     n_public : add_remove only: the public count that normalises the objective.
     n_classes : loss="multinomial" only: the public number of classes K >= 3 (two classes: a
         binary loss).
-    h : Huber / smoothed-hinge width.
+    h : Huber / smoothed-hinge / pseudo-Huber width.
     n_draws : independent noise draws per alpha (each one a separate release).
     random_state : None (fresh OS entropy, the default), int or numpy Generator.
         An int seed makes the run reproducible and voids the guarantee
@@ -433,7 +457,8 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
         (alphas.size,) + res.coef.shape[-(1 if lo else 2):])
     dim = int(np.prod(center.shape[1:]))
     factor = sensitivity_factor(nb) * (1.0 if lo is not None else SOFTMAX_GRADIENT_FACTOR)
-    sens = factor * R / (n_norm * alphas)
+    L = _gradient_bound(lo, h, R)
+    sens = factor * L / (n_norm * alphas)
     consts = {"epsilon_prime": np.full(alphas.size, epsilon), "extra_l2": np.zeros(alphas.size)}
     coef = np.empty((alphas.size, n_draws) + center.shape[1:])
     grids, scales = np.empty(alphas.size), np.empty(alphas.size)
@@ -453,7 +478,7 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
             rounded = exact_noise.round_to_grid(exact_noise.clamp_to_range(c_a, g), g)
             coef[a] = exact_noise.round_to_grid(
                 exact_noise.clamp_to_range(rounded + b.reshape(c_a.shape), g), g)
-        _warn_if_grid_clamps(g, R / alphas[a])
+        _warn_if_grid_clamps(g, L / alphas[a])
         grids[a], scales[a] = g, sigma
     consts["grid"] = grids
     if delta > 0:
@@ -476,7 +501,8 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     b ~ N(0, sigma^2 I) with sigma and Delta from dperm.calibration
     (objective_gaussian_calibration: the tight bound of docs/privacy_analysis.md).
     Every (alpha, draw) pair is one problem of a single batched solve.  The logistic,
-    Huber and smoothed-hinge losses all qualify (|phi'| <= 1, 0 <= phi'' <= c), and the
+    Huber and smoothed-hinge losses all qualify (|phi'| <= 1, 0 <= phi'' <= c), so does
+    the pseudo-Huber regression loss (|rho'| <= h, 0 <= rho'' <= 1), and the
     multinomial logistic loss with delta > 0.  The proof assumes the exact minimizer: a
     ConvergenceWarning is raised when the tolerance was missed, and `diagnostics()`
     gives the final gradient norms (analyst-only).
@@ -505,21 +531,24 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     warn_if_seeded(random_state)
     rng = check_random_state(random_state)
     c = _curvature(lo, h, R, K)
+    L = _gradient_bound(lo, h, R)
     tol_used = erm.DEFAULT_TOL if tol is None else check_positive(tol, "tol")
     shape = (d,) if lo is not None else (K, d)
     dim = int(np.prod(shape))
     consts = {}
     if delta == 0:
-        eps_p, extra, beta = objective_perturbation_constants(n_norm, alphas, epsilon, c, R, nb)
+        eps_p, extra, beta = objective_perturbation_constants(n_norm, alphas, epsilon, c, L, nb)
         b = sample_l2_laplace(beta[:, None], dim, size=(alphas.size, n_draws), random_state=rng)
         consts.update(epsilon_prime=eps_p, extra_l2=extra, beta=beta)
         noise = "l2_laplace"
     else:
         cals = []
         for a in alphas:
-            # the binary losses all have loss' <= 0: the tighter one-signed bound applies
-            kw = dict(n=n_norm, alpha=float(a), data_norm=R, curvature=c, neighbouring=nb,
-                      n_classes=K, nonincreasing_loss=lo is not None)
+            # the margin losses all have loss' <= 0: the tighter one-signed bound applies
+            # (not to a regression loss, whose rho' takes both signs); the calibration's
+            # data_norm is one row's gradient bound L
+            kw = dict(n=n_norm, alpha=float(a), data_norm=L, curvature=c, neighbouring=nb,
+                      n_classes=K, nonincreasing_loss=lo is not None and lo.nonincreasing)
             if perturbation == "amp":
                 cals.append(calibration.amp_calibration(
                     epsilon, delta, grad_tol=tol_used, output_fraction=amp_output_fraction, **kw))
@@ -555,7 +584,7 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
                 lambda s, cc=cc: calibration.analytic_gaussian_sigma(
                     cc.epsilon_output, cc.delta_output, s), shift, dim, bits=GRID_BITS)
             coef[a], g = exact_noise.gaussian_on_grid(W[a], s_out, rng, bits=GRID_BITS)
-            _warn_if_grid_clamps(g, (R + cc.sigma_objective * math.sqrt(dim) / n_norm)
+            _warn_if_grid_clamps(g, (L + cc.sigma_objective * math.sqrt(dim) / n_norm)
                                  / (alphas[a] + cc.extra_l2))
             grids[a], sig_out[a] = g, s_out
         consts.update(grid=grids, sigma_output=sig_out)

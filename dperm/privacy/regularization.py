@@ -59,10 +59,20 @@ __all__ = ["auto_alpha", "expected_noise_shift", "coefficient_bound", "noise_dom
 # logistic: fitted by benchmarks/alpha_auto.py --calibrate on the calibration data sets
 # (issue 21; docs/alpha_auto_calibration.json: C = 10^1.55 and 10^1.5 there, rounded).
 # huber and smooth_hinge: the earlier rule (C / (n epsilon), C = 15 and 35), not re-fitted.
+# pseudo_huber (regression): measured by benchmarks/regression_alpha.py on a synthetic
+# linear model (d = 20) and Adult's hours-per-week (d = 105) at epsilon 0.1, 1, 10
+# (BENCHMARKS.md, "Private linear regression"): the best Lambda in hindsight grows about
+# linearly with d under objective perturbation, as sqrt(d) under output perturbation
+_PH_OBJECTIVE = (550.0, 1.0, 1.2, 1.5)
+_PH_OUTPUT = (700.0, 0.5, 1.0, 1.0)
 _RULE = {
     "logistic": {"objective": (35.0, 0.25, 1.2, 1.5), "output": (32.0, 0.25, 1.0, 1.0)},
     "huber": {"objective": (15.0, 0.0, 1.0, 1.0), "output": (35.0, 0.0, 1.0, 1.0)},
     "smooth_hinge": {"objective": (15.0, 0.0, 1.0, 1.0), "output": (35.0, 0.0, 1.0, 1.0)},
+    # regression (PrivateLinearRegression): Lambda = C R^2 (h / B) (d / 100)^a / (n eps)^b,
+    # B the label bound (the coefficients scale as B / R, the noise as h R); measured by
+    # benchmarks/regression_alpha.py (docs/privacy_analysis.md, section 12)
+    "pseudo_huber": {"objective": _PH_OBJECTIVE, "output": _PH_OUTPUT},
 }
 _K_NONE = 0.002
 # the rule never goes outside this range (times R^2): below it the solve is slow and
@@ -81,7 +91,7 @@ def _check(n_samples, n_features, epsilon, perturbation, data_norm):
 
 
 def auto_alpha(n_samples, n_features, epsilon, *, perturbation="objective", loss="logistic",
-               data_norm=1.0, h=0.5):
+               data_norm=1.0, h=0.5, label_bound=None):
     """Lambda from public quantities only (no privacy cost).
 
     Parameters
@@ -92,7 +102,8 @@ def auto_alpha(n_samples, n_features, epsilon, *, perturbation="objective", loss
     perturbation : {"objective", "output", "none"}
     loss : loss name (checked; selects the constants).
     data_norm : float > 0, the public row-norm bound R.
-    h : float > 0, Huber / smoothed-hinge width.
+    h : float > 0, Huber / smoothed-hinge / pseudo-Huber width.
+    label_bound : float > 0, the public bound B on |y| (regression losses only).
 
     Returns
     -------
@@ -101,10 +112,17 @@ def auto_alpha(n_samples, n_features, epsilon, *, perturbation="objective", loss
     n, d, R = _check(n_samples, n_features, epsilon, perturbation, data_norm)
     lo = get_loss(loss)
     h = check_positive(h, "h")
-    return _rule(n, d, epsilon, perturbation, lo.name, R, h)
+    B = _label_bound(lo, label_bound)
+    return _rule(n, d, epsilon, perturbation, lo.name, R, h, label_bound=B)
 
 
-def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None):
+def _label_bound(lo, label_bound):
+    if not lo.regression:
+        return None
+    return check_positive(label_bound, "label_bound")
+
+
+def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None, label_bound=None):
     """The rule for checked inputs; `constants` (C, a, b, S) replaces the calibrated
     ones of (loss, perturbation) (benchmarks/alpha_auto.py --calibrate searches them)."""
     lo = get_loss(loss)
@@ -114,6 +132,8 @@ def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None):
     C, a, b, S = _RULE[lo.name][perturbation] if constants is None else constants
     ne = n * epsilon
     alpha = C * R2 * (d / 100.0) ** a / ne ** b
+    if lo.regression:
+        alpha *= h / label_bound
     if perturbation == "objective":
         # epsilon' = 0 where 2q + q^2 = e^eps - 1, q = c R^2 / (n Lambda)
         q_zero = math.expm1(epsilon / 2.0)
@@ -123,49 +143,59 @@ def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None):
     # noise-free coefficients can have (monotone above the epsilon' = 0 point, so a
     # geometric walk finds the first such Lambda)
     while alpha < _ALPHA_MAX * R2 and math.isfinite(S):
-        shift, bound = _shift_and_bound(n, d, epsilon, alpha, perturbation, lo.name, R, h)
+        shift, bound = _shift_and_bound(n, d, epsilon, alpha, perturbation, lo.name, R, h,
+                                        label_bound)
         if shift <= S * bound:
             break
         alpha = min(alpha * 1.1, _ALPHA_MAX * R2)
     return alpha
 
 
-def _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h):
-    """(expected noise shift, bound on the noise-free coefficients' norm) for one alpha."""
+def _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h, label_bound=None):
+    """(expected noise shift, bound on the noise-free coefficients' norm) for one alpha.
+    The noise scales with one row's gradient bound L (Loss.gradient_bound: R for the
+    margin losses, h R for the pseudo-Huber loss)."""
     from dperm.privacy.mechanisms import objective_perturbation_constants
 
-    l0 = get_loss(loss).value_at_zero(h)
+    lo = get_loss(loss)
+    l0 = lo.value_at_zero(h, label_bound)
+    L = lo.gradient_bound(R, h)
     if perturbation == "none":
         return 0.0, math.sqrt(2.0 * l0 / alpha)
     if perturbation == "output":
-        return 2.0 * d * R / (n * alpha * epsilon), math.sqrt(2.0 * l0 / alpha)
-    c = get_loss(loss).curvature(h, R)
-    eps_p, delta, _ = objective_perturbation_constants(n, alpha, epsilon, c, R)
+        return 2.0 * d * L / (n * alpha * epsilon), math.sqrt(2.0 * l0 / alpha)
+    c = lo.curvature(h, R)
+    eps_p, delta, _ = objective_perturbation_constants(n, alpha, epsilon, c, L)
     reg = alpha + float(delta[0])       # the perturbed objective's regularizer: Lambda + Delta
-    return 2.0 * d * R / float(eps_p[0]) / (n * reg), math.sqrt(2.0 * l0 / reg)
+    return 2.0 * d * L / float(eps_p[0]) / (n * reg), math.sqrt(2.0 * l0 / reg)
 
 
 def expected_noise_shift(n_samples, n_features, epsilon, alpha, *, perturbation="objective",
-                         loss="logistic", data_norm=1.0, h=0.5):
+                         loss="logistic", data_norm=1.0, h=0.5, label_bound=None):
     """The expected distance between the private and the non-private coefficients.
 
-    Output perturbation: E||b|| = d / beta = 2 d R / (n Lambda epsilon), exactly.
-    Objective perturbation: ||b|| / (n (Lambda + Delta)) with E||b|| = 2 d R / epsilon',
-    the first-order shift of the minimizer (exact for a quadratic loss).
+    Output perturbation: E||b|| = d / beta = 2 d L / (n Lambda epsilon), exactly.
+    Objective perturbation: ||b|| / (n (Lambda + Delta)) with E||b|| = 2 d L / epsilon',
+    the first-order shift of the minimizer (exact for a quadratic loss); L the loss's
+    gradient bound (R, or h R for the pseudo-Huber loss).
     Public quantities only.
     """
     n, d, R = _check(n_samples, n_features, epsilon, perturbation, data_norm)
     alpha = check_positive(alpha, "alpha")
-    return _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h)[0]
+    B = _label_bound(get_loss(loss), label_bound)
+    return _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h, B)[0]
 
 
-def coefficient_bound(alpha, *, loss="logistic", h=0.5):
-    """An upper bound on ||f*|| for any data: J(f*) <= J(0) gives ||f*||^2 <= 2 loss(0) / Lambda."""
-    return math.sqrt(2.0 * get_loss(loss).value_at_zero(h) / check_positive(alpha, "alpha"))
+def coefficient_bound(alpha, *, loss="logistic", h=0.5, label_bound=None):
+    """An upper bound on ||f*|| for any data: J(f*) <= J(0) gives ||f*||^2 <= 2 loss(0) / Lambda
+    (loss(0) <= rho(B) for a regression loss, B = label_bound)."""
+    lo = get_loss(loss)
+    return math.sqrt(2.0 * lo.value_at_zero(h, _label_bound(lo, label_bound))
+                     / check_positive(alpha, "alpha"))
 
 
 def noise_dominates(n_samples, n_features, epsilon, alpha, *, perturbation="objective",
-                    loss="logistic", data_norm=1.0, h=0.5):
+                    loss="logistic", data_norm=1.0, h=0.5, label_bound=None):
     """True when the expected noise shift exceeds S times the largest norm the noise-free
     coefficients can have (so the released model is mostly noise), S the rule's safeguard
     factor (1.5 for the logistic loss under objective perturbation, else 1): the same
@@ -176,6 +206,7 @@ def noise_dominates(n_samples, n_features, epsilon, alpha, *, perturbation="obje
     """
     n, d, R = _check(n_samples, n_features, epsilon, perturbation, data_norm)
     alpha = check_positive(alpha, "alpha")
-    shift, bound = _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h)
+    B = _label_bound(get_loss(loss), label_bound)
+    shift, bound = _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h, B)
     S = 1.0 if perturbation == "none" else _RULE[get_loss(loss).name][perturbation][3]
     return shift > S * bound

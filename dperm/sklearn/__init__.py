@@ -1,2 +1,3 @@
-"""scikit-learn estimators: PrivateLinearClassifier (`classifier`) and
-RandomFourierFeatures (`features`)."""
+"""scikit-learn estimators: PrivateLinearClassifier (`classifier`),
+PrivateLinearRegression (`regressor`) and RandomFourierFeatures (`features`); what the
+two linear models share is in `_base`."""

@@ -1,38 +1,30 @@
 """PrivateLinearClassifier: the scikit-learn face of Algorithms 1 and 2."""
 from __future__ import annotations
 
-import functools as _functools
 import math
-import numbers
 import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 
 from dperm.data import oracle as _oracle
-from dperm.data.design import INTERCEPT_SCALE, WithInterceptColumn
+from dperm.data.design import WithInterceptColumn
 from dperm.data.design import augment_intercept as augment_intercept  # re-exported
 from dperm.data.validation import (
     bound_rows,
     check_choice,
-    check_data_norm,
     check_epsilon,
-    check_n_threads,
     check_positive,
-    check_random_state,
-    check_X,
-    spawn_generator,
     warn_if_rows_far_inside,
 )
-from dperm.exceptions import BudgetExceededError, ClippingWarning, NoiseDominatedWarning, PrivacyLeakWarning
+from dperm.exceptions import BudgetExceededError, NoiseDominatedWarning, PrivacyLeakWarning
 from dperm.losses import MULTINOMIAL_MIN_CLASSES, get_loss, softmax_curvature
 from dperm.optim import erm
-from dperm.privacy.accountant import BudgetAccountant
 from dperm.privacy.mechanisms import (
     MULTINOMIAL,
     check_privacy_params,
@@ -43,49 +35,19 @@ from dperm.privacy.mechanisms import (
 from dperm.privacy.neighbouring import sensitivity_factor
 from dperm.privacy.noise import warn_if_seeded
 from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
+from dperm.sklearn._base import (  # split_intercept: re-exported
+    PrivateLinearBase,
+    _feature_names,
+    _warn_clipped,
+    split_intercept,
+)
 
 __all__ = ["PrivateLinearClassifier"]
 
 PERTURBATIONS = {"objective", "output", "amp", "none"}
 
 
-def split_intercept(w, data_norm):
-    """Map weights on augmented rows back to (coef, intercept) on the original rows."""
-    s = INTERCEPT_SCALE
-    return w[..., :-1] * s, w[..., -1] * data_norm * s
-
-
-def _feature_names(X):
-    """Column names of a DataFrame-like X (all strings), else None."""
-    cols = getattr(X, "columns", None)
-    if cols is None:
-        return None
-    names = np.asarray([c for c in cols], dtype=object)
-    if names.size and all(isinstance(c, str) for c in names):
-        return names
-    return None
-
-
-def _block_call(est, method, block):
-    """est.method on one row block of a Dask array (on a worker); the feature-name check
-    was done on the client."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        return getattr(est, method)(block)
-
-
-def _warn_clipped(clipped, n, data_norm):
-    if clipped:
-        warnings.warn(
-            f"{clipped} of {n} rows ({100.0 * clipped / n:.1f}%) had norm above "
-            f"data_norm={data_norm:g} and were clipped onto it. The fit stays private, but "
-            "clipped rows lose their scale: scale X by PUBLIC bounds first "
-            "(dperm.PublicBoundsTransformer in a Pipeline) or choose a larger public "
-            "data_norm. (This count is about the private data: for your eyes, not for "
-            "publication.)", ClippingWarning, stacklevel=3)
-
-
-class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
+class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     """Differentially private linear classifier: epsilon-DP (Chaudhuri et al. 2011) or,
     with delta > 0, (epsilon, delta)-DP with Gaussian noise; two classes or K > 2.
 
@@ -176,6 +138,8 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
         noise-free minimizer itself); never publish it beside the model.
     """
 
+    _fitted_attributes = ("coef_", "classes_")
+
     def __init__(self, loss="logistic", perturbation="objective", epsilon=1.0, delta=0.0,
                  neighbouring="replace_one", n_public=None, alpha="auto", h=0.5,
                  data_norm=1.0, norm_policy="clip", fit_intercept=True, classes=None, tol=None,
@@ -202,39 +166,15 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
-        get_loss(self.loss)
-        check_choice(self.solver, "solver", set(erm.SOLVERS))
+        get_loss(self.loss, regression=False)
         check_choice(self.perturbation, "perturbation", PERTURBATIONS)
         if self.perturbation != "none":
             check_epsilon(self.epsilon, "epsilon")
-        check_privacy_params(self.delta, self.neighbouring, self.n_public, 2,
-                             warn=False)
+        self._check_common_params()
         if self.perturbation == "amp" and float(self.delta) == 0:
             raise ValueError("delta: perturbation='amp' is an (epsilon, delta) mechanism; "
                              "give delta > 0 (e.g. 1/n**2)")
-        if isinstance(self.alpha, str):
-            if self.alpha != "auto":
-                raise ValueError(f"alpha: must be 'auto' or a positive number, got {self.alpha!r}")
-        elif np.ndim(self.alpha) != 0:
-            raise ValueError(f"alpha: must be 'auto' or a single positive number, got "
-                             f"{self.alpha!r} (use dperm.private_tuning to choose among several)")
-        else:
-            check_positive(self.alpha, "alpha")
         check_positive(self.h, "h")
-        check_data_norm(self.data_norm, "data_norm")
-        check_choice(self.norm_policy, "norm_policy", {"clip", "error"})
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept: must be True or False, got {self.fit_intercept!r}")
-        if self.tol is not None:
-            check_positive(self.tol, "tol")
-        if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(
-                self.max_iter, numbers.Integral) or self.max_iter < 1):
-            raise ValueError(f"max_iter: must be an integer >= 1, got {self.max_iter!r}")
-        check_n_threads(self.n_threads)
-        if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):
-            raise TypeError("accountant: expected a dperm.BudgetAccountant, got "
-                            f"{type(self.accountant).__name__}")
-        check_random_state(None if isinstance(self.random_state, np.random.Generator) else self.random_state)
 
     def _equivalent_epsilon(self, n, d, lo, eps, delta, nb, n_classes):
         """The pure, replace-one epsilon whose noise has the norm this fit's noise has:
@@ -524,72 +464,7 @@ class PrivateLinearClassifier(ClassifierMixin, BaseEstimator):
             rec.update(sigma=cal.sigma, extra_l2=cal.extra_l2)
         return privacy_events(rec, K if mode == "ovr" else 1)
 
-    def _spend_events(self, events):
-        self.accountant.spend_all(events, label=repr(self))
-
-    def _fit_generator(self):
-        """This fit's randomness: fresh entropy (None), a seeded generator (an int, already
-        warned about), or an independent child of a user's Generator, so that fits and
-        clones sharing one Generator never reuse noise."""
-        rs = self.random_state
-        if rs is None:
-            return None
-        if isinstance(rs, np.random.Generator):
-            return spawn_generator(rs)
-        return check_random_state(rs)
-
-    def __sklearn_clone__(self):
-        # sklearn's clone deep-copies a Generator, so clones (GridSearchCV folds, private
-        # tuning) would draw identical noise; give each clone its own child stream instead
-        new = super().__sklearn_clone__()
-        if isinstance(self.random_state, np.random.Generator):
-            new.random_state = spawn_generator(self.random_state)
-        return new
-
     # ------------------------------------------------------------------ predict
-    def _check_fitted_X(self, X):
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, ["coef_", "classes_"])
-        self._check_feature_names_at_predict(X)
-        X = check_X(X, name="X", accept_sparse=True)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input")
-        # the same public, data-independent map as in training (clip onto the R-ball),
-        # as a factor per row: X is never copied
-        return bound_rows(X, float(self.data_norm), "clip")
-
-    def _check_feature_names_at_predict(self, X):
-        names = _feature_names(X)
-        fitted = getattr(self, "feature_names_in_", None)
-        if fitted is None:
-            if names is not None:
-                warnings.warn(f"X has feature names, but {type(self).__name__} was fitted "
-                              "without feature names", UserWarning, stacklevel=4)
-            return
-        if names is None:
-            warnings.warn(f"X does not have valid feature names, but {type(self).__name__} "
-                          "was fitted with feature names", UserWarning, stacklevel=4)
-            return
-        if names.shape != fitted.shape or np.any(names != fitted):
-            unseen = [c for c in names if c not in set(fitted)][:5]
-            missing = [c for c in fitted if c not in set(names)][:5]
-            detail = (f" Unseen at fit time: {unseen}." if unseen else "") + \
-                     (f" Seen at fit time, yet now missing: {missing}." if missing else "")
-            raise ValueError("The feature names should match those that were passed during fit "
-                             f"(same names, same order).{detail or ' The order differs.'}")
-
-    def _on_workers(self, X, method, out_cols=None, dtype=np.float64):
-        """method on a Dask array: the local path run blockwise on the workers (a lazy
-        Dask array chunked like X's rows)."""
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, ["coef_", "classes_"])
-        self._check_feature_names_at_predict(X)   # here, once (a Dask array has none)
-        return _oracle.map_rows(X, _functools.partial(_block_call, self, method),
-                                self.n_features_in_, out_cols, dtype)
-
     @_oracle.on_workers_if_dask()
     def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Signed score f.x + b, shape (n,); positive means classes_[1].

@@ -57,12 +57,14 @@ int main(void) {
     static double zz[CNT], val[CNT], d1[CNT], d2[CNT];
     for (int q = 0; q < CNT; ++q) zz[q] = 40.0 * uniform();
     zz[0] = 0.0; zz[1] = 1.0; zz[2] = -750.0; zz[3] = 750.0; zz[4] = 1.5; zz[5] = 0.5;
-    for (int loss = 0; loss < 3; ++loss) {
+    /* 0 logistic, 1 huber, 2 smooth hinge, 3 pseudo-Huber (of the residual) */
+    for (int loss = 0; loss < 4; ++loss) {
         dperm_loss_vd(loss, 0.5, CNT, zz, val, d1);
         dperm_loss_d2(loss, 0.5, CNT, zz, d2);
         put("val", val, CNT); put("d1", d1, CNT); put("d2", d2, CNT);
     }
     /* a CSR pass (value + gradient, then Hessian-vector), float64 and float32 values */
+    static double lab[N];
     static double data[NNZ_MAX], s[N], W[M * D], V[M * D], l2[M], B[M * D], F[M], G[M * D];
     static float dataf[NNZ_MAX];
     static int32_t ind[NNZ_MAX], indptr[N + 1];
@@ -72,19 +74,22 @@ int main(void) {
         for (int p = 0; p < D; ++p)
             if (uniform() > 0.4) { ind[nnz] = p; data[nnz] = 0.3 * uniform(); dataf[nnz] = (float)data[nnz]; ++nnz; }
         s[i] = uniform() > 0 ? 1.0 : -1.0;
+        lab[i] = 3.0 * uniform();
     }
     indptr[N] = (int32_t)nnz;
     for (int q = 0; q < M * D; ++q) { W[q] = 2.0 * uniform(); V[q] = uniform(); B[q] = uniform(); }
     for (int j = 0; j < M; ++j) { l2[j] = 1e-3 * (j + 1); idx[j] = j; }
     for (int f32 = 0; f32 < 2; ++f32)
-        for (int loss = 0; loss < 3; ++loss)
+        for (int loss = 0; loss < 4; ++loss)
             for (int t = 0; t < 3; ++t) {
                 const void *vals = f32 ? (const void *)dataf : (const void *)data;
+                /* the regression loss reads the labels (residuals), the others do not */
+                const double *lb = loss == 3 ? lab : NULL;
                 if (dperm_csr_pass(f32, 0, 0, vals, ind, indptr, s, N, D, D, NULL, loss, 0.5,
-                                   W, NULL, l2, B, idx, ms[t], F, G, 1, NULL, NULL, 0) != 0) return 1;
+                                   W, NULL, l2, B, idx, ms[t], F, G, 1, NULL, NULL, 0, lb) != 0) return 1;
                 put("csrF", F, ms[t]); put("csrG", G, ms[t] * D);
                 if (dperm_csr_pass(f32, 0, 1, vals, ind, indptr, s, N, D, D, NULL, loss, 0.5,
-                                   W, V, l2, NULL, idx, ms[t], F, G, 1, NULL, NULL, 0) != 0) return 1;
+                                   W, V, l2, NULL, idx, ms[t], F, G, 1, NULL, NULL, 0, lb) != 0) return 1;
                 put("csrHv", G, ms[t] * D);
             }
     /* the CSR softmax mode: 3 problems of K = 3 classes (9 weight vectors) */
@@ -94,7 +99,7 @@ int main(void) {
         for (int f32 = 0; f32 < 2; ++f32) {
             const void *vals = f32 ? (const void *)dataf : (const void *)data;
             if (dperm_csr_pass(f32, 0, 2, vals, ind, indptr, s, N, D, D, NULL, 0, 0.0, W, NULL,
-                               l2, NULL, idx, M, F, G, 1, NULL, cls, 3) != 0) return 1;
+                               l2, NULL, idx, M, F, G, 1, NULL, cls, 3, NULL) != 0) return 1;
             put("csrSoftF", F, 3); put("csrSoftG", G, M * D);
         }
     }

@@ -1,0 +1,370 @@
+"""PrivateLinearRegression: private linear regression, the scikit-learn way.
+
+The ERM path minimizes (1/n) sum_i rho_h(f.x_i - y_i) + (alpha/2) ||f||^2 with the
+pseudo-Huber loss rho_h(r) = h^2 (sqrt(1 + (r/h)^2) - 1) (|rho'| <= h, rho'' <= 1:
+dperm.losses) and releases it by objective perturbation (pure epsilon, or Gaussian for
+delta > 0) or output perturbation, the mechanisms of dperm.privacy.mechanisms with the
+loss's own gradient and curvature bounds (docs/privacy_analysis.md, section 12).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.base import RegressorMixin
+
+from dperm.data import oracle as _oracle
+from dperm.data.design import WithInterceptColumn
+from dperm.data.validation import (
+    bound_labels,
+    bound_rows,
+    check_choice,
+    check_epsilon,
+    check_positive,
+    check_real_labels,
+    warn_if_rows_far_inside,
+)
+from dperm.exceptions import BudgetExceededError, ClippingWarning, NoiseDominatedWarning
+from dperm.losses import get_loss
+from dperm.optim import erm
+from dperm.privacy.mechanisms import (
+    check_privacy_params,
+    objective_perturbation,
+    output_perturbation,
+    privacy_events,
+)
+from dperm.privacy.neighbouring import sensitivity_factor
+from dperm.privacy.noise import warn_if_seeded
+from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
+from dperm.sklearn._base import PrivateLinearBase, _feature_names, _warn_clipped, split_intercept
+
+__all__ = ["PrivateLinearRegression", "METHODS", "resolve_method"]
+
+#: the loss of the ERM path
+LOSS = "pseudo_huber"
+METHODS = ("auto", "objective", "output", "adassp", "none")
+
+
+def resolve_method(method, *, n, d, epsilon, delta):
+    """The mechanism `method` stands for: itself, or for "auto" the documented rule of
+    public quantities (never the data): objective perturbation (pure for delta = 0,
+    Gaussian for delta > 0), whatever n, d and epsilon.
+
+    Measured (BENCHMARKS.md, "Private linear regression: the ERM path": 7 data sets, n
+    from 353 to 10^6, epsilon 0.1, 1 and 10, delta = 1/n^2): objective perturbation's R^2
+    was above AdaSSP's and output perturbation's in all 21 (data set, epsilon) settings,
+    so no region of (n, d, epsilon, delta) was found where another choice would be
+    better; AdaSSP (method="adassp") stays available (a closed form: faster for very
+    large n and small d)."""
+    if method != "auto":
+        return method
+    return "objective"
+
+
+def _warn_labels_clipped(clipped, n, label_bound):
+    if clipped:
+        warnings.warn(
+            f"{clipped} of {n} targets ({100.0 * clipped / n:.1f}%) were outside "
+            f"[-label_bound, label_bound] = [-{label_bound:g}, {label_bound:g}] and were "
+            "clipped to it. The fit stays private, but clipped targets lose their size: "
+            "choose a larger public label_bound, or scale y by a public bound. (This count "
+            "is about the private data: for your eyes, not for publication.)",
+            ClippingWarning, stacklevel=3)
+
+
+class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
+    """Differentially private linear regression: epsilon-DP, or (epsilon, delta)-DP with
+    Gaussian noise for delta > 0.
+
+    Minimizes (1/n) sum_i rho_h(f.x_i + b - y_i) + (alpha/2) ||(f, b)||^2, rho_h the
+    pseudo-Huber loss (quadratic for |r| << h, h |r| for |r| >> h), and releases the
+    result privately.  Rows satisfy ||x_i|| <= data_norm and targets |y_i| <= label_bound,
+    both PUBLIC bounds (rows and targets beyond them are clipped, with a warning).
+
+    Parameters
+    ----------
+    method : {"auto", "objective", "output", "adassp", "none"}
+        "objective": objective perturbation (Algorithm 2 with the pseudo-Huber loss's
+        bounds; Gaussian noise calibrated tightly when delta > 0).  "output": output
+        perturbation (sensitivity 2 h R / (n alpha)).  "adassp" (delta > 0): ridge
+        regression from noisy sufficient statistics (dperm.privacy.adassp, Wang 2018).
+        "auto": a documented rule of public quantities (`resolve_method`: objective
+        perturbation, the best method at every setting measured).  "none": the
+        non-private baseline on the same solver (no guarantee).
+    epsilon : float > 0
+    delta : float in [0, 1); 0 (default) is pure epsilon-DP.
+    neighbouring : {"replace_one", "add_remove"}
+    n_public : None or int (add_remove only: the public count normalising the objective)
+    alpha : "auto" (default) or float > 0
+        "auto": Lambda = C R^2 (h / B) / (n epsilon) raised by public safeguards
+        (dperm.regularization.auto_alpha with loss="pseudo_huber"; no privacy cost).
+    h : None or float > 0
+        Width of the pseudo-Huber loss; None (default) uses label_bound (residuals of
+        the size of the targets are in the loss's quadratic range).  The noise scales
+        with h (the gradient bound is h R).
+    label_bound : float > 0
+        Public bound B on |y|; targets beyond it are clipped to [-B, B] (ClippingWarning).
+    data_norm : float > 0
+        Public bound R on the Euclidean norm of a row.
+    norm_policy : {"clip", "error"}
+    fit_intercept : bool
+        The public constant column of PrivateLinearClassifier (dperm.data.design).
+    tol, max_iter, n_threads, solver : solver controls (dperm.erm.minimize).
+    random_state : None, int or numpy Generator (an int voids the guarantee).
+    accountant : None or BudgetAccountant
+
+    Attributes
+    ----------
+    Releasable: coef_ (n_features,), intercept_ (float), alpha_, n_features_in_,
+    feature_names_in_, privacy_ (dict of public values: method, mechanism, noise, loss,
+    epsilon, delta, neighbouring, n_samples, epsilon_prime, extra_l2, beta, sigma,
+    sigma_output, grid, alpha, data_norm, label_bound, h, curvature, gradient_bound,
+    task, epsilon_total, delta_total).
+
+    With method "adassp" the record is the AdaSSP release's (dperm.privacy.adassp: noise
+    scales, the split, and the released noisy lambda_min and ridge), alpha_ is None.
+
+    NOT releasable: fit_diagnostics_ (grad_norm, converged, n_iter, rows_clipped,
+    labels_clipped): statistics of the private data, for the analyst only.
+    """
+
+    def __init__(self, method="auto", epsilon=1.0, delta=0.0, neighbouring="replace_one",
+                 n_public=None, alpha="auto", h=None, label_bound=1.0, data_norm=1.0,
+                 norm_policy="clip", fit_intercept=True, tol=None, max_iter=None,
+                 n_threads=None, random_state=None, accountant=None, solver="auto"):
+        self.method = method
+        self.epsilon = epsilon
+        self.delta = delta
+        self.neighbouring = neighbouring
+        self.n_public = n_public
+        self.alpha = alpha
+        self.h = h
+        self.label_bound = label_bound
+        self.data_norm = data_norm
+        self.norm_policy = norm_policy
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.accountant = accountant
+        self.solver = solver
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self):
+        check_choice(self.method, "method", set(METHODS))
+        if self.method != "none":
+            check_epsilon(self.epsilon, "epsilon")
+        self._check_common_params()
+        check_positive(self.label_bound, "label_bound")
+        if self.h is not None:
+            check_positive(self.h, "h")
+        if self.method == "adassp" and float(self.delta) == 0:
+            raise ValueError("delta: method='adassp' is an (epsilon, delta) mechanism; give "
+                             "delta > 0 (e.g. 1/n**2)")
+
+    def _h(self):
+        return float(self.label_bound) if self.h is None else float(self.h)
+
+    def _equivalent_epsilon(self, n, d, method, eps, delta, nb, h):
+        """The pure, replace-one epsilon whose noise has the norm of this fit's noise (the
+        public alpha rule is stated for it): eps (pure replace_one), 2 eps (pure
+        add_remove); Gaussian: the Laplace-type norm d * sens / eps = sqrt(d) sigma."""
+        if method == "none":
+            return 1.0
+        if delta == 0:
+            return eps * 2.0 / sensitivity_factor(nb)
+        from dperm.privacy import calibration
+
+        lo = get_loss(LOSS)
+        R = float(self.data_norm)
+        L = lo.gradient_bound(R, h)
+        if method == "output":
+            sigma = calibration.analytic_gaussian_sigma(eps, delta, sensitivity_factor(nb) * L)
+            return 2.0 * L * math.sqrt(d) / sigma
+        provisional = auto_alpha(n, d, eps, perturbation="objective", loss=LOSS, data_norm=R,
+                                 h=h, label_bound=float(self.label_bound))
+        cal = calibration.objective_gaussian_calibration(
+            eps, delta, n=n, alpha=provisional, data_norm=L, curvature=lo.curvature(h, R),
+            neighbouring=nb, nonincreasing_loss=lo.nonincreasing)
+        return 2.0 * L * math.sqrt(d) / cal.sigma
+
+    def _resolve_alpha(self, n, d, method, eps, delta, nb, h):
+        kw = dict(perturbation="objective" if method == "objective" else method, loss=LOSS,
+                  data_norm=float(self.data_norm), h=h, label_bound=float(self.label_bound))
+        eps = self._equivalent_epsilon(n, d, method, eps, delta, nb, h)
+        if isinstance(self.alpha, str):
+            return auto_alpha(n, d, eps, **kw)
+        alpha = float(self.alpha)
+        if method != "none" and noise_dominates(n, d, eps, alpha, **kw):
+            shift = expected_noise_shift(n, d, eps, alpha, **kw)
+            warnings.warn(
+                f"alpha={alpha:g}: with n={n}, d={d} and epsilon={float(self.epsilon):g} the "
+                f"expected noise moves the coefficients by about {shift:.3g}, more than any "
+                f"non-private solution can measure; the model will be mostly noise. "
+                f"alpha='auto' would use {auto_alpha(n, d, eps, **kw):.3g}.",
+                NoiseDominatedWarning, stacklevel=3)
+        return alpha
+
+    def _planned_events(self, method, n_norm, alpha, eps, delta, nb, h, d):
+        """The accountant events of this fit, from public values only (before the data)."""
+        if delta == 0:
+            return [eps]
+        from dperm.privacy import calibration
+
+        if method == "adassp":
+            from dperm.privacy.adassp import adassp_calibration
+
+            cal = adassp_calibration(eps, delta, n_features=d, data_norm=float(self.data_norm),
+                                     label_bound=float(self.label_bound), neighbouring=nb)
+            return privacy_events({"epsilon": eps, "delta": delta, "mechanism": "adassp",
+                                   "noise_multiplier": cal.noise_multiplier}, 1)
+        lo = get_loss(LOSS)
+        R = float(self.data_norm)
+        rec = {"epsilon": eps, "delta": delta, "mechanism": method, "n_samples": n_norm,
+               "alpha": alpha, "data_norm": R, "neighbouring": nb, "loss": LOSS, "h": h,
+               "n_classes": 2, "curvature": lo.curvature(h, R)}
+        if method == "objective":
+            cal = calibration.objective_gaussian_calibration(
+                eps, delta, n=n_norm, alpha=alpha, data_norm=lo.gradient_bound(R, h),
+                curvature=rec["curvature"], neighbouring=nb,
+                nonincreasing_loss=lo.nonincreasing)
+            rec.update(sigma=cal.sigma, extra_l2=cal.extra_l2)
+        return privacy_events(rec, 1)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> PrivateLinearRegression:
+        """Fit privately.  X: (n, d) rows with norms <= data_norm (dense, CSR, float32 or
+        float64, a memory map or a DataFrame; not a Dask array); y: (n,) finite real
+        targets, |y| <= label_bound (clipped beyond it).
+
+        A failed fit (bad input, exceeded budget) leaves the estimator as it was; the
+        user's X and y are never modified.  ``sample_weight`` is refused (weights change
+        the sensitivity).
+        """
+        if "sample_weight" in fit_params:
+            raise TypeError(
+                "sample_weight: not supported; per-row weights change the sensitivity of the "
+                "minimizer, so the privacy constants would no longer hold")
+        if fit_params:
+            raise TypeError(f"fit() got unexpected keyword argument(s) {sorted(fit_params)}")
+        self._check_params()
+        if self.accountant is not None and self.method == "none":
+            raise BudgetExceededError("a non-private fit (method='none') cannot be charged "
+                                      "to a BudgetAccountant: its epsilon is infinite")
+        if self.method != "none":
+            warn_if_seeded(self.random_state, accountant=self.accountant)
+        feature_names = _feature_names(X)
+        _oracle.require_local(X, "X: PrivateLinearRegression does not support a Dask "
+                              "collection yet; compute X first (or fit on a local sample)")
+        X, y, _ = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
+        n = X.shape[0]
+        if y is None:
+            raise ValueError("y: this estimator requires y to be passed, but the target y is None")
+        y = check_real_labels(y, n, name="y")
+        B = float(self.label_bound)
+        h = self._h()
+        delta, nb, n_norm = check_privacy_params(self.delta, self.neighbouring, self.n_public, n,
+                                                 warn=False)
+        R = float(self.data_norm)
+        row_stats = {}
+        X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
+        if "max_norm" in row_stats:
+            warn_if_rows_far_inside(row_stats["max_norm"], R)
+        yc, y_clipped = bound_labels(y, B)
+        Xa = WithInterceptColumn(X, R) if self.fit_intercept else X
+        d = Xa.shape[1]
+        method = resolve_method(self.method, n=int(n_norm), d=d, epsilon=float(self.epsilon),
+                                delta=delta)
+        if method != "adassp" and method != "none":
+            # the objective is normalised by n: under add_remove without n_public, warn
+            check_privacy_params(self.delta, self.neighbouring, self.n_public, n)
+        eps = float(self.epsilon) if method != "none" else float("inf")
+        # AdaSSP chooses its ridge from its own release (no alpha)
+        alpha = None if method == "adassp" else \
+            self._resolve_alpha(int(n_norm), d, method, eps, delta, nb, h)
+        events = None
+        if self.accountant is not None:
+            events = self._planned_events(method, n_norm, alpha, eps, delta, nb, h, d)
+            self.accountant.check_all(events)
+        _warn_clipped(clipped, n, R)
+        _warn_labels_clipped(y_clipped, n, B)
+        common = dict(alpha=alpha, h=h, tol=self.tol, max_iter=self.max_iter,
+                      n_threads=self.n_threads, solver=self.solver)
+        lo = get_loss(LOSS)
+        if method == "adassp":
+            from dperm.privacy.adassp import adassp
+
+            W, record = adassp(_oracle.dense_matrix(Xa), yc, epsilon=eps, delta=delta,
+                               data_norm=R, label_bound=B, neighbouring=nb,
+                               n_public=int(n_norm) if nb == "add_remove" else None,
+                               random_state=self._fit_generator())
+            # sequences (the split) as lists: a record of plain values
+            record = {k: (np.asarray(v).tolist() if np.ndim(v) else v) for k, v in record.items()}
+            record.update(loss=None, h=None, alpha=None, noise="gaussian")
+            diagnostics = {}
+        elif method == "none":
+            res = erm.minimize(Xa, yc, loss=LOSS, **common)
+            W = res.coef
+            record = {"mechanism": "none", "noise": None, "loss": LOSS, "neighbouring": nb,
+                      "epsilon": float("inf"), "delta": 0.0, "epsilon_prime": None,
+                      "extra_l2": 0.0, "beta": None, "sigma": None, "sigma_output": None,
+                      "grid": None, "alpha": alpha, "data_norm": R, "h": h,
+                      "n_samples": int(n_norm), "curvature": lo.curvature(h, R)}
+            diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
+                           "n_iter": int(res.n_iter)}
+        else:
+            mech = output_perturbation if method == "output" else objective_perturbation
+            with warnings.catch_warnings():
+                # the add_remove count warning was given above, once
+                warnings.filterwarnings("ignore", message="n_public: not given")
+                fit = mech(Xa, yc, loss=LOSS, epsilon=eps, data_norm=R, norm_policy="clip",
+                           n_draws=1, random_state=self._fit_generator(), delta=delta,
+                           neighbouring=nb, n_public=n_norm if nb == "add_remove" else None,
+                           **common)
+            W = fit.coef[0]
+            record = fit.record()
+            record.pop("n_classes", None)
+            diagnostics = fit.diagnostics()
+        record.update(method=method, task="regression", label_bound=B,
+                      gradient_bound=None if method == "adassp" else lo.gradient_bound(R, h),
+                      epsilon_total=eps, delta_total=delta if method != "none" else 0.0)
+        diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(y_clipped))
+        W = np.asarray(W, dtype=np.float64).reshape(-1)
+        if self.fit_intercept:
+            coef, intercept = split_intercept(W, R)
+        else:
+            coef, intercept = W, 0.0
+        if self.accountant is not None:
+            self._spend_events(events)
+        # everything below only assigns: a fit that failed above changed nothing
+        self.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1)
+        self.intercept_ = float(intercept)
+        self.n_features_in_ = X.shape[1]
+        if feature_names is not None:
+            self.feature_names_in_ = feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.alpha_ = alpha
+        self.privacy_ = record
+        self.fit_diagnostics_ = diagnostics
+        return self
+
+    # ------------------------------------------------------------------ predict
+    def predict(self, X: ArrayLike) -> np.ndarray:
+        """f.x + b for each row, shape (n,).  Rows longer than data_norm are first shrunk
+        onto the sphere of radius data_norm, the public map the training rows went
+        through.  Predictions are not clipped to [-label_bound, label_bound]."""
+        _oracle.require_local(X, "X: PrivateLinearRegression.predict does not support a "
+                              "Dask collection yet; compute X first")
+        X = self._check_fitted_X(X)
+        return _oracle.linear_scores(X, self.coef_[None, :], np.array([self.intercept_]))[:, 0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        tags.input_tags.sparse = True
+        return tags
