@@ -84,6 +84,18 @@ def test_non_numeric_label_refused(reg):
     res = run(reg, "fit", "bad.csv", "--task", "regression", "--schema", "schema.json",
               "--label-bound", "5", "-o", "m.json")
     assert res.returncode == 2 and "numeric label" in res.stderr and "Traceback" not in res.stderr
+    assert "'high' (row 5, line 6)" in res.stderr
+    assert not (reg / "m.json").exists()
+
+
+def test_non_finite_label_refused(reg):
+    text = (reg / "train.csv").read_text().splitlines()
+    text[3] = text[3].rsplit(",", 1)[0] + ",inf"
+    (reg / "bad.csv").write_text("\n".join(text) + "\n")
+    res = run(reg, "fit", "bad.csv", "--task", "regression", "--schema", "schema.json",
+              "--label-bound", "5", "-o", "m.json")
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "non-finite value 'inf' (row 3, line 4)" in res.stderr
     assert not (reg / "m.json").exists()
 
 
