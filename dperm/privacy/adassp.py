@@ -22,7 +22,7 @@ from scipy.special import ndtri
 
 from dperm.data.validation import check_random_state
 from dperm.privacy import exact_noise
-from dperm.privacy.calibration import analytic_gaussian_sigma
+from dperm.privacy.calibration import _finite, _positive, analytic_gaussian_sigma
 from dperm.privacy.neighbouring import check_neighbouring, sensitivity_factor
 
 __all__ = ["adassp", "adassp_calibration", "adassp_sensitivities", "adassp_event",
@@ -47,27 +47,8 @@ _BITS = 20
 
 
 # --------------------------------------------------------------------------- validation
-def _real(value, name):
-    if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name}: must be a real number, got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: must be a real number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name}: must be finite, got {value!r}")
-    return v
-
-
-def _positive(value, name):
-    v = _real(value, name)
-    if not v > 0:
-        raise ValueError(f"{name}: must be > 0, got {value!r}")
-    return v
-
-
 def _delta(value):
-    v = _real(value, "delta")
+    v = _finite(value, "delta")
     if not 0.0 < v < 1.0:
         raise ValueError(f"delta: must lie strictly between 0 and 1, got {value!r}")
     return v

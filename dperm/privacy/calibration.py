@@ -52,6 +52,9 @@ _SPLIT_CELLS = 2048
 
 # --------------------------------------------------------------------------- validation
 def _finite(value, name):
+    """value as a finite float; a bool is refused (True is not an epsilon)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}: must be a real number, got {value!r}")
     try:
         v = float(value)
     except (TypeError, ValueError):

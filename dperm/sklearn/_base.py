@@ -21,10 +21,11 @@ from dperm.data.validation import (
     check_X,
     spawn_generator,
 )
-from dperm.exceptions import ClippingWarning
+from dperm.exceptions import BudgetExceededError, ClippingWarning
 from dperm.optim import erm
 from dperm.privacy.accountant import BudgetAccountant
 from dperm.privacy.mechanisms import check_privacy_params
+from dperm.privacy.noise import warn_if_seeded
 
 __all__ = ["PrivateLinearBase", "split_intercept"]
 
@@ -101,6 +102,27 @@ class PrivateLinearBase(BaseEstimator):
             raise TypeError("accountant: expected a dperm.BudgetAccountant, got "
                             f"{type(self.accountant).__name__}")
         check_random_state(None if isinstance(self.random_state, np.random.Generator) else self.random_state)
+
+    def _start_fit(self, fit_params, privacy_param):
+        """What every fit checks before it reads X: no per-row weights, no unknown keyword,
+        the parameters, no accountant for a non-private fit, the seeded-noise warning.
+        ``privacy_param`` names the estimator's parameter that says how it is private
+        ('perturbation' or 'method'; its value 'none' is the non-private fit)."""
+        if "sample_weight" in fit_params:
+            raise TypeError(
+                "sample_weight: not supported; per-row weights change the sensitivity of the "
+                "minimizer (a row with weight w moves it up to w times as far), so the privacy "
+                "constants would no longer hold. Resample or duplicate rows before fitting only "
+                "if that is public knowledge; otherwise fit unweighted.")
+        if fit_params:
+            raise TypeError(f"fit() got unexpected keyword argument(s) {sorted(fit_params)}")
+        self._check_params()
+        private = getattr(self, privacy_param) != "none"
+        if self.accountant is not None and not private:
+            raise BudgetExceededError(f"a non-private fit ({privacy_param}='none') cannot be "
+                                      "charged to a BudgetAccountant: its epsilon is infinite")
+        if private:
+            warn_if_seeded(self.random_state, accountant=self.accountant)
 
     def _spend_events(self, events):
         self.accountant.spend_all(events, label=repr(self))

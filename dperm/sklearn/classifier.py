@@ -22,7 +22,7 @@ from dperm.data.validation import (
     check_positive,
     warn_if_rows_far_inside,
 )
-from dperm.exceptions import BudgetExceededError, NoiseDominatedWarning, PrivacyLeakWarning
+from dperm.exceptions import NoiseDominatedWarning, PrivacyLeakWarning
 from dperm.losses import MULTINOMIAL_MIN_CLASSES, get_loss, softmax_curvature
 from dperm.optim import erm
 from dperm.privacy.mechanisms import (
@@ -33,7 +33,6 @@ from dperm.privacy.mechanisms import (
     privacy_events,
 )
 from dperm.privacy.neighbouring import sensitivity_factor
-from dperm.privacy.noise import warn_if_seeded
 from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
 from dperm.sklearn._base import (  # split_intercept: re-exported
     PrivateLinearBase,
@@ -305,20 +304,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         -------
         self
         """
-        if "sample_weight" in fit_params:
-            raise TypeError(
-                "sample_weight: not supported; per-row weights change the sensitivity of the "
-                "minimizer (a row with weight w moves it up to w times as far), so the privacy "
-                "constants would no longer hold. Resample or duplicate rows before fitting only "
-                "if that is public knowledge; otherwise fit unweighted.")
-        if fit_params:
-            raise TypeError(f"fit() got unexpected keyword argument(s) {sorted(fit_params)}")
-        self._check_params()
-        if self.accountant is not None and self.perturbation == "none":
-            raise BudgetExceededError("a non-private fit (perturbation='none') cannot be "
-                                      "charged to a BudgetAccountant: its epsilon is infinite")
-        if self.perturbation != "none":
-            warn_if_seeded(self.random_state, accountant=self.accountant)
+        self._start_fit(fit_params, "perturbation")
         feature_names = _feature_names(X)
         # a Dask collection: rows stay on the workers; the labels (n values) are read
         # here to find and map the classes, then sent back chunked like the rows. Local

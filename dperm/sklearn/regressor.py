@@ -27,7 +27,7 @@ from dperm.data.validation import (
     check_real_labels,
     warn_if_rows_far_inside,
 )
-from dperm.exceptions import BudgetExceededError, ClippingWarning, NoiseDominatedWarning
+from dperm.exceptions import ClippingWarning, NoiseDominatedWarning
 from dperm.losses import get_loss
 from dperm.optim import erm
 from dperm.privacy.mechanisms import (
@@ -37,7 +37,6 @@ from dperm.privacy.mechanisms import (
     privacy_events,
 )
 from dperm.privacy.neighbouring import sensitivity_factor
-from dperm.privacy.noise import warn_if_seeded
 from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
 from dperm.sklearn._base import PrivateLinearBase, _feature_names, _warn_clipped, split_intercept
 
@@ -245,18 +244,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         user's X and y are never modified.  ``sample_weight`` is refused (weights change
         the sensitivity).
         """
-        if "sample_weight" in fit_params:
-            raise TypeError(
-                "sample_weight: not supported; per-row weights change the sensitivity of the "
-                "minimizer, so the privacy constants would no longer hold")
-        if fit_params:
-            raise TypeError(f"fit() got unexpected keyword argument(s) {sorted(fit_params)}")
-        self._check_params()
-        if self.accountant is not None and self.method == "none":
-            raise BudgetExceededError("a non-private fit (method='none') cannot be charged "
-                                      "to a BudgetAccountant: its epsilon is infinite")
-        if self.method != "none":
-            warn_if_seeded(self.random_state, accountant=self.accountant)
+        self._start_fit(fit_params, "method")
         feature_names = _feature_names(X)
         _oracle.require_local(X, "X: PrivateLinearRegression does not support a Dask "
                               "collection yet; compute X first (or fit on a local sample)")
