@@ -39,6 +39,20 @@ def _adult_table():
     return table, schema
 
 
+def _labelled_table(args, table, schema, leaks):
+    """The label column, the schema (inferred from the data, with the leak noted in
+    `leaks`, when none is given) and the table with the missing-value rule applied."""
+    from dperm.cli._io import infer_schema
+
+    label = _resolve_label(args, schema, table.columns, table.name)
+    if schema is None:
+        schema = infer_schema(table, label)
+        leaks += ["numeric bounds", "categories"]
+    else:
+        _check_schema_columns(args, schema, label, table.header)
+    return _missing_rows(table, schema, label, args.missing), schema, label
+
+
 def _resolve_classes(args, table, label, schema, leaks):
     """The classes as strings ([negative, positive] for two), from the schema or (with
     a warning) the data."""
@@ -152,7 +166,6 @@ def cmd_fit(args):
     from dperm.cli._io import (
         CLIError,
         encode_rows,
-        infer_schema,
         label_codes,
         load_schema,
         model_to_json,
@@ -188,13 +201,7 @@ def cmd_fit(args):
         table = read_csv(args.data, delimiter=args.delimiter)
         schema = load_schema(args.schema) if args.schema is not None else None
         source = os.path.basename(args.data)
-    label = _resolve_label(args, schema, table.columns, table.name)
-    if schema is None:
-        schema = infer_schema(table, label)
-        leaks += ["numeric bounds", "categories"]
-    else:
-        _check_schema_columns(args, schema, label, table.header)
-    table = _missing_rows(table, schema, label, args.missing)
+    table, schema, label = _labelled_table(args, table, schema, leaks)
     classes = _resolve_classes(args, table, label, schema, leaks)
     schema = schema.replace(label=label, classes=classes)
     if leaks:
@@ -726,7 +733,6 @@ def _fit_regression(args):
         MODEL_FORMAT_VERSION_REGRESSION,
         CLIError,
         encode_rows,
-        infer_schema,
         load_schema,
         model_to_json,
         read_csv,
@@ -754,13 +760,7 @@ def _fit_regression(args):
     leaks = []
     table = read_csv(args.data, delimiter=args.delimiter)
     schema = load_schema(args.schema) if args.schema is not None else None
-    label = _resolve_label(args, schema, table.columns, table.name)
-    if schema is None:
-        schema = infer_schema(table, label)
-        leaks += ["numeric bounds", "categories"]
-    else:
-        _check_schema_columns(args, schema, label, table.header)
-    table = _missing_rows(table, schema, label, args.missing)
+    table, schema, label = _labelled_table(args, table, schema, leaks)
     schema = schema.replace(label=label, classes=None)
     y = _regression_labels(table, label)
     if leaks:
