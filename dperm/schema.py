@@ -495,9 +495,10 @@ class PublicSchema:
         return got, n
 
     def _numeric_values(self, c, arr, where):
-        """Float64 copy with NaN for missing values; an error for anything else."""
+        """Float64 with NaN for missing values (a float64 array as it is: never written
+        to); an error for anything else."""
         if arr.dtype.kind in "fiub":
-            return arr.astype(np.float64)
+            return arr.astype(np.float64, copy=False)
         if arr.dtype.kind in "OUS":
             try:
                 out = arr.astype(np.float64)
@@ -528,9 +529,10 @@ class PublicSchema:
         raise ValueError(f"numeric column {c!r} has values of dtype {arr.dtype}, not numbers")
 
     def _codes(self, c, arr):
-        """Index of each value in the public list; -1 unknown, -2 missing."""
+        """Index of each value in the public list; -1 unknown, -2 missing (never written
+        to: CategoryCodes' own array)."""
         if isinstance(arr, CategoryCodes):
-            return arr.codes.copy()
+            return arr.codes
         cats = self._categorical[c]
         pos = {v: k for k, v in enumerate(cats)}
         if arr.dtype.kind in "USiub":
@@ -730,7 +732,7 @@ class PublicSchema:
             if miss.any():
                 if c not in self._fill:
                     raise ValueError(self._missing_message(c, int(np.argmax(miss)), where))
-                v[miss] = self._fill[c]
+                v = np.where(miss, self._fill[c], v)
             out_num[c] = np.clip(v - lo, 0.0, hi - lo) / (hi - lo)
         for c, cats in self._categorical.items():
             k = cat[c]
