@@ -4,6 +4,8 @@ on the command line").
 
     python benchmarks/csv_read.py                  # 250,000 rows (~7 MB) and ~1 GB
     python benchmarks/csv_read.py --big-gb 0       # the 250,000-row part only
+    python benchmarks/csv_read.py --before --write # and the encoding as before, side by side,
+                                                   # and the pass writing the binary
     git show main:dperm/cli/_io.py > /tmp/old_io.py
     python benchmarks/csv_read.py --old-io /tmp/old_io.py [--old-big]
 
@@ -25,6 +27,7 @@ import json
 import lzma
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 import time
@@ -36,7 +39,14 @@ import pyarrow.csv as pacsv
 import dperm
 from dperm.cli import _io
 from dperm.cli import fit as cli_fit
-from dperm.cli._stream import SPARSE_DENSITY, chunk_rows, design_rows, parse_size
+from dperm.cli._stream import (
+    SPARSE_DENSITY,
+    DesignWriter,
+    chunk_rows,
+    design_rows,
+    encoded_design_rows,
+    parse_size,
+)
 
 COLUMNS = ("age", "workclass", "education_num", "sex", "hours_per_week", "income")
 ADULT_FIELDS = (0, 1, 4, 9, 12, 14)   # their places in a line of adult.data
@@ -146,24 +156,45 @@ def whole_fit(io, path, schema_path, out, reps, extra=()):
     return best
 
 
-def streamed(io, path, schema, rows, level):
+def streamed(io, path, schema, rows, level, write_to=None):
     """One pass of the streamed fit's per-chunk work, no binary written: level 0 the
     reader's chunks; 1 and the missing values (numbers parsed, categories and labels
     matched against the schema: typed columns); 2 and the encoding, the labels and the
-    design rows (intercept, norm clip), all of _stream_rows but the write."""
+    design rows (intercept, norm clip), all of _stream_rows but the write; 3 as 2 with
+    the encoding as before the one-array rows (encode_rows, then design_rows). With
+    write_to (a directory): level 2 and the rows and labels appended to a binary there
+    (DesignWriter, as _stream_rows), which is deleted afterwards."""
     label, classes = "income", schema.classes
     sparse = layout_of(schema) == "csr"
-    n = 0
+    n, buf = 0, np.empty((rows, schema.n_features + 1))   # as _stream_rows reuses it
+    writer = None
+    if write_to is not None:
+        os.makedirs(write_to)
+        writer = DesignWriter(write_to, "csr" if sparse else "dense", "float64",
+                              schema.n_features + 1)
     with io.CSVReader(path) as reader:
         for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
             if level >= 1:
                 masks = io.missing_masks(table, schema, label, classes)
                 assert not masks, sorted(masks)
-            if level >= 2:
+            if level == 3 or level >= 2 and not hasattr(io, "encode_rows_with_constant"):
+                # as before the one-array rows: the encoding, its augmented copy, the
+                # norm checks of both (and, in an old _io, the labels matched again)
+                if hasattr(io, "_label_key"):     # the labels matched again, as before
+                    table._parsed.pop(io._label_key(label, classes), None)
                 X, _ = io.encode_rows(table, schema, sparse=sparse)
                 io.label_codes(table, label, classes)
                 design_rows(X, True, "float64")
+            elif level >= 2:
+                Xa = encoded_design_rows(table, schema, True, "float64", sparse=sparse,
+                                         out=None if sparse else buf)
+                y = io.label_codes(table, label, classes)
+                if writer is not None:
+                    writer.append(Xa, y)
             n += table.n_rows
+    if writer is not None:
+        writer.finish({})
+        shutil.rmtree(write_to)
     return n
 
 
@@ -185,6 +216,12 @@ def main():
     ap.add_argument("--budget", default="256M", help="--memory-budget of the streamed pass")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--old-io", help="another dperm/cli/_io.py to time beside this one")
+    ap.add_argument("--before", action="store_true",
+                    help="also the streamed pass's encoding as before the one-array rows "
+                         "(encode_rows, then design_rows)")
+    ap.add_argument("--write", action="store_true",
+                    help="also the streamed pass with the binary written (in the temporary "
+                         "directory, deleted after)")
     ap.add_argument("--old-big", action="store_true", help="stream the big file with it too")
     args = ap.parse_args()
     ios = {"dperm": _io}
@@ -259,6 +296,15 @@ def main():
             row(f"{name}: + missing values (typed columns)", w, c, w0)
             w, c, _ = clock(lambda: streamed(io, big, schema, rows, 2))
             row(f"{name}: + encode, labels, design rows", w, c, w0)
+            if name == "dperm" and args.write:
+                w, c, _ = clock(lambda: streamed(io, big, schema, rows, 2,
+                                                 os.path.join(tmp, "binary")))
+                row(f"{name}: + the binary written (DesignWriter)", w, c, w0)
+            if name == "dperm" and args.before:
+                w, c, _ = clock(lambda: streamed(io, big, schema, rows, 3))
+                row(f"{name}: + encode, labels, design rows as before", w, c, w0)
+                w, c, _ = clock(lambda: pyarrow_read(big))
+                row("pyarrow.csv.open_csv, types inferred (again)", w, c, w0)
         os.remove(big)
 
 

@@ -495,9 +495,10 @@ class PublicSchema:
         return got, n
 
     def _numeric_values(self, c, arr, where):
-        """Float64 copy with NaN for missing values; an error for anything else."""
+        """Float64 with NaN for missing values (a float64 array as it is: never written
+        to); an error for anything else."""
         if arr.dtype.kind in "fiub":
-            return arr.astype(np.float64)
+            return arr.astype(np.float64, copy=False)
         if arr.dtype.kind in "OUS":
             try:
                 out = arr.astype(np.float64)
@@ -528,9 +529,10 @@ class PublicSchema:
         raise ValueError(f"numeric column {c!r} has values of dtype {arr.dtype}, not numbers")
 
     def _codes(self, c, arr):
-        """Index of each value in the public list; -1 unknown, -2 missing."""
+        """Index of each value in the public list; -1 unknown, -2 missing (never written
+        to: CategoryCodes' own array)."""
         if isinstance(arr, CategoryCodes):
-            return arr.codes.copy()
+            return arr.codes
         cats = self._categorical[c]
         pos = {v: k for k, v in enumerate(cats)}
         if arr.dtype.kind in "USiub":
@@ -652,6 +654,73 @@ class PublicSchema:
             _shrink_to(X, float(data_norm))
         return np.ascontiguousarray(X)
 
+    def encode_with_constant(self, columns, *, scale, unknown="error", describe_row=None,
+                             out=None):
+        """Dense rows ``[encode(x), 1] * scale`` (shape (n, d + 1), float64, C order): the
+        same bits as ``X = self.encode(columns)`` followed by appending a column of ones
+        and multiplying the whole matrix by ``scale`` (as
+        :func:`dperm.data.design.augment_intercept` does with data_norm 1), written
+        block by block into one array, with no (n, d) intermediate, no copy of it and no
+        norm check of every row.
+
+        Each value takes the same floating-point operations as in :meth:`encode`.  Only
+        a row whose squared norm is within 1e-9 of 1 can be shrunk by the norm check
+        of :meth:`encode` (any two summation orders of <= d + 1 terms differ by a few
+        ulps), so that check runs, exactly as there, on those rows alone.  ``out``: a
+        float64 C-ordered array of at least n rows and d + 1 columns to write into (the
+        first n rows are returned), e.g. one buffer reused for every chunk of a file.
+        """
+        if unknown not in ("error", "ignore"):
+            raise ValueError(f"unknown={unknown!r} is not valid; choose 'error' or 'ignore'")
+        where = describe_row or _default_where
+        n, num, cat = self._encoded_parts(columns, unknown, where)
+        d = self.n_features
+        if out is None:
+            out = np.empty((n, d + 1), dtype=np.float64)
+        elif (out.dtype != np.float64 or out.ndim != 2 or out.shape[0] < n
+              or out.shape[1] != d + 1 or not out.flags.c_contiguous):
+            raise ValueError(f"out must be a C-ordered float64 array of at least {n} rows and "
+                             f"{d + 1} columns, got {out.dtype} {out.shape}")
+        else:
+            out = out[:n]
+        div = self.row_divisor
+        s = np.float64(scale)
+        one = np.float64(1.0) / div      # a one-hot 1.0 after the division by div
+        nums = [num[c] for c in self._numeric]
+        cats, j = [], len(nums)
+        for c, names in self._categorical.items():
+            cats.append((cat[c], j))
+            j += len(names)
+        step = 8192      # a block of rows stays in cache through every pass over it
+        for r0 in range(0, n, step):
+            r1 = min(n, r0 + step)
+            blk = out[r0:r1]
+            blk.fill(0.0)
+            flat = blk.reshape(-1)
+            ss = np.zeros(r1 - r0)
+            for j, v in enumerate(nums):
+                t = v[r0:r1] / div
+                ss += t * t
+                np.multiply(t, s, out=blk[:, j])
+            for k, j in cats:
+                kk = k[r0:r1]
+                hit = np.flatnonzero(kk >= 0)
+                flat[hit * (d + 1) + (j + kk[hit])] = one * s
+                ss[hit] += one * one
+            blk[:, d] = s
+            near = np.flatnonzero(ss > 1.0 - 1e-9)
+            if near.size:   # encode()'s rows, its norm check, then scaled
+                X = np.zeros((near.size, d), dtype=np.float64)
+                for j, v in enumerate(nums):
+                    X[:, j] = v[r0:r1][near] / div
+                for k, j in cats:
+                    kk = k[r0:r1][near]
+                    hit = np.flatnonzero(kk >= 0)
+                    X[hit, j + kk[hit]] = one
+                _shrink_to(X, 1.0)
+                blk[near, :d] = X * s
+        return out
+
     def _encoded_parts(self, columns, unknown, where):
         """(n, numeric column -> mapped values in [0, 1], categorical column -> index in
         its list or -1 for an ignored unknown value); missing values filled or refused."""
@@ -663,7 +732,7 @@ class PublicSchema:
             if miss.any():
                 if c not in self._fill:
                     raise ValueError(self._missing_message(c, int(np.argmax(miss)), where))
-                v[miss] = self._fill[c]
+                v = np.where(miss, self._fill[c], v)
             out_num[c] = np.clip(v - lo, 0.0, hi - lo) / (hi - lo)
         for c, cats in self._categorical.items():
             k = cat[c]

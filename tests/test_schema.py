@@ -566,3 +566,80 @@ def test_category_codes_encode_as_the_values_they_stand_for():
         s.encode(dict(codes, color=CategoryCodes([0], CATEGORICAL["color"], None)))
     with pytest.raises(ValueError, match=r"codes must lie in \[-2, 1\]"):
         CategoryCodes([0, 2], CATEGORICAL["sex"], None)
+
+
+# ----------------------------------------------------------------------------- rows with a constant
+def wide_schema(k_num, k_cat):
+    """k_num numeric columns on [0, 1] and k_cat categorical ones with three categories
+    (k = k_num + k_cat columns: k = 23, 25, 31 are counts where k values of 1/sqrt(k)
+    have a computed norm above 1, so encode's norm check shrinks such rows)."""
+    num = {f"x{i}": (0.0, 1.0) for i in range(k_num)}
+    cat = {f"c{i}": ["a", "b", "c"] for i in range(k_cat)}
+    fill = {"x0": 0.5, "c0": "b"} if k_cat else {"x0": 0.5}
+    return PublicSchema(numeric=num, categorical=cat, fill=fill)
+
+
+def wide_columns(schema, n, seed=0):
+    """Cells at the bounds (rows of norm 1 before rounding), inside, outside, missing."""
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for c in schema.numeric:
+        v = rng.choice([0.0, 1.0, 1.0, 1.0, 2.0, -1.0, 0.3], n)
+        inside = rng.random(n) < 0.3
+        v[inside] = rng.random(int(inside.sum()))
+        if c == "x0":
+            v[::7] = np.nan
+        cols[c] = v
+    for c in schema.categorical:
+        v = rng.choice(np.array(["a", "b", "c", "zz"], dtype=object), n, p=[0.6, 0.2, 0.1, 0.1])
+        if c == "c0":
+            v[::5] = None
+        cols[c] = v
+    return cols
+
+
+@pytest.mark.parametrize("k_num, k_cat", [(20, 3), (2, 23), (25, 0), (3, 2), (1, 30)])
+def test_encode_with_constant_is_the_augmented_encoding_bit_for_bit(k_num, k_cat):
+    from dperm.data.design import INTERCEPT_SCALE, augment_intercept
+
+    schema = wide_schema(k_num, k_cat)
+    cols = wide_columns(schema, 20_000)          # more rows than one block of 8192
+    want = augment_intercept(schema.encode(cols, unknown="ignore"), 1.0)
+    got = schema.encode_with_constant(cols, scale=INTERCEPT_SCALE, unknown="ignore")
+    assert got.dtype == np.float64 and got.flags.c_contiguous
+    assert got.shape == (20_000, schema.n_features + 1)
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    buf = np.full((25_000, schema.n_features + 1), np.nan)
+    into = schema.encode_with_constant(cols, scale=INTERCEPT_SCALE, unknown="ignore", out=buf)
+    assert np.shares_memory(into, buf)
+    assert np.array_equal(into.view(np.uint64), want.view(np.uint64))
+    with pytest.raises(ValueError, match="out must be"):
+        schema.encode_with_constant(cols, scale=1.0, unknown="ignore", out=buf[:10])
+    if k_cat:
+        with pytest.raises(ValueError, match="unknown category"):
+            schema.encode_with_constant(cols, scale=1.0)
+
+
+def test_encode_with_constant_keeps_the_norm_check_of_rows_at_the_bound(monkeypatch):
+    """k = 23 columns at their maxima: values 1/sqrt(23) whose computed norm is above 1;
+    encode shrinks them, and so must the rows written with the constant. The same test
+    run with the shrinking removed finds the rows above 1 (it has the power to fail)."""
+    import dperm.schema as schema_mod
+    from dperm.data.validation import row_norms as solver_norms
+
+    schema = wide_schema(20, 3)
+    n, d = 50, schema.n_features
+    cols = {c: np.ones(n) for c in schema.numeric}
+    cols.update({c: np.array(["c"] * n, dtype=object) for c in schema.categorical})
+
+    def worst_norm():
+        X = schema.encode_with_constant(cols, scale=1.0)[:, :d]
+        return max(schema_mod._row_norms(X).max(), solver_norms(X).max())
+
+    unshrunk = np.full((1, d), 0.0)
+    unshrunk[0, :20] = 1.0 / schema.row_divisor
+    unshrunk[0, [22, 25, 28]] = 1.0 / schema.row_divisor
+    assert schema_mod._row_norms(unshrunk)[0] > 1.0      # the case the check exists for
+    assert worst_norm() <= 1.0
+    monkeypatch.setattr(schema_mod, "_shrink_to", lambda X, bound: None)
+    assert worst_norm() > 1.0

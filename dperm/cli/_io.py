@@ -28,8 +28,9 @@ import pyarrow.csv as pacsv
 from dperm.schema import CategoryCodes, PublicSchema
 
 __all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normalize_schema",
-           "infer_schema", "schema_to_json", "feature_names", "encode_rows", "encode_labels",
-           "label_codes", "resolve_label", "distinct_values", "numeric_cells", "apply_missing",
+           "infer_schema", "schema_to_json", "feature_names", "encode_rows",
+           "encode_rows_with_constant", "encode_labels", "label_codes", "resolve_label",
+           "distinct_values", "numeric_cells", "apply_missing",
            "missing_masks", "parse_delimiter", "MISSING_MARKERS", "model_to_json", "load_model",
            "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "MODEL_FORMAT_VERSIONS",
            "MODEL_FORMAT_VERSION_REGRESSION"]
@@ -816,9 +817,14 @@ def _label_missing(table, label, classes):
     miss = np.zeros(len(y), dtype=bool)
     if not classes:
         return _markers(y)
-    _, out, marker = _codes_in(y, [str(v) for v in classes])
+    codes, out, marker = _codes_in(y, [str(v) for v in classes])
+    table._parsed[_label_key(label, classes)] = codes     # label_codes reuses them
     miss[out[marker]] = True
     return miss
+
+
+def _label_key(label, classes):
+    return ("label", label, tuple(str(v) for v in classes))
 
 
 MISSING_HINT_FIT = ("use --missing drop to drop such rows, or give the column a public "
@@ -904,6 +910,18 @@ def encode_rows(table, schema, unknown="error", sparse=False):
     return X, schema.feature_names()
 
 
+def encode_rows_with_constant(table, schema, scale, out=None):
+    """Dense rows [x, 1] * scale for the public encoding x of each row (encode_rows'
+    dense X with a column of ones appended, times scale: the same bits), written into
+    one array by :meth:`dperm.schema.PublicSchema.encode_with_constant`."""
+    values = _cells(table, schema)
+    try:
+        return schema.encode_with_constant(values, scale=scale, describe_row=table.where,
+                                           out=out)
+    except ValueError as exc:
+        raise CLIError(f"{table.name}: {exc}") from None
+
+
 def resolve_label(table, label):
     if label not in table.columns:
         raise CLIError(f"{table.name}: label column {label!r} not found (the file has: "
@@ -925,9 +943,16 @@ def label_codes(table, label, classes):
     if len(classes) > 127:
         raise CLIError(f"label column {label!r}: {len(classes)} classes; at most 127 are "
                        "supported")
-    k = pc.index_in(y, value_set=pa.array([str(c) for c in classes], pa.string()))
-    if k.null_count:
-        i = int(np.flatnonzero(_np(pc.is_null(k)))[0])
+    codes = table._parsed.get(_label_key(label, classes))
+    if codes is not None:       # matched by missing_masks: not matched again
+        bad = np.flatnonzero(codes < 0)
+        if not bad.size:
+            return codes.astype(np.int8)
+        i = int(bad[0])
+    else:
+        k = pc.index_in(y, value_set=pa.array([str(c) for c in classes], pa.string()))
+        i = int(np.flatnonzero(_np(pc.is_null(k)))[0]) if k.null_count else None
+    if i is not None:
         v = y[i].as_py()
         what = "missing label" if v == "" else f"label {v!r}"
         raise CLIError(f"{table.name}: {what} in column {label!r} ({table.where(i)}) is not "

@@ -33,8 +33,8 @@ import numpy as np
 
 from dperm.cli._io import CLIError, check_format_header
 
-__all__ = ["parse_size", "format_size", "design_rows", "DesignWriter", "open_design",
-           "chunk_rows", "BINARY_FORMAT", "BINARY_FORMAT_VERSION", "MANIFEST",
+__all__ = ["parse_size", "format_size", "design_rows", "encoded_design_rows", "DesignWriter",
+           "open_design", "chunk_rows", "BINARY_FORMAT", "BINARY_FORMAT_VERSION", "MANIFEST",
            "DEFAULT_BUDGET", "SPARSE_DENSITY"]
 
 BINARY_FORMAT = "dperm.design-binary"
@@ -116,6 +116,32 @@ def design_rows(X, fit_intercept, dtype):
     Xa = augment_intercept(X, 1.0) if fit_intercept else X
     Xa = Xa.astype(dtype, copy=False)
     return apply_norm_bound(Xa, 1.0, "clip")
+
+
+def encoded_design_rows(table, schema, fit_intercept, dtype, sparse=False, out=None):
+    """design_rows(encode_rows(table, schema)[0], fit_intercept, dtype), the same bits.
+
+    Dense rows with the intercept are written once, [x, 1]/sqrt(2) straight into one
+    array (dperm.cli._io.encode_rows_with_constant), instead of the encoding, its
+    augmented copy and the norm check of both (into `out` when given: a reused float64
+    buffer of at least as many rows, whose rows are then returned); then cast and held
+    to norm <= 1 as in design_rows."""
+    from dperm.cli._io import encode_rows, encode_rows_with_constant
+
+    if sparse or not fit_intercept:
+        X, _ = encode_rows(table, schema, unknown="error", sparse=sparse)
+        return design_rows(X, fit_intercept, dtype)
+    from dperm.data.design import INTERCEPT_SCALE
+    from dperm.data.validation import apply_norm_bound
+
+    Xa = encode_rows_with_constant(table, schema, INTERCEPT_SCALE, out=out)
+    if np.dtype(dtype) == np.float64:
+        # No float64 row can be clipped: an encoded row has ||x||^2 <= 1 + 8 eps (each
+        # value at most 1/sqrt(k) up to 2 roundings, at most k of them non-zero), so
+        # ||[x, 1] * INTERCEPT_SCALE||^2 <= (1 - 2^-40)^2 (1 + 8 eps) < 1 - 1e-12 in
+        # any summation order: apply_norm_bound would return Xa itself.
+        return Xa
+    return apply_norm_bound(Xa.astype(dtype), 1.0, "clip")
 
 
 # ----------------------------------------------------------------------------- .npy

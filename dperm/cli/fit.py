@@ -165,14 +165,13 @@ def _streaming(args):
 def cmd_fit(args):
     from dperm.cli._io import (
         CLIError,
-        encode_rows,
         label_codes,
         load_schema,
         model_to_json,
         read_csv,
         schema_to_json,
     )
-    from dperm.cli._stream import design_rows
+    from dperm.cli._stream import encoded_design_rows
     from dperm.exceptions import PrivacyLeakWarning
 
     _check_output(args)
@@ -215,13 +214,13 @@ def cmd_fit(args):
         _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
         _note(f"schema written to {args.save_schema}")
     layout = _layout(args, schema)
-    X, names = encode_rows(table, schema, unknown="error", sparse=layout == "csr")
+    Xa = encoded_design_rows(table, schema, not args.no_intercept, args.dtype or "float64",
+                             sparse=layout == "csr")
+    names = schema.feature_names()
     y = label_codes(table, label, classes)
-    if X.shape[0] < 2:
-        raise CLIError(f"{table.name}: at least 2 data rows are needed, found {X.shape[0]}")
-    shape = X.shape
-    Xa = design_rows(X, not args.no_intercept, args.dtype or "float64")
-    del X
+    if Xa.shape[0] < 2:
+        raise CLIError(f"{table.name}: at least 2 data rows are needed, found {Xa.shape[0]}")
+    shape = (Xa.shape[0], schema.n_features)
     return _fit_and_write(args, Xa, y, schema, names, leaks, source, table.name, shape)
 
 
@@ -423,10 +422,10 @@ def _stream_rows(reader, writer, rows, schema, layout, dtype, intercept, missing
     import numpy as np
 
     from dperm.cli import _stream as st
-    from dperm.cli._io import encode_rows, label_codes, missing_error, missing_masks
+    from dperm.cli._io import label_codes, missing_error, missing_masks
 
     label, classes = schema.label, schema.classes
-    dropped, missing_cols = 0, {}
+    dropped, missing_cols, buf = 0, {}, None
     for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
         masks = missing_masks(table, schema, label, classes)
         if masks:
@@ -440,10 +439,11 @@ def _stream_rows(reader, writer, rows, schema, layout, dtype, intercept, missing
             table = table.take(np.flatnonzero(~drop))
             if table.n_rows == 0:
                 continue
-        X, _ = encode_rows(table, schema, unknown="error", sparse=layout == "csr")
+        if buf is None and layout == "dense" and intercept:   # reused by every chunk
+            buf = np.empty((rows, schema.n_features + 1))
+        Xa = st.encoded_design_rows(table, schema, intercept, dtype, sparse=layout == "csr",
+                                    out=buf)
         y = label_codes(table, label, classes)
-        Xa = st.design_rows(X, intercept, dtype)
-        del X
         with _writing_binary(directory):
             writer.append(Xa, y)
         # nothing of this chunk may stay alive while the next one is read

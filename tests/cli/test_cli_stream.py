@@ -399,3 +399,47 @@ def test_dense_binary_is_a_plain_npy(toy, capsys):
         assert np.lib.format.read_magic(fh) == (1, 0)
         assert np.lib.format.read_array_header_1_0(fh) == ((1500, 43), False, np.float64)
         assert fh.tell() % 64 == 0
+
+
+@pytest.mark.parametrize("schema_obj, csv_text", [
+    ({"numeric": {f"x{i}": [0, 1] for i in range(20)},
+      "categorical": {f"c{i}": ["a", "b", "c"] for i in range(3)},
+      "label": {"column": "y", "classes": ["n", "p"]}},
+     "".join(",".join(["1"] * 20 + ["c", "b", "a", "p"]) + "\n" for _ in range(40))
+     + "".join(",".join(["0.5"] * 20 + ["a", "c", "c", "n"]) + "\n" for _ in range(40))),
+    ({"numeric": {"u": [0, 10], "v": [-1, 1]}, "categorical": {"w": ["x", "y"]},
+      "label": {"column": "y", "classes": ["n", "p"]}},
+     "".join(f"{i % 13},{(i % 5) / 2 - 1},{'xy'[i % 2]},{'np'[i % 3 == 0]}\n"
+             for i in range(20_000))),
+])
+@pytest.mark.parametrize("intercept", [True, False])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_encoded_design_rows_are_design_rows_of_the_encoding(tmp_path, schema_obj, csv_text,
+                                                            intercept, dtype, sparse):
+    """The streamed (and in-memory) fit's one-array rows equal design_rows(encode_rows)
+    bit for bit, norms <= 1 included (rows at the bounds: k = 23 columns at 1)."""
+    from dperm.cli._io import encode_rows, label_codes, missing_masks, read_csv
+    from dperm.data.validation import row_norms
+
+    head = ",".join(list(schema_obj["numeric"]) + list(schema_obj["categorical"]) + ["y"])
+    path = tmp_path / "t.csv"
+    path.write_text(head + "\n" + csv_text)
+    (tmp_path / "s.json").write_text(json.dumps(schema_obj))
+    schema = load_schema(str(tmp_path / "s.json"))
+    table = read_csv(str(path))
+    assert not missing_masks(table, schema, "y", schema.classes)
+    want = _cli_stream.design_rows(encode_rows(table, schema, sparse=sparse)[0], intercept, dtype)
+    buf = np.empty((table.n_rows + 3, schema.n_features + 1))
+    for out in (None, buf):
+        got = _cli_stream.encoded_design_rows(table, schema, intercept, dtype, sparse=sparse,
+                                              out=out)
+        assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+        if sparse:
+            got, want_ = got.toarray(), want.toarray()
+        else:
+            want_ = want
+        assert np.array_equal(got.view(np.uint8), want_.view(np.uint8))
+        assert row_norms(got).max() <= 1.0
+    y = label_codes(table, "y", schema.classes)      # reused from missing_masks' matching
+    assert np.array_equal(y, label_codes(read_csv(str(path)), "y", schema.classes))
