@@ -101,7 +101,7 @@ def cmd_bounds(args):
             "with --columns and give PUBLIC category lists in --schema BASE.json",
             PrivacyLeakWarning, stacklevel=2)
     bounds = estimate_bounds(data, args.epsilon, columns=columns, quantiles=quantiles,
-                             bounds_range=bounds_range)
+                             bounds_range=bounds_range, random_state=args.seed)
     try:
         schema = PublicSchema(numeric=bounds, categorical=categorical, label=label,
                               classes=classes, fill=fill)

@@ -347,6 +347,9 @@ def build_parser():
                         "data (NOT private: a PrivacyLeakWarning)")
     b.add_argument("--delimiter", type=_delimiter, default=",", metavar="CHAR",
                    help="field separator of DATA.csv (default ',')")
+    b.add_argument("--seed", type=int, default=None,
+                   help="seed the draws: reproducible runs only, the bounds are then NOT private "
+                        "(default: fresh OS entropy; the seed is never written to the schema)")
     b.set_defaults(func=cmd_bounds)
 
     # predict
