@@ -1062,13 +1062,7 @@ def load_model(path):
                   "for two)")
     if len(classes) > 2 and obj["format_version"] < 2:
         raise bad("a version 1 model has exactly two classes")
-    try:
-        schema = normalize_schema(obj["schema"], where="schema")
-    except CLIError as exc:
-        raise bad(str(exc)) from None
-    names = obj["feature_names"]
-    if names != feature_names(schema):
-        raise bad("'feature_names' do not match the preprocessing schema")
+    schema, names = _model_schema(obj, bad)
     coef, b, K = obj["coef"], obj["intercept"], len(classes)
     if K == 2:
         if not (isinstance(coef, list) and all(_is_num(v) for v in coef)):
@@ -1096,10 +1090,8 @@ def load_model(path):
     return obj
 
 
-def _load_regression(obj, bad):
-    """The checks of load_model for a regression model (format version 3)."""
-    if obj["format_version"] != MODEL_FORMAT_VERSION_REGRESSION:
-        raise bad(f"a regression model has format_version {MODEL_FORMAT_VERSION_REGRESSION}")
+def _model_schema(obj, bad):
+    """A model file's preprocessing schema and its feature names, checked to agree."""
     try:
         schema = normalize_schema(obj["schema"], where="schema")
     except CLIError as exc:
@@ -1107,6 +1099,14 @@ def _load_regression(obj, bad):
     names = obj["feature_names"]
     if names != feature_names(schema):
         raise bad("'feature_names' do not match the preprocessing schema")
+    return schema, names
+
+
+def _load_regression(obj, bad):
+    """The checks of load_model for a regression model (format version 3)."""
+    if obj["format_version"] != MODEL_FORMAT_VERSION_REGRESSION:
+        raise bad(f"a regression model has format_version {MODEL_FORMAT_VERSION_REGRESSION}")
+    schema, names = _model_schema(obj, bad)
     coef, b = obj["coef"], obj["intercept"]
     if not (isinstance(coef, list) and all(_is_num(v) for v in coef)):
         raise bad("'coef' must be a list of numbers")

@@ -124,6 +124,18 @@ class PrivateLinearBase(BaseEstimator):
         if private:
             warn_if_seeded(self.random_state, accountant=self.accountant)
 
+    def _set_fitted(self, n_features, feature_names, alpha, record, diagnostics):
+        """The fitted attributes both estimators share (the last step of a fit: it only
+        assigns, so a fit that failed before it changed nothing)."""
+        self.n_features_in_ = n_features
+        if feature_names is not None:
+            self.feature_names_in_ = feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.alpha_ = alpha
+        self.privacy_ = record
+        self.fit_diagnostics_ = diagnostics
+
     def _spend_events(self, events):
         self.accountant.spend_all(events, label=repr(self))
 

@@ -418,14 +418,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         self.classes_ = classes
         self.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1, X.shape[1])
         self.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(-1)
-        self.n_features_in_ = X.shape[1]
-        if feature_names is not None:
-            self.feature_names_in_ = feature_names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.alpha_ = alpha
-        self.privacy_ = record
-        self.fit_diagnostics_ = diagnostics
+        self._set_fitted(X.shape[1], feature_names, alpha, record, diagnostics)
         return self
 
     def _planned_events(self, lo, mode, K, n_norm, alpha, eps_fit, delta_fit, nb, R, d):

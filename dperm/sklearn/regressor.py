@@ -331,14 +331,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         # everything below only assigns: a fit that failed above changed nothing
         self.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1)
         self.intercept_ = float(intercept)
-        self.n_features_in_ = X.shape[1]
-        if feature_names is not None:
-            self.feature_names_in_ = feature_names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.alpha_ = alpha
-        self.privacy_ = record
-        self.fit_diagnostics_ = diagnostics
+        self._set_fitted(X.shape[1], feature_names, alpha, record, diagnostics)
         return self
 
     # ------------------------------------------------------------------ predict
