@@ -39,6 +39,18 @@ def _adult_table():
     return table, schema
 
 
+def _preprocessing(schema, **extra):
+    """The model file's description of the public preprocessing (public values only)."""
+    return {
+        "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
+        "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
+        "unknown_category": "error when fitting; all-zero group when predicting",
+        "row_divisor": schema.row_divisor,
+        "row_norm_bound": 1.0,
+        **extra,
+    }
+
+
 def _labelled_table(args, table, schema, leaks):
     """The label column, the schema (inferred from the data, with the leak noted in
     `leaks`, when none is given) and the table with the missing-value rule applied."""
@@ -293,13 +305,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
         "coef": coef.tolist(),
         "intercept": intercept if K == 2 else intercept.tolist(),
         "schema": schema_to_json(schema),
-        "preprocessing": {
-            "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
-            "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
-            "unknown_category": "error when fitting; all-zero group when predicting",
-            "row_divisor": schema.row_divisor,
-            "row_norm_bound": 1.0,
-        },
+        "preprocessing": _preprocessing(schema),
         "schema_from_data": bool(leaks),
         "read_from_data": leaks,
         "privacy": _public_record(rec),
@@ -833,14 +839,7 @@ def _fit_regression(args):
         "coef": np.asarray(coef, dtype=np.float64).reshape(-1).tolist(),
         "intercept": float(intercept),
         "schema": schema_to_json(schema),
-        "preprocessing": {
-            "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
-            "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
-            "unknown_category": "error when fitting; all-zero group when predicting",
-            "row_divisor": schema.row_divisor,
-            "row_norm_bound": 1.0,
-            "label": "clipped to [-label_bound, label_bound]",
-        },
+        "preprocessing": _preprocessing(schema, label="clipped to [-label_bound, label_bound]"),
         "schema_from_data": bool(leaks),
         "read_from_data": leaks,
         "privacy": record,
