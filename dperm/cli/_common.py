@@ -1,6 +1,5 @@
 """What the command line's modules share: exit status, messages on stderr, number
 formatting, the usage error and atomic text output."""
-import os
 import sys
 
 EXIT_USAGE = 2
@@ -33,27 +32,17 @@ class _UsageError(Exception):
 
 
 
-def _write_text(path, text, what, atomic=False):
-    """Write `text` to `path`; atomic: through a temporary file in the same directory,
-    renamed over `path` at the end, so a failure never leaves a half-written file."""
+def _write_text(path, text, what, atomic=True):
+    """Write `text` to `path` through a temporary file in the same folder, renamed over
+    `path` at the end (dperm._files.atomic_write_text), so a failure never leaves a
+    half-written file. `atomic` is kept for callers; every output is atomic."""
+    from dperm._files import atomic_write_text
     from dperm.cli._io import CLIError
 
-    target = path
-    if atomic:
-        path = os.path.join(os.path.dirname(os.path.abspath(target)),
-                            f".{os.path.basename(target)}.{os.getpid()}.tmp")
     try:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        if atomic:
-            os.replace(path, target)
+        atomic_write_text(path, text)
     except OSError as exc:
-        if atomic:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-        raise CLIError(f"cannot write the {what} to {target!r}: {exc.strerror or exc}") from None
+        raise CLIError(f"cannot write the {what} to {path!r}: {exc.strerror or exc}") from None
 
 
 # ----------------------------------------------------------------------------- predict
