@@ -8,8 +8,8 @@ Regression losses rho(r) of the residual r = f.x - y (labels real, |y| <= B publ
 the pseudo-Huber loss rho_h(r) = h^2 (sqrt(1 + (r/h)^2) - 1) has |rho'| <= h (gradient
 bound h R) and 0 <= rho'' <= 1 (curvature bound R^2), both attained (rho' -> +-h as
 |r| -> infinity, rho''(0) = 1); docs/privacy_analysis.md, section "Private linear
-regression".  Each Loss declares its bounds once (`lipschitz`, `curvature`); every
-mechanism reads them from here.
+regression".  Each loss is one subclass of Loss that declares its name, kernel id and
+bounds once (`lipschitz`, `unit_curvature`); every mechanism reads them from here.
 
 The softmax (multinomial logistic) model over K classes: one row's gradient, all K
 blocks together, has norm <= sqrt(2) R (`SOFTMAX_GRADIENT_FACTOR`), and the trace of one
@@ -20,13 +20,15 @@ loss's job.
 
 This module sits below both the solvers and the privacy code (both read it).
 """
+import abc
 import math
 import numbers
-from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-__all__ = ["Loss", "get_loss", "LOSSES", "REGRESSION_LOSSES", "MULTINOMIAL", "MULTINOMIAL_MIN_CLASSES",
+__all__ = ["Loss", "Logistic", "Huber", "SmoothHinge", "PseudoHuber", "get_loss", "LOSSES",
+           "REGRESSION_LOSSES", "MULTINOMIAL", "MULTINOMIAL_MIN_CLASSES",
            "SOFTMAX_GRADIENT_FACTOR", "softmax_curvature", "check_n_classes"]
 
 #: the loss name of the softmax (multinomial logistic) model, labels 0..K-1
@@ -55,43 +57,62 @@ def check_n_classes(n_classes, *, mechanism=False):
     return int(n_classes)
 
 
-@dataclass(frozen=True)
-class Loss:
+class Loss(abc.ABC):
     """A margin loss phi(y f.x), or (`regression`) a loss rho(f.x - y) of the residual.
 
-    name: public name; kernel_id: index understood by the compiled kernels;
-    uses_h: whether the smoothing width h matters; regression: a loss of the residual
-    (real labels) rather than of the margin (labels +-1); nonincreasing: phi' <= 0
-    everywhere (the one-signed gradient the tighter Gaussian calibration uses).
+    Each loss is ONE subclass, its one declaration: the class attributes ``name`` (the
+    public name), ``kernel_id`` (the id of its code in the compiled kernels, checked
+    against ``dperm._core._objective.KERNEL_LOSS_IDS`` by tests/test_losses.py),
+    ``uses_h`` (whether the smoothing width h matters), ``regression`` (a loss of the
+    residual, real labels, rather than of the margin, labels +-1) and ``nonincreasing``
+    (phi' <= 0 everywhere: the one-signed gradient the tighter Gaussian calibration
+    uses); and the methods ``lipschitz`` and ``unit_curvature`` (its bounds).  The base
+    class declares nothing: a subclass that leaves out a bound cannot be instantiated
+    (abstract), and one that leaves out an attribute is refused when it is defined.
     """
 
-    name: str
-    kernel_id: int
-    uses_h: bool
-    regression: bool = False
-    nonincreasing: bool = True
+    name: ClassVar[str]
+    kernel_id: ClassVar[int]
+    uses_h: ClassVar[bool]
+    regression: ClassVar[bool] = False
+    nonincreasing: ClassVar[bool] = True
 
-    def lipschitz(self, h=0.5):
-        """Upper bound on |phi'| (|rho'| for a regression loss): 1, or h (pseudo-Huber)."""
-        return float(h) if self.name == "pseudo_huber" else 1.0
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        missing = [a for a in ("name", "kernel_id", "uses_h") if not hasattr(cls, a)]
+        if missing:
+            raise TypeError(f"{cls.__name__}: a Loss declares {', '.join(missing)} "
+                            "(class attributes)")
 
-    def curvature(self, h=0.5, data_norm=1.0):
+    def __setattr__(self, attr, value):
+        raise AttributeError(f"{type(self).__name__}: a loss is immutable")
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+    @abc.abstractmethod
+    def lipschitz(self, h: float = 0.5) -> float:
+        """Upper bound on |phi'| (|rho'| for a regression loss)."""
+
+    @abc.abstractmethod
+    def unit_curvature(self, h: float = 0.5) -> float:
+        """Upper bound c on phi'' for rows of norm <= 1."""
+
+    def curvature(self, h: float = 0.5, data_norm: float = 1.0) -> float:
         """Upper bound c on phi'' for rows of norm <= data_norm (scales as R^2)."""
-        if self.name == "logistic":
-            c = 0.25
-        elif self.name == "huber":
-            c = 1.0 / (2.0 * h)
-        elif self.name == "pseudo_huber":
-            c = 1.0
-        else:
-            c = 3.0 / (4.0 * h)
-        return c * data_norm**2
+        return self.unit_curvature(h) * data_norm**2
 
-    def gradient_bound(self, data_norm=1.0, h=0.5):
+    def gradient_bound(self, data_norm: float = 1.0, h: float = 0.5) -> float:
         """Upper bound on one row's gradient ||d/df loss|| = |phi'| ||x|| <= lipschitz(h) R."""
         return self.lipschitz(h) * data_norm
 
-    def value_at_zero(self, h=0.5, label_bound=None):
+    def value_at_zero(self, h: float = 0.5, label_bound: float | None = None) -> float:
         """The loss at f = 0, bounded over the data: phi(0) for a margin loss, and
         rho(B) (B = label_bound, |y| <= B) for a regression loss; then
         ||f*||^2 <= 2 value_at_zero / Lambda for any data."""
@@ -102,7 +123,7 @@ class Loss:
             z = float(label_bound)
         return float(self.per_sample(np.array([z]), h)[0][0])
 
-    def per_sample(self, z, h=0.5):
+    def per_sample(self, z, h: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """phi(z), phi'(z), phi''(z) for an array of margins z (float64); for a regression
         loss z is the residual f.x - y."""
         from dperm._core._objective import per_sample
@@ -111,12 +132,77 @@ class Loss:
         return per_sample(self.kernel_id, z, float(h))
 
 
-LOSSES = {
-    "logistic": Loss("logistic", 0, False),
-    "huber": Loss("huber", 1, True),
-    "smooth_hinge": Loss("smooth_hinge", 2, True),
-    "pseudo_huber": Loss("pseudo_huber", 3, True, regression=True, nonincreasing=False),
-}
+class Logistic(Loss):
+    """phi(z) = log(1 + e^-z): |phi'| <= 1, phi'' <= 1/4."""
+
+    name = "logistic"
+    kernel_id = 0
+    uses_h = False
+
+    def lipschitz(self, h=0.5):
+        return 1.0
+
+    def unit_curvature(self, h=0.5):
+        return 0.25
+
+
+class Huber(Loss):
+    """The Huber loss of the margin (paper eq. 41), width h: |phi'| <= 1, phi'' <= 1/(2h)."""
+
+    name = "huber"
+    kernel_id = 1
+    uses_h = True
+
+    def lipschitz(self, h=0.5):
+        return 1.0
+
+    def unit_curvature(self, h=0.5):
+        return 1.0 / (2.0 * h)
+
+
+class SmoothHinge(Loss):
+    """The smoothed hinge loss (paper eq. 38), width h: |phi'| <= 1, phi'' <= 3/(4h)."""
+
+    name = "smooth_hinge"
+    kernel_id = 2
+    uses_h = True
+
+    def lipschitz(self, h=0.5):
+        return 1.0
+
+    def unit_curvature(self, h=0.5):
+        return 3.0 / (4.0 * h)
+
+
+class PseudoHuber(Loss):
+    """rho(r) = h^2 (sqrt(1 + (r/h)^2) - 1) of the residual: |rho'| <= h, rho'' <= 1."""
+
+    name = "pseudo_huber"
+    kernel_id = 3
+    uses_h = True
+    regression = True
+    nonincreasing = False
+
+    def lipschitz(self, h=0.5):
+        return float(h)
+
+    def unit_curvature(self, h=0.5):
+        return 1.0
+
+
+def _registry(*classes):
+    """name -> instance, refusing a name or a kernel id declared twice."""
+    out, ids = {}, {}
+    for cls in classes:
+        if cls.name in out or cls.kernel_id in ids:
+            raise TypeError(f"{cls.__name__}: loss name {cls.name!r} or kernel id "
+                            f"{cls.kernel_id} is declared twice")
+        out[cls.name] = cls()
+        ids[cls.kernel_id] = cls.name
+    return out
+
+
+LOSSES = _registry(Logistic, Huber, SmoothHinge, PseudoHuber)
 #: the losses of real-valued labels (PrivateLinearRegression)
 REGRESSION_LOSSES = tuple(k for k, v in LOSSES.items() if v.regression)
 
