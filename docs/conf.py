@@ -38,7 +38,8 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-                    "auto_examples/*.md5", "auto_examples/*.codeobj.json", "report/*/**", "examples/*", "generated/*.md"]
+                    "auto_examples/*.md5", "auto_examples/*.codeobj.json", "report/*/**", "examples/*",
+                    "generated/*.md"]
 
 # --- autodoc / autosummary / numpydoc
 autosummary_generate = True
