@@ -38,13 +38,44 @@ SOFTMAX_GRADIENT_FACTOR = math.sqrt(2.0)
 
 
 def softmax_curvature(n_classes, data_norm=1.0):
-    """(1 - 1/K) R^2: the bound on the trace of one row's softmax Hessian block."""
+    """(1 - 1/K) R^2: the bound on the trace of one row's softmax Hessian block.
+
+    Parameters
+    ----------
+    n_classes : int
+        K >= 2.
+    data_norm : float, default 1.0
+        R, the public bound on every row's L2 norm.
+
+    Returns
+    -------
+    float
+    """
     return (1.0 - 1.0 / n_classes) * data_norm * data_norm
 
 
 def check_n_classes(n_classes, *, mechanism=False):
-    """The number of classes K as an int: an integer >= 2 (the softmax objective), or,
-    with ``mechanism=True``, >= MULTINOMIAL_MIN_CLASSES (a private multinomial fit)."""
+    """The number of classes K as an int.
+
+    An integer >= 2 (the softmax objective), or, with ``mechanism=True``,
+    >= MULTINOMIAL_MIN_CLASSES (a private multinomial fit).
+
+    Parameters
+    ----------
+    n_classes : int
+        The number to check.
+    mechanism : bool, default False
+        Whether it is for a private multinomial fit.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Not an integer, or too small.
+    """
     if isinstance(n_classes, bool) or not isinstance(n_classes, (numbers.Integral, np.integer)) \
             or n_classes < (MULTINOMIAL_MIN_CLASSES if mechanism else 2):
         if mechanism:
@@ -57,12 +88,20 @@ def check_n_classes(n_classes, *, mechanism=False):
 
 @dataclass(frozen=True)
 class Loss:
-    """A margin loss phi(y f.x), or (`regression`) a loss rho(f.x - y) of the residual.
+    """A margin loss phi(y f.x), or (``regression``) a loss rho(f.x - y) of the residual.
 
-    name: public name; kernel_id: index understood by the compiled kernels;
-    uses_h: whether the smoothing width h matters; regression: a loss of the residual
-    (real labels) rather than of the margin (labels +-1); nonincreasing: phi' <= 0
-    everywhere (the one-signed gradient the tighter Gaussian calibration uses).
+    Parameters
+    ----------
+    name : str
+        The public name (``"logistic"``, ``"huber"``, ...).
+    kernel_id : int
+        The index the compiled kernels understand.
+    uses_h : bool
+        Whether the smoothing width h matters.
+    regression : bool, default False
+        A loss of the residual (real labels) rather than of the margin (labels +-1).
+    nonincreasing : bool, default True
+        phi' <= 0 everywhere (the one-signed gradient the tighter Gaussian calibration uses).
     """
 
     name: str
@@ -72,11 +111,33 @@ class Loss:
     nonincreasing: bool = True
 
     def lipschitz(self, h=0.5):
-        """Upper bound on |phi'| (|rho'| for a regression loss): 1, or h (pseudo-Huber)."""
+        """Upper bound on abs(phi') (abs(rho') for a regression loss): 1, or h (pseudo-Huber).
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0.
+
+        Returns
+        -------
+        float
+        """
         return float(h) if self.name == "pseudo_huber" else 1.0
 
     def curvature(self, h=0.5, data_norm=1.0):
-        """Upper bound c on phi'' for rows of norm <= data_norm (scales as R^2)."""
+        """Upper bound c on phi'' for rows of norm <= data_norm (scales as R^2).
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width, > 0.
+        data_norm : float, default 1.0
+            R, the public bound on every row's L2 norm.
+
+        Returns
+        -------
+        float
+        """
         if self.name == "logistic":
             c = 0.25
         elif self.name == "huber":
@@ -88,13 +149,38 @@ class Loss:
         return c * data_norm**2
 
     def gradient_bound(self, data_norm=1.0, h=0.5):
-        """Upper bound on one row's gradient ||d/df loss|| = |phi'| ||x|| <= lipschitz(h) R."""
+        """Upper bound on one row's gradient norm: abs(phi') ||x|| <= lipschitz(h) R.
+
+        Parameters
+        ----------
+        data_norm : float, default 1.0
+            R, the public bound on every row's L2 norm.
+        h : float, default 0.5
+            The smoothing width, > 0.
+
+        Returns
+        -------
+        float
+        """
         return self.lipschitz(h) * data_norm
 
     def value_at_zero(self, h=0.5, label_bound=None):
-        """The loss at f = 0, bounded over the data: phi(0) for a margin loss, and
-        rho(B) (B = label_bound, |y| <= B) for a regression loss; then
-        ||f*||^2 <= 2 value_at_zero / Lambda for any data."""
+        """The loss at f = 0, bounded over the data.
+
+        phi(0) for a margin loss, and rho(B) (B = label_bound, abs(y) <= B) for a regression
+        loss; then ||f*||^2 <= 2 value_at_zero / Lambda for any data.
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width, > 0.
+        label_bound : float, optional
+            B, the public bound on abs(y); required for a regression loss.
+
+        Returns
+        -------
+        float
+        """
         z = 0.0
         if self.regression:
             if label_bound is None:
@@ -103,8 +189,20 @@ class Loss:
         return float(self.per_sample(np.array([z]), h)[0][0])
 
     def per_sample(self, z, h=0.5):
-        """phi(z), phi'(z), phi''(z) for an array of margins z (float64); for a regression
-        loss z is the residual f.x - y."""
+        """phi(z), phi'(z), phi''(z) for an array of margins z.
+
+        Parameters
+        ----------
+        z : array_like
+            Margins y f.x (float64); for a regression loss, the residuals f.x - y.
+        h : float, default 0.5
+            The smoothing width, > 0.
+
+        Returns
+        -------
+        value, first, second : ndarray
+            Each of the shape of ``z``.
+        """
         from dperm._core._objective import per_sample
 
         z = np.ascontiguousarray(z, dtype=np.float64).ravel()
@@ -122,9 +220,32 @@ REGRESSION_LOSSES = tuple(k for k, v in LOSSES.items() if v.regression)
 
 
 def get_loss(loss, *, regression=None):
-    """The Loss registered under `loss`; ValueError naming `loss` otherwise.
-    regression: None (any loss), False (margin losses only: a classifier) or True
-    (regression losses only)."""
+    """The Loss registered under ``loss``; ValueError naming ``loss`` otherwise.
+
+    Parameters
+    ----------
+    loss : str or Loss
+        A loss name (``"logistic"``, ``"huber"``, ``"smoothed_hinge"``, ``"pseudo_huber"``,
+        ...) or a Loss.
+    regression : bool, optional
+        None (any loss), False (margin losses only: a classifier) or True (regression
+        losses only).
+
+    Returns
+    -------
+    Loss
+
+    Raises
+    ------
+    ValueError
+        An unknown name, or a loss of the other kind than ``regression`` asks for.
+
+    Examples
+    --------
+    >>> from dperm.losses import get_loss
+    >>> get_loss("logistic").lipschitz()
+    1.0
+    """
     names = sorted(k for k, v in LOSSES.items()
                    if regression is None or v.regression == bool(regression))
     if isinstance(loss, Loss):

@@ -482,8 +482,20 @@ def _grid_index(values, g, name="values"):
 
 
 def grid_range(g):
-    """(2**52 - 2**40) g: the largest |value| a release on the grid g * Z handles
-    exactly (room of 2**40 steps is left for the noise).  g is a power of two."""
+    """(2**52 - 2**40) g: the largest absolute value a release on the grid g * Z handles exactly.
+
+    Room of 2**40 steps is left for the noise.
+
+    Parameters
+    ----------
+    g : float
+        The grid step, a power of two.
+
+    Returns
+    -------
+    float
+        The range, in the units of g.
+    """
     ge = _grid_exponent(g)
     return math.ldexp(2.0**52 - 2.0**40, ge) if 52 + ge < 1024 else math.inf
 
@@ -495,6 +507,18 @@ def clamp_to_range(values, g):
     no center aborts a release (an abort, or its message, would depend on the data).
     A coordinate-wise clamp is 1-Lipschitz in every l_p norm: the sensitivity a
     noise scale was calibrated for holds for the clamped centers too.  NaN stays NaN.
+
+    Parameters
+    ----------
+    values : array_like
+        The centers (any shape; coefficient units).
+    g : float
+        The grid step, a power of two.
+
+    Returns
+    -------
+    ndarray
+        A new float64 array of the shape of ``values``.
     """
     b = grid_range(g)
     return np.clip(np.asarray(values, dtype=np.float64), -b, b)
@@ -579,13 +603,22 @@ def grid_sensitivity(sensitivity, d, g):
 
 
 def grid_variance(sigma, g):
-    """The exact variance parameter s^2 (in squared grid steps) that
-    :func:`gaussian_on_grid` uses: (sigma / g)^2 rounded UP to a dyadic rational
-    n / 2**k with k = min(20, 52 - bitlength(ceil((sigma / g)^2))) and n <= 2**52.
+    """The exact variance parameter s^2 (in squared grid steps) that :func:`gaussian_on_grid` uses.
+
+    (sigma / g)^2 rounded UP to a dyadic rational n / 2**k with
+    k = min(20, 52 - bitlength(ceil((sigma / g)^2))) and n <= 2**52.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise standard deviation, > 0 (coefficient units).
+    g : float
+        The grid step, a power of two (coefficient units).
 
     Returns
     -------
-    Fraction >= (sigma / g)^2, relative excess <= 2**-50 when sigma / g >= 2**20.
+    fractions.Fraction
+        At least (sigma / g)^2; relative excess <= 2**-50 when sigma / g >= 2**20.
     """
     ge = _grid_exponent(g)
     sigma = float(sigma)
@@ -662,10 +695,24 @@ def calibrate_on_grid(sigma_for, sensitivity, d, *, bits=_DEFAULT_BITS, max_iter
     grid_sensitivity(sensitivity, d, g)) until grid_for(sigma) <= g, so that the
     returned sigma covers ``grid_sensitivity(sensitivity, d, grid_for(sigma))``.
 
+    Parameters
+    ----------
+    sigma_for : callable
+        float -> float: the standard deviation the accounting requires at an L2
+        sensitivity.
+    sensitivity : float
+        The L2 sensitivity of the released center before rounding (coefficient units).
+    d : int
+        The number of released coordinates (the rounding adds sqrt(d) g).
+    bits : int, default 20
+        The grid is the largest power of two g <= sigma / 2**bits.
+    max_iter : int, default 64
+        Iterations before giving up (RuntimeError).
+
     Returns
     -------
-    (sigma, g) : floats; pass sigma (and bits) to :func:`gaussian_on_grid`,
-    which recomputes the same g.
+    sigma, g : float
+        Pass sigma (and bits) to :func:`gaussian_on_grid`, which recomputes the same g.
     """
     g = grid_for(sigma_for(float(sensitivity)), bits)
     for _ in range(max_iter):
