@@ -1,13 +1,13 @@
 """Registry of the losses and their constants: the one home of every bound the privacy
 calibration reads.
 
-Margin losses phi(z), z = y f.x: each has |phi'(z)| <= 1 (the gradient bound, times R
+Margin losses phi(z), z = y f.x: each has abs(phi'(z)) <= 1 (the gradient bound, times R
 for rows of norm <= R) and 0 <= phi''(z) <= c (the curvature bound, times R^2).
 
-Regression losses rho(r) of the residual r = f.x - y (labels real, |y| <= B public):
-the pseudo-Huber loss rho_h(r) = h^2 (sqrt(1 + (r/h)^2) - 1) has |rho'| <= h (gradient
+Regression losses rho(r) of the residual r = f.x - y (labels real, abs(y) <= B public):
+the pseudo-Huber loss rho_h(r) = h^2 (sqrt(1 + (r/h)^2) - 1) has abs(rho') <= h (gradient
 bound h R) and 0 <= rho'' <= 1 (curvature bound R^2), both attained (rho' -> +-h as
-|r| -> infinity, rho''(0) = 1); docs/privacy_analysis.md, section "Private linear
+abs(r) -> infinity, rho''(0) = 1); docs/privacy_analysis.md, section "Private linear
 regression".  Each Loss declares its bounds once (`lipschitz`, `curvature`); every
 mechanism reads them from here.
 

@@ -5,10 +5,14 @@ the curvature bound, the neighbouring relation) and returns noise scales or priv
 profiles; nothing reads data.  The derivations, every constant and the normalisations are
 written out in ``docs/privacy_analysis.md``; the section numbers below refer to it.
 
-Units.  The package's objective is the MEAN form
-    J(f) = (1/n) sum_i loss(y_i f.x_i) + (alpha/2) ||f||^2 [+ (Delta/2) ||f||^2 + b.f / n].
-Multiplied by n it is the SUM form
+Units.  The package's objective is the MEAN form::
+
+    J(f) = (1/n) sum_i loss(y_i f.x_i) + (alpha/2) ||f||^2 [+ (Delta/2) ||f||^2 + b.f / n]
+
+Multiplied by n it is the SUM form::
+
     sum_i loss(y_i f.x_i) + (Lambda_tot/2) ||f||^2 + b.f,   Lambda_tot = n (alpha + Delta),
+
 and the objective-perturbation noise ``b ~ N(0, sigma^2 I)`` (sigma, ``sigma_objective``)
 is in SUM units.  Output-perturbation noise (``output_gaussian_sigma``, ``sigma_output``)
 is added to the coefficients: coefficient units.  ``extra_l2`` (Delta) is in mean units,

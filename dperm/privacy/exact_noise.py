@@ -240,7 +240,7 @@ def _bern_exp_rational(num, den, rng):
 
 def _laplace(a, b, n, rng):
     """n draws of the discrete Laplace with scale t = a/b (integers 1 <= a, b <= 2^52):
-    P[Y = y] proportional to exp(-|y| / t).  CKS Algorithm 2.
+    P[Y = y] proportional to exp(-abs(y) / t).  CKS Algorithm 2.
 
     Per slot: U uniform in {0..a-1}, keep with probability exp(-U/a); V ~ P[V >= v]
     = e^-v; X = U + a V is then geometric, P[X = x] proportional to exp(-x/a);
@@ -336,7 +336,7 @@ def bernoulli_exp(gamma_num, gamma_den=1, size=None, rng=None):
 
 
 def discrete_laplace(t, size=None, rng=None):
-    """Exact discrete Laplace samples: P[Y = y] = (1 - e^{-1/t}) / (1 + e^{-1/t}) * exp(-|y| / t), y in Z.
+    """Exact discrete Laplace samples: P[Y = y] = (1 - e^{-1/t}) / (1 + e^{-1/t}) * exp(-abs(y) / t), y in Z.
 
     CKS 2020 Algorithm 2, integer arithmetic only.
 
@@ -369,10 +369,10 @@ def discrete_gaussian(sigma2_num, sigma2_den=1, size=None, rng=None):
     sigma^2 = sigma2_num / sigma2_den exactly (no rounding here).  Rejection from a
     discrete Laplace (CKS 2020 Algorithm 3), with c = floor(sigma) + 1 and Laplace
     scale t = sigma^2 / c (rational): a candidate Y is kept with probability
-    exp(-(|Y| - c)^2 / (2 sigma^2)); the product exp(-|y| c / sigma^2) *
-    exp(-(|y| - c)^2 / (2 sigma^2)) is proportional to exp(-y^2 / (2 sigma^2)).
+    exp(-(abs(Y) - c)^2 / (2 sigma^2)); the product exp(-abs(y) c / sigma^2) *
+    exp(-(abs(y) - c)^2 / (2 sigma^2)) is proportional to exp(-y^2 / (2 sigma^2)).
     (Any positive t gives the exact target; choosing t with sigma^2 / t an integer
-    keeps the exponent an integer ratio: gamma = den (|Y| - c)^2 / (2 num).)  About
+    keeps the exponent an integer ratio: gamma = den (abs(Y) - c)^2 / (2 num).)  About
     1.3 candidates per sample for large sigma (acceptance about sqrt(2 pi) e^-1/2 / 2);
     10^6 samples at sigma = 2^20 take about 0.8 s on one core.  The variance of N_Z(0, sigma^2) is
     at most sigma^2.
@@ -530,14 +530,14 @@ def round_to_grid(values, g):
     Parameters
     ----------
     values : array_like of float, any shape
-        Finite, with |value| / g < 2**52 (ValueError naming ``values`` otherwise).
+        Finite, with abs(value) / g < 2**52 (ValueError naming ``values`` otherwise).
     g : float
         Grid step, an exact power of two (see :func:`grid_for`).
 
     Returns
     -------
     float64 array of the shape of ``values`` (a new array; the input is not written).
-    Each entry is k * g with k an integer and |value - k g| <= g / 2.
+    Each entry is k * g with k an integer and abs(value - k g) <= g / 2.
     """
     k = _grid_index(values, g)
     return k.astype(np.float64) * float(g)
