@@ -227,10 +227,14 @@ class PublicSchema:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from dperm import PublicSchema
     >>> s = PublicSchema(numeric={"age": (17, 90)}, categorical={"color": ["red", "blue"]})
     >>> s.feature_names()
     ['age', 'color=red', 'color=blue']
-    >>> X = s.encode({"age": [17.0, 200.0], "color": ["blue", "red"]})   # shape (2, 3)
+    >>> X = s.encode({"age": [17.0, 200.0], "color": ["blue", "red"]})
+    >>> X.shape, bool((np.linalg.norm(X, axis=1) <= 1).all())
+    ((2, 3), True)
     """
 
     __slots__ = ("_numeric", "_categorical", "_label", "_classes", "_fill")

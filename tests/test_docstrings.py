@@ -175,6 +175,29 @@ def test_public_callable_documents_its_parameters(name, obj):
     assert problem is None, f"{name}: {problem}"
 
 
+EXAMPLES = [(name, obj) for name, obj in CALLABLES if ">>>" in (obj.__doc__ or "")]
+
+
+def test_public_api_pages_have_examples():
+    """Every callable of dperm.__all__ shows an example (its API page's Examples section)."""
+    top = {f"dperm.{n}" for n in dperm.__all__}
+    missing = [n for n, o in CALLABLES if n in top and ">>>" not in (o.__doc__ or "")]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("name, obj", EXAMPLES, ids=[n for n, _ in EXAMPLES])
+def test_docstring_examples_run(name, obj):
+    """The Examples sections are doctests: they run and print what they show."""
+    import doctest
+
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(obj, name, globs={}):
+        runner.run(test, out=lambda text: None)
+    failed, attempted = runner.summarize(verbose=False)
+    assert attempted > 0 and failed == 0, f"{name}: {failed} of {attempted} examples failed"
+
+
 if __name__ == "__main__":
     bad = [(n, shortfall(o)) for n, o in CALLABLES if shortfall(o)]
     no_doc = sum(1 for _, p in bad if p == "no docstring")

@@ -135,6 +135,16 @@ class GaussianEvent:
     ------
     ValueError
         A parameter out of range, or an (epsilon, delta) claim the noise does not give.
+
+    Examples
+    --------
+    >>> from dperm import BudgetAccountant, GaussianEvent
+    >>> from dperm.calibration import analytic_gaussian_sigma
+    >>> sigma = analytic_gaussian_sigma(0.5, 1e-6, 1.0)     # sensitivity 1
+    >>> budget = BudgetAccountant(epsilon=2.0, delta=1e-5)
+    >>> budget.spend(GaussianEvent(noise_multiplier=sigma, epsilon=0.5, delta=1e-6))
+    >>> 0 < budget.spent <= 0.5
+    True
     """
     noise_multiplier: float
     epsilon: float
@@ -206,6 +216,18 @@ class ObjectiveGaussianEvent:
     ------
     ValueError
         A parameter out of range, or orders and values of different lengths.
+
+    Examples
+    --------
+    A fit's own event: ``dperm.mechanisms.privacy_events(clf.privacy_)`` builds it from
+    a Gaussian fit's public record. By hand:
+
+    >>> from dperm import BudgetAccountant, ObjectiveGaussianEvent
+    >>> orders = BudgetAccountant.RDP_ORDERS
+    >>> event = ObjectiveGaussianEvent(epsilon=1.0, delta=1e-6, rdp_orders=orders,
+    ...                                rdp_values=[0.01 * a for a in orders])
+    >>> float(event.rdp([2.0])[0]) >= 0.02
+    True
     """
     epsilon: float
     delta: float
@@ -271,6 +293,14 @@ class ApproxEvent:
         The release's epsilon (> 0).
     delta : float
         The release's delta, in [0, 1).
+
+    Examples
+    --------
+    >>> from dperm import ApproxEvent, BudgetAccountant
+    >>> budget = BudgetAccountant(epsilon=1.0, delta=1e-5)
+    >>> budget.spend(ApproxEvent(epsilon=0.25, delta=1e-6))
+    >>> budget.spent <= 0.25
+    True
     """
     epsilon: float
     delta: float
@@ -483,6 +513,25 @@ class BudgetAccountant:
         What was spent, in order; a float spend is recorded as the float.
     RDP_ORDERS : tuple of float
         The orders RDP curves are evaluated on (see ObjectiveGaussianEvent).
+
+    Raises
+    ------
+    ValueError
+        epsilon not a positive finite number, or delta outside [0, 1).
+
+    Examples
+    --------
+    Pass one accountant to every fit on the same data; a fit that would exceed the
+    total is refused before it reads the data:
+
+    >>> import dperm
+    >>> budget = dperm.BudgetAccountant(epsilon=1.0)
+    >>> clf = dperm.PrivateLinearClassifier(epsilon=0.5, classes=[-1, 1], accountant=budget)
+    >>> budget.spend(0.3, label="bounds")
+    >>> budget.spent, budget.remaining
+    (0.3, 0.7)
+    >>> budget.check(0.5)
+    0.5
     """
 
     RDP_ORDERS = RDP_ORDERS

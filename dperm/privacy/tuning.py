@@ -164,6 +164,21 @@ class PrivateTuningResult:
     fit_diagnostics_ : dict
         ``"mistakes"`` (ndarray (m,), z_i) and ``"probabilities"`` (ndarray (m,), q_i).
         Not releasable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 5))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)      # every row has norm 1 (public)
+    >>> y = np.where(X[:, 0] + 0.3 * rng.normal(size=4000) > 0, 1, -1)
+    >>> res = dperm.private_tuning(dperm.PrivateLinearClassifier(classes=[-1, 1]), X, y,
+    ...                            param_grid={"alpha": [1e-3, 1e-2]}, epsilon=1.0)
+    >>> res.best_params_["alpha"] in (1e-3, 1e-2), len(res.estimators_)
+    (True, 2)
+    >>> sorted(res.fit_diagnostics_)                        # for the analyst only
+    ['mistakes', 'probabilities']
     """
 
     best_estimator_: object
@@ -300,6 +315,20 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
     PrivateTuningResult
         `best_estimator_` is the released model; `fit_diagnostics_` (mistake
         counts and probabilities) is NOT covered by the guarantee.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 5))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)      # every row has norm 1 (public)
+    >>> y = np.where(X[:, 0] + 0.3 * rng.normal(size=4000) > 0, 1, -1)
+    >>> res = dperm.private_tuning(dperm.PrivateLinearClassifier(classes=[-1, 1]), X, y,
+    ...                            param_grid={"alpha": [1e-3, 1e-2]}, epsilon=1.0)
+    >>> res.best_params_["alpha"] in (1e-3, 1e-2), len(res.estimators_)
+    (True, 2)
+    >>> model = res.best_estimator_                         # publish this, and res.params
     """
     from sklearn.base import clone
 
