@@ -80,6 +80,7 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"dperm {release}"
 html_theme_options = {
     "navigation_with_keys": False,
+    "header_links_before_dropdown": 4,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }

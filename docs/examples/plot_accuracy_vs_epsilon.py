@@ -14,7 +14,7 @@ import dperm
 
 X_train, y_train = dperm.datasets.load_adult(preprocess="public", split="train")
 X_test, y_test = dperm.datasets.load_adult(preprocess="public", split="test")
-alpha, draws = 1e-3, 4
+alpha, draws = 1e-3, 3
 epsilons = [0.05, 0.1, 0.3, 1.0, 3.0]
 
 
@@ -28,7 +28,7 @@ curves = {}
 for name, mechanism in (("objective", dperm.objective_perturbation),
                         ("output", dperm.output_perturbation)):
     curves[name] = [accuracy(mechanism(X_train, y_train, alpha=alpha, epsilon=eps,
-                                       n_draws=draws, random_state=0).coef)
+                                       n_draws=draws).coef)
                     for eps in epsilons]
 
 non_private = dperm.erm.minimize(X_train, y_train, alpha=alpha).coef

@@ -28,7 +28,7 @@ for method in ("objective", "output", "adassp"):
     for eps in epsilons:
         reg = dperm.PrivateLinearRegression(method=method, epsilon=eps,
                                             delta=1e-6 if method == "adassp" else 0.0,
-                                            label_bound=1.0, data_norm=1.0, random_state=0)
+                                            label_bound=1.0, data_norm=1.0)
         reg.fit(X_train, y_train)
         scores[method].append(reg.score(X_test, y_test))
     print(method, " ".join(f"{s:.3f}" for s in scores[method]))
