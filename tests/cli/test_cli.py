@@ -355,7 +355,9 @@ def test_missing_drop_fits_and_reports_rows_dropped(holes, capsys):
     assert "dropped 1 of 400" in err and "399 remain" in err
     assert "dropped" not in out  # a count about the private data: stderr, for the analyst
     model = json.loads((tmp_path / "m.json").read_text())
-    assert model["privacy"]["n_samples"] == 399
+    # normalised by the PUBLIC count of rows read, not the 399 left (a row with a
+    # missing cell may not change the release; docs/privacy_analysis.md, section 15)
+    assert model["privacy"]["n_samples"] == model["training"]["n_samples"] == 400
     assert set(model["schema"]["numeric"]) == {"a", "b"}  # b stays numeric
     assert model["feature_names"][:2] == ["a", "b"] and len(model["coef"]) == 6
     # a missing label is a missing value of a used column too
