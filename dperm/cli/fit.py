@@ -128,7 +128,7 @@ def _check_output(args):
 
 def _resolve_label(args, schema, header, name):
     """The label column: --label and the schema's must agree; it must be in the file."""
-    from dperm.cli._io import CLIError
+    from dperm.cli._io import CLIError, header_hint
 
     label = args.label
     if schema is not None and schema.label is not None:
@@ -140,7 +140,7 @@ def _resolve_label(args, schema, header, name):
         raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
     if label not in header:
         raise CLIError(f"{name}: label column {label!r} not found (the file has: "
-                       f"{', '.join(header)})")
+                       f"{', '.join(header)}){header_hint(header)}")
     return label
 
 
@@ -285,9 +285,17 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
             "e.g. the planned sample size) for the full add/remove guarantee.",
             PrivacyLeakWarning, stacklevel=2)
     t0 = time.perf_counter()
+    only = classes[int(y[0])] if len(y) and (np.asarray(y) == y[0]).all() else None
+    if only is not None:
+        warnings.warn(f"every label of {shown_name} is {only!r}: none of the other classes "
+                      f"{[c for c in classes if c != only][:5]} "
+                      "occurs, so the model learns to predict one class (plus noise); check "
+                      "the label column and the rows (a notice about the private data: do not "
+                      "publish it)", UserWarning, stacklevel=2)
     with warnings.catch_warnings():
-        # the library's own wording of the warning above names its parameter, not the flag
+        # the library's own wording of the warnings above names its parameter, not the flag
         warnings.filterwarnings("ignore", message="n_public: not given")
+        warnings.filterwarnings("ignore", message="y: every label is")
         clf.fit(Xa, y)
     seconds = time.perf_counter() - t0
     W = np.asarray(clf.coef_, dtype=np.float64)          # (1, d') for two classes, (K, d')
@@ -699,6 +707,7 @@ def _report_holdout(path, schema, coef, intercept, args):
         rows, _ = st.chunk_rows(args.memory_budget or st.DEFAULT_BUDGET, schema, layout,
                                 "float64", False)
     right = total = dropped = 0
+    counts = np.zeros(len(classes), dtype=np.int64)     # per class: the majority baseline
     with CSVReader(path, what="holdout file", delimiter=args.delimiter) as reader:
         for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
             n0 = table.n_rows
@@ -706,11 +715,12 @@ def _report_holdout(path, schema, coef, intercept, args):
             dropped += n0 - table.n_rows
             if table.n_rows == 0:
                 continue
-            X, _ = encode_rows(table, schema, unknown="zero", sparse=layout == "csr")
+            X, _ = encode_rows(table, schema, unknown="error", sparse=layout == "csr")
             y = label_codes(table, label, classes)
             score = np.asarray(apply_norm_bound(X, 1.0, "clip") @ np.transpose(coef)) + intercept
             pred = (score > 0) if np.ndim(coef) == 1 else np.argmax(score, axis=1)
             right += int((pred == y).sum())
+            counts += np.bincount(np.asarray(y, dtype=np.intp), minlength=len(classes))
             total += table.n_rows
     if dropped:
         _note_dropped(dropped, total, "holdout rows", path)
@@ -719,6 +729,9 @@ def _report_holdout(path, schema, coef, intercept, args):
                        "no rows left to score")
     print(f"holdout accuracy: {right / total:.4f} on {total} rows of {path} "
           "(a file you declared public; not covered by epsilon otherwise)")
+    top = int(np.argmax(counts))
+    print(f"majority-class baseline: {counts[top] / total:.4f} (always predicting "
+          f"{classes[top]!r}, on the same rows)")
 
 
 def _apply_missing_quiet(table, schema, label, policy):
