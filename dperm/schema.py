@@ -36,29 +36,14 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from dperm.data.norms import shrink_to
+
 __all__ = ["PublicSchema", "PublicBoundsTransformer", "CategoryCodes"]
 
 _SCHEMA_KEYS = ("numeric", "categorical", "label", "fill")
 _NA_TYPE_NAMES = frozenset({"NAType", "NaTType"})
-# A factor 1 - 8 eps absorbs the rounding of any caller's norm computation.
-_SHRINK = 1.0 - 8 * np.finfo(np.float64).eps
-
 
 # ----------------------------------------------------------------------------- helpers
-def _row_norms(X):
-    """Row norms, the larger of two summation orders (so callers' checks agree)."""
-    return np.maximum(np.sqrt(np.einsum("ij,ij->i", X, X)), np.linalg.norm(X, axis=1))
-
-
-def _shrink_to(X, bound):
-    """In place: rows a rounding error above `bound` are shrunk by 1 - 8 eps."""
-    for _ in range(4):
-        over = _row_norms(X) > bound
-        if not over.any():
-            break
-        X[over] *= _SHRINK
-
-
 def _is_real(v):
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
@@ -560,7 +545,18 @@ class PublicSchema:
 
     def _numeric_values(self, c, arr, where):
         """Float64 with NaN for missing values (a float64 array as it is: never written
-        to); an error for anything else."""
+        to); an error for anything else, +-inf included (as numpy input and the command
+        line: an infinite value is refused, never clipped to the public range)."""
+        out = self._numeric_floats(c, arr, where)
+        bad = np.flatnonzero(np.isinf(out))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"non-finite value {float(out[i])!r} in numeric column {c!r} "
+                             f"({where(i)}): remove or replace it (a missing value is NaN "
+                             f"or None, filled with the column's public fill value)")
+        return out
+
+    def _numeric_floats(self, c, arr, where):
         if arr.dtype.kind in "fiub":
             return arr.astype(np.float64, copy=False)
         if arr.dtype.kind in "OUS":
@@ -724,10 +720,10 @@ class PublicSchema:
             X[hit, j + k[hit]] = 1.0
             j += len(cats)
         X /= self.row_divisor
-        _shrink_to(X, 1.0)
+        shrink_to(X, 1.0)
         if data_norm != 1.0:
             X *= float(data_norm)
-            _shrink_to(X, float(data_norm))
+            shrink_to(X, float(data_norm))
         return np.ascontiguousarray(X)
 
     def encode_with_constant(self, columns, *, scale, unknown="error", describe_row=None,
@@ -810,7 +806,7 @@ class PublicSchema:
                     kk = k[r0:r1][near]
                     hit = np.flatnonzero(kk >= 0)
                     X[hit, j + kk[hit]] = one
-                _shrink_to(X, 1.0)
+                shrink_to(X, 1.0)
                 blk[near, :d] = X * s
         return out
 
@@ -871,10 +867,10 @@ class PublicSchema:
             p += 1
             j += len(cats)
         vals /= self.row_divisor
-        _shrink_to(vals, 1.0)   # the row norms of the stored values are the row norms
+        shrink_to(vals, 1.0)   # the row norms of the stored values are the row norms
         if data_norm != 1.0:
             vals *= data_norm
-            _shrink_to(vals, data_norm)
+            shrink_to(vals, data_norm)
         counts = present.sum(axis=1)
         nnz = int(counts.sum())
         itype = np.int32 if max(d, nnz) < np.iinfo(np.int32).max else np.int64

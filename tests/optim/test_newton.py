@@ -365,3 +365,17 @@ def test_unreachable_tolerance_stops_at_the_rounding_floor(linear_problem):
     assert status[0] == 3
     assert n_iter[0] < 200
     assert gnorm[0] <= 1e-13
+
+
+def test_solver_split_into_short_functions():
+    """The solver is split as liblinear's tron.cpp is (newton / pcg / step): no function of
+    dperm/optim/newton.py is over 80 lines (trust_region_newton was 311, complexity 51)."""
+    import ast
+    import pathlib
+
+    import dperm.optim.newton as newton
+
+    tree = ast.parse(pathlib.Path(newton.__file__).read_text())
+    long = [(f.name, f.end_lineno - f.lineno + 1) for f in ast.walk(tree)
+            if isinstance(f, ast.FunctionDef) and f.end_lineno - f.lineno + 1 > 80]
+    assert not long, long
