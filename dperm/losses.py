@@ -1,13 +1,13 @@
 """Registry of the losses and their constants: the one home of every bound the privacy
 calibration reads.
 
-Margin losses phi(z), z = y f.x: each has |phi'(z)| <= 1 (the gradient bound, times R
+Margin losses phi(z), z = y f.x: each has abs(phi'(z)) <= 1 (the gradient bound, times R
 for rows of norm <= R) and 0 <= phi''(z) <= c (the curvature bound, times R^2).
 
-Regression losses rho(r) of the residual r = f.x - y (labels real, |y| <= B public):
-the pseudo-Huber loss rho_h(r) = h^2 (sqrt(1 + (r/h)^2) - 1) has |rho'| <= h (gradient
+Regression losses rho(r) of the residual r = f.x - y (labels real, abs(y) <= B public):
+the pseudo-Huber loss rho_h(r) = h^2 (sqrt(1 + (r/h)^2) - 1) has abs(rho') <= h (gradient
 bound h R) and 0 <= rho'' <= 1 (curvature bound R^2), both attained (rho' -> +-h as
-|r| -> infinity, rho''(0) = 1); docs/privacy_analysis.md, section "Private linear
+abs(r) -> infinity, rho''(0) = 1); docs/privacy_analysis.md, section "Private linear
 regression".  Each loss is one subclass of Loss that declares its name, kernel id and
 bounds once (`lipschitz`, `unit_curvature`); every mechanism reads them from here.
 
@@ -40,13 +40,44 @@ SOFTMAX_GRADIENT_FACTOR = math.sqrt(2.0)
 
 
 def softmax_curvature(n_classes, data_norm=1.0):
-    """(1 - 1/K) R^2: the bound on the trace of one row's softmax Hessian block."""
+    """(1 - 1/K) R^2: the bound on the trace of one row's softmax Hessian block.
+
+    Parameters
+    ----------
+    n_classes : int
+        K >= 2.
+    data_norm : float, default 1.0
+        R, the public bound on every row's L2 norm.
+
+    Returns
+    -------
+    float
+    """
     return (1.0 - 1.0 / n_classes) * data_norm * data_norm
 
 
 def check_n_classes(n_classes, *, mechanism=False):
-    """The number of classes K as an int: an integer >= 2 (the softmax objective), or,
-    with ``mechanism=True``, >= MULTINOMIAL_MIN_CLASSES (a private multinomial fit)."""
+    """The number of classes K as an int.
+
+    An integer >= 2 (the softmax objective), or, with ``mechanism=True``,
+    >= MULTINOMIAL_MIN_CLASSES (a private multinomial fit).
+
+    Parameters
+    ----------
+    n_classes : int
+        The number to check.
+    mechanism : bool, default False
+        Whether it is for a private multinomial fit.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Not an integer, or too small.
+    """
     if isinstance(n_classes, bool) or not isinstance(n_classes, (numbers.Integral, np.integer)) \
             or n_classes < (MULTINOMIAL_MIN_CLASSES if mechanism else 2):
         if mechanism:
@@ -98,24 +129,97 @@ class Loss(abc.ABC):
 
     @abc.abstractmethod
     def lipschitz(self, h: float = 0.5) -> float:
-        """Upper bound on |phi'| (|rho'| for a regression loss)."""
+        """Upper bound on abs(phi') (abs(rho') for a regression loss).
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
+
+        Returns
+        -------
+        float
+        """
 
     @abc.abstractmethod
     def unit_curvature(self, h: float = 0.5) -> float:
-        """Upper bound c on phi'' for rows of norm <= 1."""
+        """Upper bound c on phi'' for rows of norm <= 1.
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
+
+        Returns
+        -------
+        float
+        """
 
     def curvature(self, h: float = 0.5, data_norm: float = 1.0) -> float:
-        """Upper bound c on phi'' for rows of norm <= data_norm (scales as R^2)."""
+        """Upper bound c on phi'' for rows of norm <= data_norm (scales as R^2).
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
+        data_norm : float, default 1.0
+            R, the public bound on every row's L2 norm.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> from dperm.losses import get_loss
+        >>> get_loss("logistic").curvature(data_norm=2.0)     # 1/4 R^2
+        1.0
+        """
         return self.unit_curvature(h) * data_norm**2
 
     def gradient_bound(self, data_norm: float = 1.0, h: float = 0.5) -> float:
-        """Upper bound on one row's gradient ||d/df loss|| = |phi'| ||x|| <= lipschitz(h) R."""
+        """Upper bound on one row's gradient norm: abs(phi') ||x|| <= lipschitz(h) R.
+
+        Parameters
+        ----------
+        data_norm : float, default 1.0
+            R, the public bound on every row's L2 norm.
+        h : float, default 0.5
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
+
+        Returns
+        -------
+        float
+        """
         return self.lipschitz(h) * data_norm
 
     def value_at_zero(self, h: float = 0.5, label_bound: float | None = None) -> float:
-        """The loss at f = 0, bounded over the data: phi(0) for a margin loss, and
-        rho(B) (B = label_bound, |y| <= B) for a regression loss; then
-        ||f*||^2 <= 2 value_at_zero / Lambda for any data."""
+        """The loss at f = 0, bounded over the data.
+
+        phi(0) for a margin loss, and rho(B) (B = label_bound, abs(y) <= B) for a regression
+        loss; then ||f*||^2 <= 2 value_at_zero / Lambda for any data.
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
+        label_bound : float, optional
+            B, the public bound on abs(y); required for a regression loss.
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        ValueError
+            A regression loss without ``label_bound``.
+        """
         z = 0.0
         if self.regression:
             if label_bound is None:
@@ -124,8 +228,21 @@ class Loss(abc.ABC):
         return float(self.per_sample(np.array([z]), h)[0][0])
 
     def per_sample(self, z, h: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """phi(z), phi'(z), phi''(z) for an array of margins z (float64); for a regression
-        loss z is the residual f.x - y."""
+        """phi(z), phi'(z), phi''(z) for an array of margins z.
+
+        Parameters
+        ----------
+        z : array_like
+            Margins y f.x (read as float64, flattened); for a regression loss, the residuals
+            f.x - y.
+        h : float, default 0.5
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
+
+        Returns
+        -------
+        value, first, second : ndarray of shape (z.size,)
+        """
         from dperm._core._objective import per_sample
 
         z = np.ascontiguousarray(z, dtype=np.float64).ravel()
@@ -133,7 +250,7 @@ class Loss(abc.ABC):
 
 
 class Logistic(Loss):
-    """phi(z) = log(1 + e^-z): |phi'| <= 1, phi'' <= 1/4."""
+    """phi(z) = log(1 + e^-z): abs(phi') <= 1, phi'' <= 1/4."""
 
     name = "logistic"
     kernel_id = 0
@@ -147,7 +264,7 @@ class Logistic(Loss):
 
 
 class Huber(Loss):
-    """The Huber loss of the margin (paper eq. 41), width h: |phi'| <= 1, phi'' <= 1/(2h)."""
+    """The Huber loss of the margin (paper eq. 41), width h: abs(phi') <= 1, phi'' <= 1/(2h)."""
 
     name = "huber"
     kernel_id = 1
@@ -161,7 +278,7 @@ class Huber(Loss):
 
 
 class SmoothHinge(Loss):
-    """The smoothed hinge loss (paper eq. 38), width h: |phi'| <= 1, phi'' <= 3/(4h)."""
+    """The smoothed hinge loss (paper eq. 38), width h: abs(phi') <= 1, phi'' <= 3/(4h)."""
 
     name = "smooth_hinge"
     kernel_id = 2
@@ -175,7 +292,7 @@ class SmoothHinge(Loss):
 
 
 class PseudoHuber(Loss):
-    """rho(r) = h^2 (sqrt(1 + (r/h)^2) - 1) of the residual: |rho'| <= h, rho'' <= 1."""
+    """rho(r) = h^2 (sqrt(1 + (r/h)^2) - 1) of the residual: abs(rho') <= h, rho'' <= 1."""
 
     name = "pseudo_huber"
     kernel_id = 3
@@ -208,9 +325,33 @@ REGRESSION_LOSSES = tuple(k for k, v in LOSSES.items() if v.regression)
 
 
 def get_loss(loss, *, regression=None):
-    """The Loss registered under `loss`; ValueError naming `loss` otherwise.
-    regression: None (any loss), False (margin losses only: a classifier) or True
-    (regression losses only)."""
+    """The Loss registered under ``loss``; ValueError naming ``loss`` otherwise.
+
+    Parameters
+    ----------
+    loss : str or Loss
+        A loss name (``"logistic"``, ``"huber"``, ``"smooth_hinge"``, ``"pseudo_huber"``)
+        or a Loss.
+    regression : bool, optional
+        None (any loss), False (margin losses only: a classifier) or True (regression
+        losses only).
+
+    Returns
+    -------
+    Loss
+
+    Raises
+    ------
+    ValueError
+        An unknown name, or a loss of the other kind than ``regression`` asks for.
+
+    Examples
+    --------
+    >>> from dperm.losses import get_loss
+    >>> loss = get_loss("logistic")
+    >>> loss.lipschitz(), loss.unit_curvature()
+    (1.0, 0.25)
+    """
     names = sorted(k for k, v in LOSSES.items()
                    if regression is None or v.regression == bool(regression))
     if isinstance(loss, Loss):

@@ -363,7 +363,24 @@ def check_random_state(random_state, name="random_state"):
     """A numpy Generator.
 
     None gives a fresh generator seeded from OS entropy (the default for every
-    private fit); an int seeds a reproducible one; a Generator is used as is.
+    private fit); an int seeds a reproducible one; a Generator is used as is (a
+    legacy RandomState gives a Generator derived from it).
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+        The source of randomness; an int must be >= 0.
+    name : str, default "random_state"
+        The parameter's name in error messages.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    ValueError
+        A negative seed, or anything else.
     """
     if random_state is None:
         return fresh_generator()
