@@ -96,7 +96,7 @@ def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | 
         are converted once); a C-ordered float32/float64 memory map is read block by
         block, never copied. Must be finite. A dask.array (chunked by rows only; dense
         or CSR chunks) is fitted on the workers of the distributed client in scope
-        (see dperm._dask): the solver runs here, each pass is a sum over the workers.
+        (see dperm.data.dask_rows): the solver runs here, each pass is a sum over the workers.
     y : array (n,)
         Labels in {-1, +1} (with a dask X: a numpy array or a dask array); real, finite
         targets for the regression loss "pseudo_huber" (local X only).

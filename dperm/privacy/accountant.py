@@ -114,7 +114,7 @@ class GaussianEvent:
         from dperm.privacy.calibration import gaussian_delta
 
         # exact: no room for a claim below the true delta. The same evaluation as
-        # dperm.calibration.analytic_gaussian_sigma, so a sigma calibrated there for
+        # dperm.privacy.calibration.analytic_gaussian_sigma, so a sigma calibrated there for
         # (epsilon, delta) is accepted with exactly that claim
         true_delta = gaussian_delta(self.epsilon, 1.0, self.noise_multiplier)
         if true_delta > self.delta:
@@ -131,7 +131,7 @@ class GaussianEvent:
 @dataclasses.dataclass(frozen=True)
 class ObjectiveGaussianEvent:
     """A mechanism that carries its own RDP curve (e.g. objective perturbation with
-    Gaussian noise, whose curve dperm.calibration computes) and its own stated
+    Gaussian noise, whose curve dperm.privacy.calibration computes) and its own stated
     (epsilon, delta) guarantee.
 
     `rdp_orders` (increasing, each > 1, finite) and `rdp_values` (>= 0, inf

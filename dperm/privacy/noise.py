@@ -1,7 +1,7 @@
 """Noise samplers and the randomness policy.
 
 Policy: every private computation draws from a fresh generator seeded from OS
-entropy (`dperm._validation.fresh_generator`, never numpy's global state) unless
+entropy (`dperm.data.validation.fresh_generator`, never numpy's global state) unless
 the caller passes `random_state` (an int seed or a numpy Generator) for a
 reproducible experiment or test.
 

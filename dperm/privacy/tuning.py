@@ -256,7 +256,7 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
         and charged to it once for the whole procedure.
     X : array of shape (n_samples, n_features), a DataFrame, or a dask.array or
         dask.dataframe
-        A Dask array (rows chunked, see dperm._dask) is split on the workers:
+        A Dask array (rows chunked, see dperm.data.dask_rows) is split on the workers:
         each model is fitted there on its part and the validation mistakes are
         counted there (only the counts come back).  Each part is cut from X's
         blocks, so persist X first if its blocks are costly to compute.  A pandas
