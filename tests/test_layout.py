@@ -210,3 +210,50 @@ def test_readme_layout_is_the_tree():
                if p.name not in layout and p.name != "__main__.py"
                and not (folder and p.name == "__init__.py")]
     assert not missing, missing
+
+
+SUBPACKAGES = ["dperm.sklearn", "dperm.privacy", "dperm.optim", "dperm.data"]
+
+
+@pytest.mark.parametrize("name", SUBPACKAGES)
+def test_subpackages_export_their_public_names(name):
+    """Each subpackage's __all__ names its public objects, each the very object of its home
+    module (`from dperm.sklearn import PrivateLinearClassifier`), and no exported name
+    hides a submodule of the same name (`dperm.privacy.adassp` stays the module)."""
+    pkg = importlib.import_module(name)
+    assert pkg.__all__ and len(set(pkg.__all__)) == len(pkg.__all__)
+    folder = pathlib.Path(pkg.__file__).parent
+    submodules = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+    homes = [importlib.import_module(f"{name}.{sub}") for sub in sorted(submodules)]
+    for public in pkg.__all__:
+        obj = getattr(pkg, public)
+        assert public not in submodules, public
+        assert any(getattr(m, public, None) is obj for m in homes), public
+    for sub in submodules:
+        assert getattr(pkg, sub) is importlib.import_module(f"{name}.{sub}"), sub
+    ns = {}
+    exec(f"from {name} import *", ns)
+    assert set(pkg.__all__) <= set(ns)
+
+
+def test_documented_subpackage_imports():
+    from dperm.optim import minimize, trust_region_newton
+    from dperm.privacy import BudgetAccountant, objective_perturbation
+    from dperm.sklearn import PrivateLinearClassifier, PrivateLinearRegression
+
+    assert PrivateLinearClassifier is dperm.PrivateLinearClassifier
+    assert PrivateLinearRegression is dperm.PrivateLinearRegression
+    assert objective_perturbation is dperm.objective_perturbation
+    assert BudgetAccountant is dperm.BudgetAccountant
+    assert minimize is dperm.erm.minimize and callable(trust_region_newton)
+
+
+def test_subpackages_import_no_engine():
+    """Importing dperm and every subpackage imports neither dask nor pyspark."""
+    import subprocess
+
+    code = ("import sys, dperm, " + ", ".join(SUBPACKAGES) + "\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('dask', 'distributed', 'pyspark'))\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=pathlib.Path(__file__).parent)
