@@ -37,11 +37,11 @@ class MinimizeResult:
     """
 
     coef: np.ndarray
-    fun: np.ndarray
-    n_iter: np.ndarray
-    grad_norm: np.ndarray
-    converged: np.ndarray
-    status: list = field(default_factory=list)
+    fun: np.ndarray | float
+    n_iter: np.ndarray | int
+    grad_norm: np.ndarray | float
+    converged: np.ndarray | bool
+    status: list[str] | str = field(default_factory=list)
 
 
 def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):

@@ -354,7 +354,7 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
             raise ValueError(f"y: values {np.unique(y[bad])[:5].tolist()} are not in {k}="
                              f"{classes.tolist()}")
 
-    accountants = []
+    accountants: list = []
     for k in _keys(base, "accountant"):
         a = base[k]
         if a is not None and all(a is not b for b in accountants):
