@@ -26,8 +26,10 @@ problem's gradient of J_j is <= tol (default dperm.optim.erm.DEFAULT_TOL).
 import numbers
 import warnings
 from contextlib import nullcontext
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dperm.data.oracle import softmax_rows
 from dperm.data.validation import check_class_labels, check_n_threads, check_positive
@@ -130,7 +132,9 @@ def _objective(rows, y, W, l2, B):
 
 
 # ------------------------------------------------------------------ public API
-def multinomial_value_grad(X, y, W, alpha, extra_l2=None, linear=None, n_threads=None):
+def multinomial_value_grad(X: Any, y: ArrayLike, W: ArrayLike, alpha: Any, extra_l2: Any = None,
+                           linear: ArrayLike | None = None, n_threads: int | None = None
+                           ) -> tuple[Any, np.ndarray]:
     """The multinomial logistic objective J_j and its gradient at W, in one pass over X.
 
     Parameters
@@ -174,8 +178,11 @@ def multinomial_value_grad(X, y, W, alpha, extra_l2=None, linear=None, n_threads
     return (float(F[0]), G[0]) if single else (F, G)
 
 
-def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, tol=None,
-                         max_iter=None, n_threads=None, memory=None, coef_init=None, warn=True):
+def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, extra_l2: Any = None,
+                         linear: ArrayLike | None = None, tol: float | None = None,
+                         max_iter: int | None = None, n_threads: int | None = None,
+                         memory: int | None = None, coef_init: ArrayLike | None = None,
+                         warn: bool = True) -> MinimizeResult:
     """Minimize the multinomial logistic objective for m problems at once.
 
     Every L-BFGS iteration is one pass over X for all still-active problems
@@ -270,7 +277,7 @@ def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, 
                              converged=converged, status=[LBFGS_STATUS[int(s)] for s in status])
 
 
-def multinomial_predict_proba(X, W, intercept=None):
+def multinomial_predict_proba(X: Any, W: ArrayLike, intercept: ArrayLike | None = None) -> np.ndarray:
     """Class probabilities softmax(W x_i + intercept), computed stably.
 
     X : array (n, d), CSR or DesignRows; W : array (K, d); intercept : None or (K,).

@@ -523,10 +523,10 @@ class AMPCalibration:
     epsilon_det: float
     lambda_total: float
 
-    def total_epsilon(self):
+    def total_epsilon(self) -> float:
         return self.epsilon_objective + 2.0 * self.epsilon_output
 
-    def total_delta(self):
+    def total_delta(self) -> float:
         eo, ej = self.epsilon_output, self.epsilon_objective
         return math.exp(eo) * self.delta_objective + (1.0 + math.exp(ej + eo)) * self.delta_output
 
