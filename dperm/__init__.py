@@ -3,10 +3,6 @@
 After Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
 Minimization", JMLR 12 (2011).
 """
-from dperm import _moved
-
-_moved.install()   # the flat layout's module paths (dperm.erm, ...) stay importable
-
 import importlib
 
 from dperm._core._build_info import VERSION as __version__  # meson.build's version

@@ -23,9 +23,10 @@ This module sits below both the solvers and the privacy code (both read it).
 import abc
 import math
 import numbers
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["Loss", "Logistic", "Huber", "SmoothHinge", "PseudoHuber", "get_loss", "LOSSES",
            "REGRESSION_LOSSES", "MULTINOMIAL", "MULTINOMIAL_MIN_CLASSES",
@@ -39,7 +40,7 @@ MULTINOMIAL_MIN_CLASSES = 3
 SOFTMAX_GRADIENT_FACTOR = math.sqrt(2.0)
 
 
-def softmax_curvature(n_classes, data_norm=1.0):
+def softmax_curvature(n_classes: int, data_norm: float = 1.0) -> float:
     """(1 - 1/K) R^2: the bound on the trace of one row's softmax Hessian block.
 
     Parameters
@@ -56,7 +57,7 @@ def softmax_curvature(n_classes, data_norm=1.0):
     return (1.0 - 1.0 / n_classes) * data_norm * data_norm
 
 
-def check_n_classes(n_classes, *, mechanism=False):
+def check_n_classes(n_classes: Any, *, mechanism: bool = False) -> int:
     """The number of classes K as an int.
 
     An integer >= 2 (the softmax objective), or, with ``mechanism=True``,
@@ -108,23 +109,23 @@ class Loss(abc.ABC):
     regression: ClassVar[bool] = False
     nonincreasing: ClassVar[bool] = True
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         missing = [a for a in ("name", "kernel_id", "uses_h") if not hasattr(cls, a)]
         if missing:
             raise TypeError(f"{cls.__name__}: a Loss declares {', '.join(missing)} "
                             "(class attributes)")
 
-    def __setattr__(self, attr, value):
+    def __setattr__(self, attr: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__}: a loss is immutable")
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(self) is type(other)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(type(self))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
     @abc.abstractmethod
@@ -227,7 +228,7 @@ class Loss(abc.ABC):
             z = float(label_bound)
         return float(self.per_sample(np.array([z]), h)[0][0])
 
-    def per_sample(self, z, h: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def per_sample(self, z: ArrayLike, h: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """phi(z), phi'(z), phi''(z) for an array of margins z.
 
         Parameters
@@ -256,10 +257,10 @@ class Logistic(Loss):
     kernel_id = 0
     uses_h = False
 
-    def lipschitz(self, h=0.5):
+    def lipschitz(self, h: float = 0.5) -> float:
         return 1.0
 
-    def unit_curvature(self, h=0.5):
+    def unit_curvature(self, h: float = 0.5) -> float:
         return 0.25
 
 
@@ -270,10 +271,10 @@ class Huber(Loss):
     kernel_id = 1
     uses_h = True
 
-    def lipschitz(self, h=0.5):
+    def lipschitz(self, h: float = 0.5) -> float:
         return 1.0
 
-    def unit_curvature(self, h=0.5):
+    def unit_curvature(self, h: float = 0.5) -> float:
         return 1.0 / (2.0 * h)
 
 
@@ -284,10 +285,10 @@ class SmoothHinge(Loss):
     kernel_id = 2
     uses_h = True
 
-    def lipschitz(self, h=0.5):
+    def lipschitz(self, h: float = 0.5) -> float:
         return 1.0
 
-    def unit_curvature(self, h=0.5):
+    def unit_curvature(self, h: float = 0.5) -> float:
         return 3.0 / (4.0 * h)
 
 
@@ -300,10 +301,10 @@ class PseudoHuber(Loss):
     regression = True
     nonincreasing = False
 
-    def lipschitz(self, h=0.5):
+    def lipschitz(self, h: float = 0.5) -> float:
         return float(h)
 
-    def unit_curvature(self, h=0.5):
+    def unit_curvature(self, h: float = 0.5) -> float:
         return 1.0
 
 
@@ -324,7 +325,7 @@ LOSSES = _registry(Logistic, Huber, SmoothHinge, PseudoHuber)
 REGRESSION_LOSSES = tuple(k for k, v in LOSSES.items() if v.regression)
 
 
-def get_loss(loss, *, regression=None):
+def get_loss(loss: "str | Loss", *, regression: bool | None = None) -> Loss:
     """The Loss registered under ``loss``; ValueError naming ``loss`` otherwise.
 
     Parameters

@@ -1182,7 +1182,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
             raise ValueError(f"X has {n_cols} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input")
         if labels is not None:
-            iloc = getattr(X, "iloc", None)
+            iloc: Any = getattr(X, "iloc", None)
             columns = {name: (X[k] if isinstance(k, str) else iloc[:, k])
                        for name, k in self._selection}
             index = getattr(X, "index", None)

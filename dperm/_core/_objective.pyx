@@ -380,7 +380,7 @@ cdef class Data:
     Data(X, s, intercept=0): X a C-contiguous float32/float64 ndarray (numpy.memmap included:
     read in place), or a scipy.sparse CSR matrix/array with float32/float64 data
     and int32/int64 indices (indices and indptr of one dtype); s float64 (n,).
-    Inputs must already be validated (dperm._validation.check_X): this class only
+    Inputs must already be validated (dperm.data.validation.check_X): this class only
     holds references (so the buffers outlive every pass) and the raw pointers.
     intercept: None, or a float64 (n,) array: row i gains a last column of value
     intercept[i], virtually (the kernels add it as they read a row); the model then
@@ -512,7 +512,7 @@ cdef int data_pass(
 
 
 # ----------------------------------------------------------------------------
-# Python entry points (inputs already validated by dperm.erm / dperm.losses).
+# Python entry points (inputs already validated by dperm.optim.erm / dperm.losses).
 
 def value_grad(Data X, const double[:, ::1] W, const double[::1] l2, B, int loss, double h,
                int n_threads, double[:, ::1] curv=None):

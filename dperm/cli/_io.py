@@ -1045,7 +1045,7 @@ def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-#: the keys of a version 2 privacy record (dperm.mechanisms.PrivateFit.record() and the
+#: the keys of a version 2 privacy record (dperm.privacy.mechanisms.PrivateFit.record() and the
 #: estimator's additions); a version 1 record is read into this form
 PRIVACY_KEYS = ("mechanism", "noise", "loss", "neighbouring", "epsilon", "delta",
                 "epsilon_prime", "extra_l2", "beta", "sigma", "sigma_output", "grid", "alpha",

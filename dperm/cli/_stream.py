@@ -14,7 +14,7 @@ The binary is a directory holding the rows exactly as the solver sees them:
 
 Each row is the public schema's encoding (norm <= 1), then, with the intercept, the
 constant feature appended and the row scaled by 1/sqrt(2) (the estimator's own
-augmentation, dperm.estimators.augment_intercept), then held to norm <= 1 (the same
+augmentation, dperm.data.design.augment_intercept), then held to norm <= 1 (the same
 public clip as the estimator's). Every step maps a row on its own, so a chunk of rows
 gives exactly the rows the whole table gives: a streamed fit equals the in-memory one.
 

@@ -299,7 +299,7 @@ def build_parser():
                         "rule of PrivateLinearRegression(method='auto'))")
     f.add_argument("--alpha", type=_alpha, default="auto",
                    help="regularization strength Lambda, or 'auto' (default): a rule of public "
-                        "quantities only (n, d, epsilon; see dperm.regularization.auto_alpha), "
+                        "quantities only (n, d, epsilon; see dperm.privacy.regularization.auto_alpha), "
                         "so it costs no privacy; the value used is printed and stored")
     f.add_argument("--h", type=_positive_float, default=None,
                    help="Huber / smoothed-hinge width (default 0.5; ignored for logistic); "

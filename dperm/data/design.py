@@ -122,7 +122,7 @@ class DesignRows:
 def WithInterceptColumn(X, value, scale=INTERCEPT_SCALE):
     """X's rows (or a DesignRows' rows) with the intercept's constant column appended."""
     if getattr(X, "_dperm_distributed", False):
-        return X.with_intercept(value, scale)   # added on the workers (dperm._dask)
+        return X.with_intercept(value, scale)   # added on the workers (dperm.data.dask_rows)
     if isinstance(X, DesignRows):
         return X.with_constant(value, scale)
     return DesignRows(X, None, value, scale)

@@ -41,12 +41,12 @@ def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
     is made (CSC, COO and the other formats: one conversion, O(nnz) memory).
     The user's matrix is never modified.
 
-    A `dperm._design.DesignRows` comes back as one over the checked X.
+    A `dperm.data.design.DesignRows` comes back as one over the checked X.
     """
     if getattr(X, "_dperm_distributed", False):
-        return X   # rows on a Dask cluster, validated there (dperm._dask)
+        return X   # rows on a Dask cluster, validated there (dperm.data.dask_rows)
     if type(X).__module__.startswith("dask."):
-        raise TypeError(f"{name}: a Dask collection is accepted by dperm.erm.minimize, the "
+        raise TypeError(f"{name}: a Dask collection is accepted by dperm.optim.erm.minimize, the "
                         f"mechanisms, private_tuning and PrivateLinearClassifier (fit, "
                         f"predict, score, ...: they run on the workers); here it would be "
                         f"loaded into this process. Elsewhere apply the function per block: "
@@ -515,7 +515,7 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
     """apply_norm_bound without a copy: rows over the bound get a clipping factor.
 
     Returns X itself when every row is within data_norm, else a
-    dperm._design.DesignRows whose factor t_i = data_norm / ||x_i|| (shrunk by
+    dperm.data.design.DesignRows whose factor t_i = data_norm / ||x_i|| (shrunk by
     2^-40, so rounding cannot lift a norm above the bound) scales the rows over
     it -- the same public, row-by-row map as "clip", applied by the kernels as
     they read each row.  "error" refuses rows over the bound, as before.

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from .._validation import check_random_state
+from ..data.validation import check_random_state
 from ..data.norms import project_rows
 from ..exceptions import PrivacyLeakWarning
 from ._adult import Bunch, DataChecksumError, encode_public, read_shipped

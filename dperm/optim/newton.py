@@ -69,9 +69,19 @@ non-finite values at the start or in CG, the step no longer changes w in
 floating point, 40 trial points in a row were rejected, or 20 gradient-judged
 steps in a row neither halved the gradient norm nor grew the radius.
 """
+from __future__ import annotations
+
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+#: the oracle's callables (see the module docstring): (W, idx) -> (F, G); (W, V, idx) -> HV;
+#: (W, idx) -> D
+ValueGrad = Callable[[np.ndarray, np.ndarray], "tuple[ArrayLike, ArrayLike]"]
+HessVec = Callable[[np.ndarray, np.ndarray, np.ndarray], ArrayLike]
+HessDiag = Callable[[np.ndarray, np.ndarray], ArrayLike]
 
 __all__ = ["trust_region_newton"]
 
@@ -557,8 +567,10 @@ def _step(oracle, st, act, cg, tol, max_iter):
         st.M[mv] = oracle.preconditioner(st.W[mv], mv)
 
 
-def trust_region_newton(value_grad, hess_vec, W0, tol, max_iter, *, hess_diag=None,
-                        cg_max_iter=None):
+def trust_region_newton(value_grad: ValueGrad, hess_vec: HessVec, W0: ArrayLike, tol: float,
+                        max_iter: int, *, hess_diag: HessDiag | None = None,
+                        cg_max_iter: int | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Minimize k smooth strongly convex objectives at once.
 
     Parameters

@@ -86,11 +86,11 @@ class PureEvent:
     """
     epsilon: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
 
     @property
-    def delta(self):
+    def delta(self) -> float:
         return 0.0
 
     def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
@@ -150,7 +150,7 @@ class GaussianEvent:
     epsilon: float
     delta: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         nm = self.noise_multiplier
         if isinstance(nm, (bool, np.bool_)) or not isinstance(nm, numbers.Real) \
                 or not (math.isfinite(float(nm)) and float(nm) > 0):
@@ -161,7 +161,7 @@ class GaussianEvent:
         from dperm.privacy.calibration import gaussian_delta
 
         # exact: no room for a claim below the true delta. The same evaluation as
-        # dperm.calibration.analytic_gaussian_sigma, so a sigma calibrated there for
+        # dperm.privacy.calibration.analytic_gaussian_sigma, so a sigma calibrated there for
         # (epsilon, delta) is accepted with exactly that claim
         true_delta = gaussian_delta(self.epsilon, 1.0, self.noise_multiplier)
         if true_delta > self.delta:
@@ -190,7 +190,7 @@ class GaussianEvent:
 @dataclasses.dataclass(frozen=True)
 class ObjectiveGaussianEvent:
     """A mechanism that carries its own RDP curve (e.g. objective perturbation with
-    Gaussian noise, whose curve dperm.calibration computes) and its own stated
+    Gaussian noise, whose curve dperm.privacy.calibration computes) and its own stated
     (epsilon, delta) guarantee.
 
     `rdp_orders` (increasing, each > 1, finite) and `rdp_values` (>= 0, inf
@@ -234,7 +234,7 @@ class ObjectiveGaussianEvent:
     rdp_orders: tuple
     rdp_values: tuple
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_delta(self.delta, "delta"))
         try:
@@ -305,7 +305,7 @@ class ApproxEvent:
     epsilon: float
     delta: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_delta(self.delta, "delta"))
 
@@ -707,22 +707,22 @@ class BudgetAccountant:
     # A ledger is shared, never duplicated: sklearn's clone() deep-copies non-estimator
     # parameters, and a copied accountant would let every clone (GridSearchCV,
     # cross_val_score) spend the whole budget again.  Copies are the same object.
-    def __copy__(self):
+    def __copy__(self) -> "BudgetAccountant":
         return self
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict) -> "BudgetAccountant":
         return self
 
-    def __getstate__(self):  # pickling (e.g. to another process) drops the lock
+    def __getstate__(self) -> dict:  # pickling (e.g. to another process) drops the lock
         state = self.__dict__.copy()
         del state["_lock"]
         state.pop("_cache", None)
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"BudgetAccountant(epsilon={self.epsilon:g}, delta={self.delta:g}, "
                 f"spent={self.spent:g}, spent_delta={self.spent_delta:g})")

@@ -701,7 +701,8 @@ class AMPCalibration:
     epsilon_det: float
     lambda_total: float
 
-    def total_epsilon(self):
+    def total_epsilon(self) -> float:
+        return self.epsilon_objective + 2.0 * self.epsilon_output
         """The total epsilon of the two releases: epsilon_objective + 2 epsilon_output.
 
         Returns
@@ -711,7 +712,7 @@ class AMPCalibration:
         """
         return self.epsilon_objective + 2.0 * self.epsilon_output
 
-    def total_delta(self):
+    def total_delta(self) -> float:
         """The total delta of the two releases.
 
         e^{eps_out} delta_objective + (1 + e^{eps_obj + eps_out}) delta_output.

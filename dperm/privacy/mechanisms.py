@@ -3,7 +3,7 @@ with the corrections of docs/specification.md (pure epsilon-DP, ``delta=0``), an
 Gaussian counterparts (``delta > 0``); approximate minima perturbation.
 
 Every privacy constant is computed here (pure epsilon: `output_perturbation_constants`,
-`objective_perturbation_constants`; Gaussian: dperm.calibration) and recorded on the
+`objective_perturbation_constants`; Gaussian: dperm.privacy.calibration) and recorded on the
 result.  The derivations are in docs/privacy_analysis.md.
 
 Rows satisfy ||x_i|| <= R (`data_norm`, public).  The loss gradient bound is L = l R
@@ -28,7 +28,7 @@ then holds only for data sets of that size.
 
 Floating point (Mironov 2012).  Released coefficients lie on a public grid g Z^d (g a
 power of two recorded as `grid`): Gaussian output noise is sampled exactly on it
-(dperm.exact_noise, integer arithmetic only) around the minimiser rounded to it, with
+(dperm.privacy.exact_noise, integer arithmetic only) around the minimiser rounded to it, with
 the rounding's sqrt(d) g added to the sensitivity (output perturbation and AMP, whose
 releases are therefore float-safe); Laplace output noise is added to the rounded
 minimiser and the sum rounded to the grid.  Objective perturbation releases its
@@ -69,7 +69,7 @@ __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_o
            "output_perturbation_constants", "objective_perturbation_constants",
            "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events"]
 
-#: bits of the exact-noise grid below the noise scale (dperm.exact_noise.grid_for)
+#: bits of the exact-noise grid below the noise scale (dperm.privacy.exact_noise.grid_for)
 GRID_BITS = 20
 
 
@@ -249,11 +249,11 @@ def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
 
 
 def privacy_events(record, n_fits=1):
-    """The dperm.accountant events of `n_fits` releases described by `record` (a
+    """The dperm.privacy.accountant events of `n_fits` releases described by `record` (a
     PrivateFit.record(): public values only), for a BudgetAccountant.
 
     Pure epsilon: PureEvent.  Gaussian objective perturbation: an
-    ObjectiveGaussianEvent with its RDP curve (dperm.calibration.objective_gaussian_rdp).
+    ObjectiveGaussianEvent with its RDP curve (dperm.privacy.calibration.objective_gaussian_rdp).
     AdaSSP (dperm.privacy.adassp): its event, the Gaussian RDP curve of its noise multiplier.
     Gaussian output perturbation and AMP: ApproxEvents with their stated (epsilon,
     delta) (the output noise's grid term depends on d, which a record does not hold;
@@ -396,7 +396,7 @@ _COMMON_DOC = """
     alpha : Lambda > 0, a scalar or a sequence (one fit per value, solved as one batch).
     epsilon : > 0; each released coefficient vector is (epsilon, delta)-DP.
     delta : 0 (default: the paper's pure epsilon-DP mechanism, Laplace-type noise) or in
-        (0, 1): Gaussian noise calibrated by dperm.calibration (the tight analysis of
+        (0, 1): Gaussian noise calibrated by dperm.privacy.calibration (the tight analysis of
         docs/privacy_analysis.md).  loss="multinomial" needs delta > 0.
     neighbouring : "replace_one" (default; n public) or "add_remove".
     n_public : the public count that normalises the objective (add_remove: makes the
@@ -410,7 +410,7 @@ _COMMON_DOC = """
     random_state : None (fresh OS entropy, the default), int or numpy Generator.
         An int seed makes the run reproducible and voids the guarantee
         (PrivacyLeakWarning): for experiments and tests only.
-    tol, max_iter, n_threads, solver : passed to dperm.erm.minimize ("lbfgs",
+    tol, max_iter, n_threads, solver : passed to dperm.optim.erm.minimize ("lbfgs",
         "newton" or "auto"; every solver meets the same gradient-norm tolerance).
 """
 
@@ -431,7 +431,7 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
 
     delta = 0: ||b|| ~ Gamma(d, 1/beta), beta = eps / sens (sens = 2R/(n Lambda) for
     replace_one, R/(n Lambda) for add_remove), the result rounded to the public grid.
-    delta > 0: b ~ N(0, sigma^2 I) sampled exactly on the grid (dperm.exact_noise), sigma
+    delta > 0: b ~ N(0, sigma^2 I) sampled exactly on the grid (dperm.privacy.exact_noise), sigma
     the analytic Gaussian scale (Balle & Wang 2018) for sens + sqrt(d) g.
     Multinomial: the Frobenius sensitivity is sqrt(2) times larger.
     {parameters}
@@ -508,7 +508,7 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     """Algorithm 2: argmin J(f) + b.f/n + (Delta/2)||f||^2 with the constants of docs/specification.md.
 
     delta = 0: the paper's mechanism (b with density ~ exp(-beta ||b||)).  delta > 0:
-    b ~ N(0, sigma^2 I) with sigma and Delta from dperm.calibration
+    b ~ N(0, sigma^2 I) with sigma and Delta from dperm.privacy.calibration
     (objective_gaussian_calibration: the tight bound of docs/privacy_analysis.md).
     Every (alpha, draw) pair is one problem of a single batched solve.  The logistic,
     Huber and smoothed-hinge losses all qualify (|phi'| <= 1, 0 <= phi'' <= c), so does
@@ -521,7 +521,7 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     perturbation="amp" (approximate minima perturbation, delta > 0): the guarantee
     holds for any solution whose gradient norm is <= tol (checked; a fit that misses it
     raises RuntimeError and releases nothing), by adding exact Gaussian noise on the
-    grid to the approximate minimiser (dperm.calibration.amp_calibration: a fraction
+    grid to the approximate minimiser (dperm.privacy.calibration.amp_calibration: a fraction
     `amp_output_fraction` of epsilon and delta pays for it).
     {parameters}
     Returns

@@ -50,7 +50,8 @@ _RESERVED = ("epsilon", "perturbation", "random_state", "accountant")
 _PUBLIC_BOUNDS = ("classes", "data_norm", "norm_policy")
 
 
-def exponential_mechanism(scores, epsilon, sensitivity=1.0, random_state=None):
+def exponential_mechanism(scores: ArrayLike, epsilon: float, sensitivity: float = 1.0,
+                          random_state: Any = None) -> tuple[int, np.ndarray]:
     """Pick an index with probability proportional to exp(-epsilon * score / (2 * sensitivity)).
 
     Scores are costs (lower is better), such as mistake counts.  If changing one
@@ -88,7 +89,7 @@ def exponential_mechanism(scores, epsilon, sensitivity=1.0, random_state=None):
     return index, probabilities
 
 
-def selection_probabilities(scores, epsilon, sensitivity=1.0):
+def selection_probabilities(scores: ArrayLike, epsilon: float, sensitivity: float = 1.0) -> np.ndarray:
     """The exponential mechanism's probabilities q_i, shape (m,); see exponential_mechanism."""
     try:
         s = np.asarray(scores, dtype=np.float64)
@@ -102,7 +103,7 @@ def selection_probabilities(scores, epsilon, sensitivity=1.0):
     return w / w.sum()
 
 
-def random_split(n_samples, n_parts, random_state=None):
+def random_split(n_samples: int, n_parts: int, random_state: Any = None) -> list[np.ndarray]:
     """Split range(n_samples) uniformly at random into n_parts disjoint parts.
 
     The split is a uniformly random permutation cut into consecutive blocks, so
@@ -193,7 +194,7 @@ class PrivateTuningResult:
     fit_diagnostics_: dict = field(default_factory=dict, repr=False)
 
     @property
-    def n_candidates(self):
+    def n_candidates(self) -> int:
         return len(self.params)
 
 
@@ -281,7 +282,7 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
         and charged to it once for the whole procedure.
     X : array of shape (n_samples, n_features), a DataFrame, or a dask.array or
         dask.dataframe
-        A Dask array (rows chunked, see dperm._dask) is split on the workers:
+        A Dask array (rows chunked, see dperm.data.dask_rows) is split on the workers:
         each model is fitted there on its part and the validation mistakes are
         counted there (only the counts come back).  Each part is cut from X's
         blocks, so persist X first if its blocks are costly to compute.  A pandas
@@ -393,7 +394,7 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
             raise ValueError(f"y: values {np.unique(y[bad])[:5].tolist()} are not in {k}="
                              f"{classes.tolist()}")
 
-    accountants = []
+    accountants: list = []
     for k in _keys(base, "accountant"):
         a = base[k]
         if a is not None and all(a is not b for b in accountants):

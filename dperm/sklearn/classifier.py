@@ -86,7 +86,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     alpha : "auto" (default) or float > 0
         Regularization strength Lambda (units of loss / ||f||^2). "auto" picks
         it by a rule of public quantities only (n, d, epsilon, data_norm, the
-        mechanism; see dperm.regularization.auto_alpha), so it costs no extra
+        mechanism; see dperm.privacy.regularization.auto_alpha), so it costs no extra
         privacy; the value used is stored in `alpha_`.  A given value whose
         expected noise would swamp the model draws a UserWarning.
     h : float > 0
@@ -102,9 +102,9 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         The PUBLIC label set: two labels ([negative, positive]) or every one of
         K > 2 classes, in the order of the model's scores. If None, it is read
         from y and a PrivacyLeakWarning says so.
-    tol, max_iter, n_threads : solver controls (gradient-norm tolerance; see dperm.erm.minimize).
+    tol, max_iter, n_threads : solver controls (gradient-norm tolerance; see dperm.optim.erm.minimize).
     solver : {"auto", "lbfgs", "newton"}
-        Batched L-BFGS or trust-region Newton-CG (dperm.erm.minimize); "auto" is
+        Batched L-BFGS or trust-region Newton-CG (dperm.optim.erm.minimize); "auto" is
         L-BFGS today (BENCHMARKS.md). Every solver meets the same tolerance, so
         the guarantee does not depend on the choice.
     random_state : None, int or numpy Generator
@@ -188,7 +188,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
 
     def _equivalent_epsilon(self, n, d, lo, eps, delta, nb, n_classes):
         """The pure, replace-one epsilon whose noise has the norm this fit's noise has:
-        the public rules of dperm.regularization were calibrated on that mechanism.
+        the public rules of dperm.privacy.regularization were calibrated on that mechanism.
         Pure: eps (replace_one) or 2 eps (add_remove: half the sensitivity).  Gaussian:
         the Laplace-type norm d * sens / eps equals the Gaussian norm sqrt(d) sigma."""
         if self.perturbation == "none":

@@ -104,7 +104,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         filter such as dropping rows with a missing value (as for PrivateLinearClassifier).
     alpha : "auto" (default) or float > 0
         "auto": Lambda = C R^2 (h / B) / (n epsilon) raised by public safeguards
-        (dperm.regularization.auto_alpha with loss="pseudo_huber"; no privacy cost).
+        (dperm.privacy.regularization.auto_alpha with loss="pseudo_huber"; no privacy cost).
     h : None or float > 0
         Width of the pseudo-Huber loss; None (default) uses label_bound (residuals of
         the size of the targets are in the loss's quadratic range).  The noise scales
@@ -116,7 +116,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     norm_policy : {"clip", "error"}
     fit_intercept : bool
         The public constant column of PrivateLinearClassifier (dperm.data.design).
-    tol, max_iter, n_threads, solver : solver controls (dperm.erm.minimize).
+    tol, max_iter, n_threads, solver : solver controls (dperm.optim.erm.minimize).
     random_state : None, int or numpy Generator (an int voids the guarantee).
     accountant : None or BudgetAccountant
 

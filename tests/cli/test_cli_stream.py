@@ -169,7 +169,7 @@ def test_streamed_fit_peak_memory_is_bounded(tmp_path):
     dense_bytes = n * (2 + 50 + 1000 + 1) * 8
     driver = textwrap.dedent("""
         import sys, threading
-        import dperm.cli, dperm._cli_stream, scipy.sparse, sklearn
+        import dperm.cli, dperm.cli._stream, scipy.sparse, sklearn
         def anon():
             with open("/proc/self/status") as fh:
                 return next(int(l.split()[1]) * 1024 for l in fh if l.startswith("RssAnon:"))

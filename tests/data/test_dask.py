@@ -1,4 +1,4 @@
-"""The Dask backend (dperm._dask) on a real LocalCluster: the same answers as the local
+"""The Dask backend (dperm.data.dask_rows) on a real LocalCluster: the same answers as the local
 path (dense and CSR chunks, float32 and float64; non-private, both mechanisms, the
 estimator), validation on the workers, and a worker killed in the middle of a fit."""
 import os
@@ -61,7 +61,8 @@ def _variants(X, chunks=450):
 
 
 def test_import_does_not_import_dask():
-    code = ("import dperm, dperm.erm, dperm.estimators, dperm.mechanisms, dperm._dask, sys; "
+    code = ("import dperm, dperm.optim.erm, dperm.sklearn.classifier, dperm.privacy.mechanisms, "
+            "dperm.data.dask_rows, sys; "
             "assert 'dask' not in sys.modules and 'distributed' not in sys.modules, "
             "sorted(m for m in sys.modules if 'dask' in m or 'distributed' in m)")
     subprocess.run([sys.executable, "-c", code], cwd=_HERE, check=True)
@@ -155,7 +156,7 @@ def test_column_chunks_and_unknown_sizes_refused(client):
 
 
 def test_no_client_is_a_clear_error():
-    code = ("import numpy as np, dask.array as da, dperm.erm as e\n"
+    code = ("import numpy as np, dask.array as da, dperm.optim.erm as e\n"
             "try:\n"
             "    e.minimize(da.ones((10, 2), chunks=(5, 2)) * 0.1, np.ones(10), alpha=1.0)\n"
             "except RuntimeError as exc:\n"
@@ -167,7 +168,7 @@ def test_no_client_is_a_clear_error():
 
 def test_check_X_refuses_to_load_a_dask_array(client):
     with pytest.raises(TypeError, match="map_blocks"):
-        dperm._validation.check_X(da.ones((4, 2), chunks=(2, 2)))
+        dperm.data.validation.check_X(da.ones((4, 2), chunks=(2, 2)))
 
 
 @pytest.mark.parametrize("mode", ["tree", "flat"])

@@ -1,8 +1,8 @@
-"""dperm._newton.trust_region_newton: the batched trust-region Newton-CG solver.
+"""dperm.optim.newton.trust_region_newton: the batched trust-region Newton-CG solver.
 
 The solver only sees an oracle; here the oracle is the package's own compiled
-objective / Hessian-vector kernels (dperm.erm.objective, hessian_vector), and
-the reference answer is the compiled batched L-BFGS (dperm.erm.minimize), a
+objective / Hessian-vector kernels (dperm.optim.erm.objective, hessian_vector), and
+the reference answer is the compiled batched L-BFGS (dperm.optim.erm.minimize), a
 different algorithm.
 """
 import numpy as np
@@ -32,7 +32,7 @@ def make_adultlike(n=3000, d=40, seed=0):
 
 
 class Oracle:
-    """value_grad / hess_vec / hess_diag adapters over dperm.erm for k problems
+    """value_grad / hess_vec / hess_diag adapters over dperm.optim.erm for k problems
     (per-problem alpha and linear term, indexed by idx); counts the calls and
     checks the calling convention of every call."""
 

@@ -1,7 +1,7 @@
 """Algorithms 1 and 2 (dperm.output_perturbation / dperm.objective_perturbation).
 
 The constants are recomputed here from docs/specification.md, independently of
-dperm.mechanisms, with a public row-norm bound R: the gradient bound scales by
+dperm.privacy.mechanisms, with a public row-norm bound R: the gradient bound scales by
 R and the curvature bound c by R^2.
 """
 import math
@@ -39,7 +39,7 @@ def make_data(n=60, d=4, R=1.0, seed=0):
 def test_scalar_alpha_shapes(mech):
     X, y = make_data(d=3)
     fit = mech(X, y, alpha=0.1, epsilon=1.0, n_draws=5, random_state=0)
-    assert isinstance(fit, dperm.mechanisms.PrivateFit)
+    assert isinstance(fit, dperm.privacy.mechanisms.PrivateFit)
     assert fit.coef.shape == (5, 3)
     for a in (fit.grad_norm, fit.converged, fit.n_iter):
         assert np.shape(a) == (5,)
@@ -230,7 +230,7 @@ def test_output_is_minimizer_plus_noise(R):
     # released on the public grid: within a grid step of f* + b (f* rounded, then the sum)
     assert np.all(fit.beta <= n * alphas * 2.0 / (2 * R))   # the grid term only lowers beta
     for a in range(2):
-        assert dperm.exact_noise.on_grid(fit.coef[a], fit.grid[a])
+        assert dperm.privacy.exact_noise.on_grid(fit.coef[a], fit.grid[a])
         np.testing.assert_allclose(fit.coef[a], f_star[a] + b[a], rtol=0, atol=fit.grid[a])
     # and the noise has the advertised scale: E||b|| = d / beta, beta = n Lambda eps / (2R)
     norms = np.linalg.norm(fit.coef - f_star[:, None, :], axis=-1)

@@ -1,4 +1,4 @@
-"""alpha="auto": the public rule of dperm.regularization (issue 21's re-derivation)."""
+"""alpha="auto": the public rule of dperm.privacy.regularization (issue 21's re-derivation)."""
 import math
 
 import numpy as np

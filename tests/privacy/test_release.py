@@ -219,9 +219,9 @@ _FRESH_SCRIPT = textwrap.dedent("""
     import sys, warnings
     import numpy as np
     np.random.seed(0)
-    import dperm, dperm._validation
+    import dperm, dperm.data.validation
     if sys.argv[1] == "broken":   # a policy that derives the noise from the global state
-        dperm._validation.fresh_generator = lambda: np.random.default_rng(np.random.randint(2**31))
+        dperm.data.validation.fresh_generator = lambda: np.random.default_rng(np.random.randint(2**31))
     rng = np.random.default_rng(0)
     X = rng.standard_normal((100, 3)); X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = np.where(X[:, 0] > 0, 1, -1)
