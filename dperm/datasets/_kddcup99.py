@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from ..data.validation import check_random_state
 from ..data.norms import project_rows
+from ..data.validation import check_random_state
 from ..exceptions import PrivacyLeakWarning
 from ._adult import Bunch, DataChecksumError, encode_public, read_shipped
 

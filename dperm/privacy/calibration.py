@@ -702,7 +702,6 @@ class AMPCalibration:
     lambda_total: float
 
     def total_epsilon(self) -> float:
-        return self.epsilon_objective + 2.0 * self.epsilon_output
         """The total epsilon of the two releases: epsilon_objective + 2 epsilon_output.
 
         Returns
