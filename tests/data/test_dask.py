@@ -368,14 +368,14 @@ def _fault_run():
         ref = erm.minimize(Xd, y, alpha=1e-3)
         calls = {"n": 0}
         real = _dask._Cluster.reduce
-        _dask.TREE_CONNECT_TIMEOUT = 1.0     # a lost worker below the root: fail fast
+        _dask.LOST_WORKER_POLL = 0.5     # a lost worker below the root: noticed fast
 
         def reduce(self, *args):
             calls["n"] += 1
             if calls["n"] in (4, 10):
                 # first a worker below the root of the message tree (the root's call to
                 # it fails), then the root's own worker (the client's call fails)
-                root = self.shards[0][0]._address
+                root = self.shards[0][3]
                 others = [w for w in c.scheduler_info()["workers"] if w != root]
                 victim = others[0] if calls["n"] == 4 else root
                 c.submit(os._exit, 1, workers=[victim], pure=False)
