@@ -28,6 +28,12 @@ and a check that both return the same bits:
     git show HEAD~1:dperm/data/dask_rows.py > /tmp/old_dask_rows.py
     python benchmarks/dask_overhead.py --baseline /tmp/old_dask_rows.py --workers 1,2,4,8
 
+With --tasks, a pass of the regression loss (pseudo-Huber, real targets on the workers)
+against a pass of the classification loss (logistic, labels in {-1, +1}) over the same
+rows, alternating pass by pass, --rows rows per worker (100: overhead; 100000: compute):
+
+    python benchmarks/dask_overhead.py --tasks --workers 2 --rows 100,100000 --m 1,8
+
 The cost model fitted (non-negative least squares) to the minimum wall times, per m, the
 minimum over the runs given: flat, a + b (P - 1) (the client
 handles P answers in turn); tree, a + L levels(P) + c children(P), along the slowest path
@@ -122,9 +128,14 @@ def main():
                     help="fit the model to the settings with at most this many workers")
     ap.add_argument("--baseline", default=None,
                     help="compare with this copy of dask_rows.py, passes interleaved")
+    ap.add_argument("--tasks", action="store_true",
+                    help="compare a regression pass with a classification pass")
+    ap.add_argument("--rows", default="100", help="--tasks: rows per worker (a,b,...)")
     args = ap.parse_args()
     if args.baseline:
         return compare(args)
+    if args.tasks:
+        return compare_tasks(args)
     if args.model:
         rows = []
         for name in args.model.split(","):
@@ -245,6 +256,61 @@ def _scattered_rows(client, mod, P, d, rng):
     Xd = da.concatenate([da.from_delayed(f, shape=(100, d), dtype=X.dtype) for f in xs])
     yd = da.concatenate([da.from_delayed(f, shape=(100,), dtype=y.dtype) for f in ys])
     return mod.as_rows(Xd, yd)
+
+
+def compare_tasks(args):
+    """--tasks: regression (pseudo-Huber) against classification (logistic) passes."""
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from dperm.data import dask_rows as _dask
+    from dperm.losses import get_loss
+
+    ids = {"classification": get_loss("logistic").kernel_id,
+           "regression": get_loss("pseudo_huber").kernel_id}
+    print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}, d = {args.d}")
+    print("| workers | rows per worker | m | classification median (ms) | regression median "
+          "(ms) | regression / classification, medians | minima (ms) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    out = []
+    for P in [int(v) for v in args.workers.split(",")]:
+        with LocalCluster(n_workers=P, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            client.wait_for_workers(P)
+            for r in [int(v) for v in args.rows.split(",")]:
+                rng = np.random.default_rng(0)
+                X = rng.standard_normal((r * P, args.d)) / np.sqrt(args.d) / 2
+                t = X @ rng.standard_normal(args.d)
+                Xd = da.from_array(X, chunks=(r, -1))
+                rows = {"classification": _dask.as_rows(Xd, np.where(t > 0, 1.0, -1.0)),
+                        "regression": _dask.as_rows(Xd, t, regression=True)}
+                for m in [int(v) for v in args.m.split(",")]:
+                    W = rng.standard_normal((m, args.d)) * 0.01
+                    l2 = np.full(m, 1e-3)
+                    for k, rw in rows.items():      # warm up (the shards' Data)
+                        rw.value_grad(W, l2, None, ids[k], 0.5)
+                    ts = {k: [] for k in rows}
+                    for rep in range(args.reps):
+                        order = list(rows) if rep % 2 == 0 else list(rows)[::-1]
+                        for k in order:
+                            t0 = time.perf_counter()
+                            rows[k].value_grad(W, l2, None, ids[k], 0.5)
+                            ts[k].append(time.perf_counter() - t0)
+                    med = {k: float(np.median(v)) * 1e3 for k, v in ts.items()}
+                    mins = {k: min(v) * 1e3 for k, v in ts.items()}
+                    row = {"workers": P, "rows_per_worker": r, "m": m, "d": args.d,
+                           "reps": args.reps, "median_ms": med, "min_ms": mins,
+                           "ratio_median": med["regression"] / med["classification"]}
+                    out.append(row)
+                    print(f"| {P} | {r} | {m} | {med['classification']:.2f} | "
+                          f"{med['regression']:.2f} | {row['ratio_median']:.2f} | "
+                          f"{mins['classification']:.2f} / {mins['regression']:.2f} |",
+                          flush=True)
+                del rows
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+        print(f"wrote {args.out}")
 
 
 def compare(args):
