@@ -60,6 +60,29 @@ def _variants(X, chunks=450):
     return out
 
 
+def test_only_public_distributed_api():
+    """The backend talks to distributed through its public API only (issue 27, item 7):
+    no import from a distributed submodule (distributed.core's send_recv, ...), no
+    worker internals (rpc pools, executors, the worker state machine)."""
+    import ast
+
+    tree = ast.parse(open(_dask.__file__, encoding="utf-8").read())
+    private = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("distributed."):
+            private.append(f"from {node.module} import ...")
+        if isinstance(node, ast.Import):
+            private += [a.name for a in node.names if a.name.startswith("distributed.")]
+        if isinstance(node, ast.Attribute) and node.attr in (
+                "rpc", "state", "executors", "send_recv", "actor_execute", "get_worker",
+                "_address", "_key", "_worker"):
+            private.append(f".{node.attr} (line {node.lineno})")
+        if isinstance(node, ast.alias) and node.name == "get_worker":
+            private.append("get_worker")
+    assert not private, private
+
+
 def test_import_does_not_import_dask():
     code = ("import dperm, dperm.erm, dperm.estimators, dperm.mechanisms, dperm._dask, sys; "
             "assert 'dask' not in sys.modules and 'distributed' not in sys.modules, "
