@@ -106,6 +106,9 @@ TREE_FAN_IN = 4
 LOST_WORKER_POLL = 1.0
 #: memory a shard may spend on Newton's curvature cache (phi'' per row, per cached point)
 WORKER_CURVATURE_BYTES = 512 * 2**20
+#: AdaSSP's pass materializes a chunk's design rows in blocks of at most this many
+#: float64 entries (16 MiB)
+GRAM_BLOCK_ENTRIES = 1 << 21
 #: points per problem whose curvature a shard keeps (as the local solver, dperm.optim.erm)
 CACHED_POINTS = 3
 
@@ -698,16 +701,24 @@ class _Shard:
         R, B = bounds
         out = []
         for ci, r0, X, y in zip(self.chunk_ids, self.starts, self.blocks, self.labels):
-            A = _replay(X, y, ops)[0].toarray()
-            where = f"chunk {ci} (rows {r0} to {r0 + A.shape[0] - 1})"
-            norms = np.sqrt(np.einsum("ij,ij->i", A, A))
-            if np.any(norms > R):
-                raise ValueError(f"X, {where}: {int(np.count_nonzero(norms > R))} row(s) have "
-                                 f"norm above data_norm={R}; clip the rows first")
+            nr = X.shape[0]
+            where = f"chunk {ci} (rows {r0} to {r0 + nr - 1})"
             if np.any(np.abs(y) > B):
                 raise ValueError(f"y, {where}: {int(np.count_nonzero(np.abs(y) > B))} "
                                  f"target(s) have |y| above label_bound={B}; clip them first")
-            out.append((ci, A.shape[0], A.T @ y, A.T @ A))
+            # the chunk's rows in blocks of GRAM_BLOCK_ENTRIES entries, added in order (the
+            # row maps act row by row: the same rows as the whole chunk's)
+            step = max(1, GRAM_BLOCK_ENTRIES // max(1, X.shape[1] + 1))
+            gram = xty = None
+            for i0 in range(0, nr, step):
+                A = _replay(X[i0:i0 + step], y[i0:i0 + step], ops)[0].toarray()
+                over = np.sqrt(np.einsum("ij,ij->i", A, A)) > R
+                if np.any(over):
+                    raise ValueError(f"X, {where}: row {r0 + i0 + int(np.argmax(over))} has "
+                                     f"norm above data_norm={R}; clip the rows first")
+                g, v = A.T @ A, A.T @ y[i0:i0 + step]
+                gram, xty = (g, v) if gram is None else (gram + g, xty + v)
+            out.append((ci, nr, xty, gram))
         return out
 
     # --- the reduction: this worker's chunks folded, then the message tree ----------
