@@ -427,10 +427,12 @@ class _Cluster:
         """The result of a shard's call; while waiting, every LOST_WORKER_POLL seconds,
         _LostWorker if a shard's worker is no longer known to the scheduler (its shards'
         calls cannot complete: the pass is repeated on rebuilt shards)."""
+        import asyncio
+
         while True:
             try:
                 return fut.result(timeout=LOST_WORKER_POLL)
-            except TimeoutError:
+            except (TimeoutError, asyncio.TimeoutError):   # distinct classes before 3.11
                 alive = self.client.nthreads()
                 if any(w not in alive for _, _, _, w in self.shards):
                     raise _LostWorker() from None

@@ -611,3 +611,28 @@ def test_data_larger_than_one_worker():
     code = "import sys; sys.path.insert(0, %r); import test_dask; test_dask._big_run()" % (
         os.path.dirname(__file__))
     subprocess.run([sys.executable, "-c", code], cwd=_HERE, check=True, timeout=600)
+
+
+def test_a_slow_pass_is_waited_for(client, monkeypatch):
+    """The client checks for lost workers every LOST_WORKER_POLL seconds while a pass is
+    out; a pass that takes longer, with every worker alive, is waited for (not rebuilt,
+    not repeated)."""
+    import time
+
+    X, y = _problem(n=400, d=5)
+    rows = _dask.as_rows(da.from_array(X, chunks=(100, -1)), y)
+    real, rebuild = _dask._Shard.partial, _dask._Cluster._build
+    built = []
+
+    def slow(self, *args):
+        time.sleep(0.4)
+        return real(self, *args)
+
+    def build(self):
+        built.append(1)
+        return rebuild(self)
+    monkeypatch.setattr(_dask, "LOST_WORKER_POLL", 0.05)
+    monkeypatch.setattr(_dask._Shard, "partial", slow)
+    monkeypatch.setattr(_dask._Cluster, "_build", build)
+    F, G = rows.value_grad(np.zeros((1, 5)), np.ones(1), None, 0, 0.5)
+    assert built == [] and np.allclose(F, np.log(2.0))
