@@ -308,7 +308,8 @@ def build_parser():
     f.add_argument("--task", choices=("classification", "regression"), default="classification",
                    help="classification (default) or regression: a numeric label column, "
                         "dperm.PrivateLinearRegression (pseudo-Huber ERM; --perturbation "
-                        "objective, output or none), in memory only")
+                        "objective, output or none); a CSV larger than memory streams with "
+                        "--memory-budget / --work-dir (--schema required; no --keep-binary)")
     f.add_argument("--label-bound", type=_positive_float, default=None, metavar="B",
                    help="--task regression: the PUBLIC bound B on |label| (labels beyond it "
                         "are clipped to [-B, B], with a warning); required")
