@@ -104,7 +104,7 @@ def _module_page(name):
     lines = [title, "=" * len(title), "",
              f"The module's public names (``dperm.{name}.__all__``; the code lives in "
              f"``{module.__name__}``).", "",
-             f".. automodule:: dperm.{name}", "   :members:", "   :imported-members:"]
+             f".. automodule:: {module.__name__}", "   :members:", "   :imported-members:"]
     if constants:
         lines.append(f"   :exclude-members: {', '.join(constants)}")
     lines.append("")
@@ -122,7 +122,7 @@ def _module_page(name):
             text = repr(value)
             if len(text) > 160:
                 text = text[:150] + " ..."
-            lines += [f".. py:data:: {const}", f"   :module: dperm.{name}",
+            lines += [f".. py:data:: {const}", f"   :module: {module.__name__}",
                       f"   :type: {type(value).__name__}", ""]
             if comments.get(const):
                 lines += [f"   {comments[const].strip()}", ""]
