@@ -18,6 +18,7 @@ from dperm.exceptions import (
     NoiseDominatedWarning,
     PrivacyLeakWarning,
 )
+from dperm.model_io import load_model, save_model
 from dperm.optim import erm
 from dperm.privacy import calibration, exact_noise, mechanisms, noise, regularization
 from dperm.privacy.accountant import (
@@ -44,6 +45,7 @@ __all__ = [
     "PrivateLinearClassifier", "PrivateLinearRegression", "RandomFourierFeatures",
     "PublicSchema", "PublicBoundsTransformer",
     "private_tuning", "PrivateTuningResult", "estimate_bounds", "PrivateBounds",
+    "save_model", "load_model",
     "calibration", "datasets", "erm", "exact_noise", "losses", "mechanisms", "noise",
     "regularization",
 ]

@@ -15,12 +15,13 @@ ROOT = pathlib.Path(dperm.__file__).parent
 
 #: the layers, lowest first: a module imports only from its own layer or lower ones
 LAYERS = [
-    ("dperm._core", "dperm.exceptions", "dperm._moved"),
+    ("dperm._core", "dperm.exceptions", "dperm._moved", "dperm._files"),
     ("dperm.data", "dperm.losses"),
     ("dperm.optim", "dperm._config"),
     ("dperm.privacy",),
     ("dperm.schema", "dperm.sklearn"),
     ("dperm.datasets",),
+    ("dperm.model_io",),
     ("dperm.cli", "dperm.experiments"),
     ("dperm", "dperm.__main__"),
 ]
