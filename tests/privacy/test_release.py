@@ -667,7 +667,8 @@ def test_every_relation_private_tuning(tmp_path):
                              grid, epsilon=1.0)
         out.append({"params": res.params, "train_sizes": res.train_sizes.tolist(),
                     "validation_size": res.validation_size, "epsilon": res.epsilon,
-                    "delta": res.delta, "events": acc.history,
+                    "delta": res.delta, "events": acc.history, "privacy_": res.privacy_,
+                    "record repr": repr(res.release_record_),
                     "models": [(e.privacy_, repr(e), e.alpha_) for e in res.estimators_]})
     assert out[0] == out[1]
     texts = []
