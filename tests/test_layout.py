@@ -21,6 +21,7 @@ LAYERS = [
     ("dperm.privacy",),
     ("dperm.schema", "dperm.sklearn"),
     ("dperm.datasets",),
+    ("dperm.model_io",),
     ("dperm.cli", "dperm.experiments"),
     ("dperm", "dperm.__main__"),
 ]

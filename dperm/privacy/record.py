@@ -50,6 +50,10 @@ LAYOUTS = {
                "sigma_xtx", "sigma_xty", "ridge_bound", "eta", "shift", "failure_probability",
                "lambda_min_noisy", "ridge", "loss", "h", "alpha", "noise", "method", "task",
                "gradient_bound", "epsilon_total", "delta_total"),
+    # private_tuning (dperm.privacy.tuning): the procedure's own guarantee; each model
+    # it releases carries its own record
+    "tuning": ("mechanism", "epsilon", "delta", "neighbouring", "n_candidates",
+               "train_sizes", "validation_size"),
     # estimate_bounds (dperm.privacy.quantiles)
     "bounds": ("mechanism", "epsilon", "delta", "epsilon_per_quantile", "quantiles",
                "columns", "range", "grid", "grid_points", "rank_sensitivity",
@@ -92,7 +96,7 @@ class ReleaseRecord(Mapping):
     noise_multiplier, sigma_lambda_min, sigma_xtx, sigma_xty, ridge_bound, eta, shift,
     failure_probability and the released lambda_min_noisy and ridge; private bounds:
     epsilon_per_quantile, quantiles, columns, range, grid (a description), grid_points,
-    rank_sensitivity.
+    rank_sensitivity; private tuning: n_candidates, train_sizes, validation_size.
     """
 
     layout: str
@@ -139,6 +143,9 @@ class ReleaseRecord(Mapping):
     range: tuple | None = None
     grid_points: int | None = None
     rank_sensitivity: float | None = None
+    n_candidates: int | None = None
+    train_sizes: tuple | None = None
+    validation_size: int | None = None
 
     def __post_init__(self):
         if self.layout not in LAYOUTS:
