@@ -16,6 +16,15 @@ def get_config() -> dict:
     dict
         version, whether the kernels were built with OpenMP, threads a fit uses, and the
         SIMD kernel level in use (with the levels built and those this CPU runs).
+
+    Examples
+    --------
+    >>> import dperm
+    >>> config = dperm.get_config()
+    >>> config["version"] == dperm.__version__
+    True
+    >>> config["simd"] in config["simd_built"]
+    True
     """
     import numpy as np
 
@@ -48,6 +57,12 @@ def show_config() -> None:
     Returns
     -------
     None
+
+    Examples
+    --------
+    >>> import dperm
+    >>> dperm.show_config()  # doctest: +ELLIPSIS
+                 version: ...
     """
     for key, value in get_config().items():
         print(f"{key:>20}: {value}")

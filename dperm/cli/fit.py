@@ -53,7 +53,8 @@ def _preprocessing(schema, **extra):
 
 def _labelled_table(args, table, schema, leaks):
     """The label column, the schema (inferred from the data, with the leak noted in
-    `leaks`, when none is given) and the table with the missing-value rule applied."""
+    `leaks`, when none is given), the table with the missing-value rule applied and the
+    count of rows read before it (public_rows)."""
     from dperm.cli._io import infer_schema
 
     label = _resolve_label(args, schema, table.columns, table.name)
@@ -62,7 +63,20 @@ def _labelled_table(args, table, schema, leaks):
         leaks += ["numeric bounds", "categories"]
     else:
         _check_schema_columns(args, schema, label, table.header)
-    return _missing_rows(table, schema, label, args.missing), schema, label
+    n_read = table.n_rows if args.missing == "drop" else None
+    return _missing_rows(table, schema, label, args.missing), schema, label, n_read
+
+
+def _normalising_count(args, n_read):
+    """The public count that normalises the fit (the estimator's n_public): --n-public
+    when given; else, when rows with a missing value were dropped (--missing drop, now
+    or when a binary was written: `n_read` is then the count of rows READ, before the
+    drop), that count, so that a row whose missing cell drops it changes nothing
+    released (docs/privacy_analysis.md, "Rows dropped for missing values"); else None
+    (the estimator's rule: the row count)."""
+    if args.n_public is not None:
+        return args.n_public
+    return None if n_read is None else int(n_read)
 
 
 def _resolve_classes(args, table, label, schema, leaks):
@@ -212,7 +226,7 @@ def cmd_fit(args):
         table = read_csv(args.data, delimiter=args.delimiter)
         schema = load_schema(args.schema) if args.schema is not None else None
         source = os.path.basename(args.data)
-    table, schema, label = _labelled_table(args, table, schema, leaks)
+    table, schema, label, n_read = _labelled_table(args, table, schema, leaks)
     classes = _resolve_classes(args, table, label, schema, leaks)
     schema = schema.replace(label=label, classes=classes)
     if leaks:
@@ -233,10 +247,10 @@ def cmd_fit(args):
     if Xa.shape[0] < 2:
         raise CLIError(f"{table.name}: at least 2 data rows are needed, found {Xa.shape[0]}")
     shape = (Xa.shape[0], schema.n_features)
-    return _fit_and_write(args, Xa, y, schema, names, leaks, source, table.name, shape)
+    return _fit_and_write(args, Xa, y, schema, names, leaks, source, table.name, shape, n_read)
 
 
-def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape):
+def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape, n_read):
     """Fit on the design rows Xa (intercept column included when fitting one) and int8
     labels y (k = classes[k]; two classes: 1 = the positive class); print the record,
     write the model."""
@@ -256,16 +270,17 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
     # in place instead of copied to append a column.
     K = len(classes)
     delta = args.delta if args.perturbation != "none" else 0.0
+    n_public = _normalising_count(args, n_read)
     clf = PrivateLinearClassifier(
         loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, delta=delta,
-        neighbouring=args.neighbouring, n_public=args.n_public, alpha=args.alpha,
+        neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha,
         h=args.h, data_norm=1.0, fit_intercept=False, classes=list(range(K)),
         n_threads=args.threads, random_state=args.seed)
     if args.neighbouring == "add_remove" and args.n_public is None \
             and args.perturbation != "none":
         warnings.warn(
             f"--n-public not given: under --neighbouring add_remove the objective is "
-            f"normalised by the row count of the data ({shape[0]}), so the guarantee covers "
+            f"normalised by the row count of the data ({n_public or shape[0]}), so the guarantee covers "
             "neighbouring data sets of that size only. Give --n-public N (a public count, "
             "e.g. the planned sample size) for the full add/remove guarantee.",
             PrivacyLeakWarning, stacklevel=2)
@@ -311,7 +326,8 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
         "privacy": _public_record(rec),
         # public sizes only: no seed (it regenerates the noise), no wall time (a side
         # channel on the data), no solver diagnostics (they differ between neighbours)
-        "training": {"data": source, "n_samples": int(shape[0]), "n_features": int(shape[1])},
+        "training": {"data": source, "n_samples": rec["n_samples"],
+                     "n_features": int(shape[1])},
     }
     _write_text(args.output, model_to_json(model), "model", atomic=True)
     print(f"model written to {args.output} ({len(names)} features"
@@ -399,12 +415,16 @@ def _fit_streamed(args):
                 writer.finish({"schema": schema_to_json(schema), "label": label,
                                "classes": classes, "feature_names": schema.feature_names(),
                                "intercept_column": intercept,
-                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS})
+                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS,
+                               # the rows read before --missing drop: the public count
+                               # a later --from-binary fit normalises by
+                               "rows_read": n + dropped, "missing": args.missing})
             finished = True
             Xa, y, _ = st.open_design(directory)
             code = _fit_and_write(args, Xa, y, schema, schema.feature_names(), [],
                                   os.path.basename(args.data), reader.path,
-                                  (n, schema.n_features))
+                                  (n, schema.n_features),
+                                  n + dropped if args.missing == "drop" else None)
             if args.keep_binary is not None:
                 _note(f"binary kept in {directory} (it holds the private rows; refit with "
                       f"--from-binary {directory})")
@@ -547,8 +567,11 @@ def _fit_from_binary(args):
     if args.save_schema:
         _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
         _note(f"schema written to {args.save_schema}")
+    # a binary written with --missing drop holds the rows left after it: the fit is
+    # normalised by the count read before it, as the streamed fit that wrote it was
+    n_read = man.get("rows_read") if man.get("missing") == "drop" else None
     return _fit_and_write(args, Xa, y, schema, schema.feature_names(), [], man["source"],
-                          where, (Xa.shape[0], schema.n_features))
+                          where, (Xa.shape[0], schema.n_features), n_read)
 
 
 def _missing_rows(table, schema, label, policy, what="training rows"):
@@ -766,7 +789,7 @@ def _fit_regression(args):
     leaks = []
     table = read_csv(args.data, delimiter=args.delimiter)
     schema = load_schema(args.schema) if args.schema is not None else None
-    table, schema, label = _labelled_table(args, table, schema, leaks)
+    table, schema, label, n_read = _labelled_table(args, table, schema, leaks)
     schema = schema.replace(label=label, classes=None)
     y = _regression_labels(table, label)
     if leaks:
@@ -789,9 +812,10 @@ def _fit_regression(args):
                       PrivacyLeakWarning, stacklevel=2)
     delta = args.delta if args.perturbation != "none" else 0.0
     h = args.h if args.h is not None else args.label_bound
+    n_public = _normalising_count(args, n_read)
     est = PrivateLinearRegression(
         method=args.perturbation, epsilon=args.epsilon, delta=delta,
-        neighbouring=args.neighbouring, n_public=args.n_public, alpha=args.alpha, h=h,
+        neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha, h=h,
         label_bound=args.label_bound, data_norm=1.0, fit_intercept=False,
         n_threads=args.threads, random_state=args.seed)
     t0 = time.perf_counter()
@@ -801,7 +825,7 @@ def _fit_regression(args):
                 and args.perturbation != "none":
             warnings.warn(
                 f"--n-public not given: under --neighbouring add_remove the objective is "
-                f"normalised by the row count of the data ({shape[0]}), so the guarantee "
+                f"normalised by the row count of the data ({n_public or shape[0]}), so the guarantee "
                 "covers neighbouring data sets of that size only. Give --n-public N.",
                 PrivacyLeakWarning, stacklevel=2)
         est.fit(Xa, y)
@@ -843,7 +867,7 @@ def _fit_regression(args):
         "schema_from_data": bool(leaks),
         "read_from_data": leaks,
         "privacy": record,
-        "training": {"data": os.path.basename(args.data), "n_samples": int(shape[0]),
+        "training": {"data": os.path.basename(args.data), "n_samples": rec["n_samples"],
                      "n_features": int(shape[1])},
     }
     _write_text(args.output, model_to_json(model), "model", atomic=True)

@@ -16,7 +16,7 @@ import os
 import sys
 import warnings
 
-from dperm.cli._common import EXIT_USAGE, _err, _show_warning, _UsageError
+from dperm.cli._common import EXIT_USAGE, _err, _show_warning, _UsageError, check_outputs
 from dperm.cli.parser import build_parser
 
 __all__ = ["main", "build_parser"]
@@ -31,6 +31,11 @@ def main(argv=None):
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
     if args.command is None:
         parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        check_outputs(args)    # before any work: never write over an input
+    except _UsageError as exc:
+        _err(str(exc))
         return EXIT_USAGE
     from dperm.cli._io import CLIError
     from dperm.exceptions import BudgetExceededError

@@ -317,7 +317,10 @@ def build_parser():
     g.add_argument("--from-binary", metavar="DIR", default=None,
                    help="fit from a binary written earlier with --keep-binary (its schema, "
                         "label, classes and layout are used; no DATA.csv)")
-    f.set_defaults(func=cmd_fit)
+    f.set_defaults(func=cmd_fit,
+                   inputs=(("data", "DATA.csv"), ("schema", "--schema"), ("holdout", "--holdout"),
+                           ("from_binary", "--from-binary")),
+                   outputs=(("output", "-o/--output"), ("save_schema", "--save-schema")))
 
     # bounds
     b = sub.add_parser(
@@ -350,7 +353,8 @@ def build_parser():
     b.add_argument("--seed", type=int, default=None,
                    help="seed the draws: reproducible runs only, the bounds are then NOT private "
                         "(default: fresh OS entropy; the seed is never written to the schema)")
-    b.set_defaults(func=cmd_bounds)
+    b.set_defaults(func=cmd_bounds, inputs=(("data", "DATA.csv"), ("schema", "--schema")),
+                   outputs=(("output", "-o/--output"),))
 
     # predict
     pr = sub.add_parser("predict", help="apply a model to a CSV file",
@@ -362,7 +366,8 @@ def build_parser():
     pr.add_argument("--delimiter", type=_delimiter, default=",", metavar="CHAR",
                     help="field separator of DATA.csv (default ','; e.g. ';', '|', or 'tab'); "
                          "the predictions are written comma-separated")
-    pr.set_defaults(func=cmd_predict)
+    pr.set_defaults(func=cmd_predict, inputs=(("model", "MODEL.json"), ("data", "DATA.csv")),
+                    outputs=(("output", "-o/--output"),))
 
     # reproduce
     from dperm.experiments import REPRODUCTIONS

@@ -12,6 +12,7 @@ import numpy as np
 from dperm.data import _arrays
 from dperm.data._arrays import _is_sparse
 from dperm.data.design import DesignRows
+from dperm.data.norms import FACTOR_MARGIN, check_row_norms, pull_below
 
 __all__ = [
     "check_X", "check_pm1_labels", "check_positive", "check_alpha", "check_epsilon",
@@ -111,8 +112,19 @@ def _check_finite(arr, name):
     flat = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(-1, 1)
     step = max(1, (1 << 22) // max(1, flat.shape[1]))
     for i in range(0, flat.shape[0], step):
-        if not np.isfinite(flat[i:i + step]).all():
-            raise ValueError(f"{name}: contains NaN or infinity")
+        ok = np.isfinite(flat[i:i + step])
+        if not ok.all():
+            r, c = np.argwhere(~ok)[0]
+            _nonfinite_error(name, i + int(r), int(c) if arr.ndim > 1 else None,
+                             flat[i + r, c])
+
+
+def _nonfinite_error(name, row, column, value):
+    """The one message for a NaN or infinite cell (dense, CSR; a DataFrame's numeric
+    column says the same through PublicSchema): its row and column, and the fix."""
+    where = f"row {row}" if column is None else f"row {row}, column {column}"
+    raise ValueError(f"{name}: contains NaN or infinity ({where}: {float(value)!r}); remove "
+                     f"or replace the value")
 
 
 def _is_mapped(X):
@@ -186,7 +198,9 @@ def _check_csr(X, name, min_samples):
     if out_of_range:
         _index_range_error(X.indices, d, name)
     if nonfinite:
-        raise ValueError(f"{name}: contains NaN or infinity")
+        p = int(np.flatnonzero(~np.isfinite(X.data))[0])
+        row = int(np.searchsorted(X.indptr, p, side="right")) - 1
+        _nonfinite_error(name, row, int(X.indices[p]), X.data[p])
     if unsorted:
         # sorted indices, duplicates summed: on a copy, never the user's matrix
         X = sp.csr_array((X.data.copy(), X.indices.copy(), X.indptr.copy()), shape=(n, d))
@@ -222,7 +236,13 @@ def row_norms(X):
     no temporary larger than a block of rows."""
     if isinstance(X, DesignRows):
         nx = X.x_norms() if X.factor is None else X.x_norms() * X.factor
-        return X.scale * np.sqrt(nx**2 + (X.constant or 0.0) ** 2)
+        c = X.constant or 0.0
+        with np.errstate(over="ignore"):
+            r = np.sqrt(nx**2 + c**2)
+        big = np.isinf(r)
+        if big.any():   # nx**2 overflowed: hypot does not
+            r[big] = np.hypot(nx[big], c)
+        return X.scale * r
     return _arrays.array_row_norms(X)
 
 
@@ -426,6 +446,7 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
     check_choice(norm_policy, "norm_policy", {"clip", "error"})
     D = X if isinstance(X, DesignRows) else DesignRows(X)
     base = D.x_norms()
+    check_row_norms(base, D.X, name)
     nx = base if D.factor is None else base * D.factor
     rx = D.x_radius(data_norm)
     over = nx > rx
@@ -433,7 +454,7 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
         stats["max_norm"] = float(nx.max()) if nx.size else 0.0
     bad = nx > rx * (1.0 + 1e-9)
     if norm_policy == "error" and bad.any():
-        big = D.scale * np.sqrt(nx.max() ** 2 + (D.constant or 0.0) ** 2)
+        big = D.scale * float(np.hypot(nx.max(), D.constant or 0.0))
         raise ValueError(
             f"{name}: {int(bad.sum())} row(s) have norm above data_norm={data_norm} "
             f"(largest {big:.6g}); scale the data by a public bound, raise "
@@ -441,7 +462,7 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
     if not over.any():
         return (X, 0) if return_clipped else X
     factor = np.ones(base.shape[0]) if D.factor is None else D.factor.copy()
-    factor[over] = rx / base[over] * (1.0 - 2.0**-40)
+    factor[over] = rx / base[over] * FACTOR_MARGIN
     out = D.with_factor(factor)
     return (out, int(bad.sum())) if return_clipped else out
 
@@ -459,6 +480,7 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
     if isinstance(X, DesignRows):
         return bound_rows(X, data_norm, norm_policy, name=name, return_clipped=return_clipped)
     norms = row_norms(X)
+    check_row_norms(norms, X, name)
     over = norms > data_norm
     if not over.any():
         return (X, 0) if return_clipped else X
@@ -480,16 +502,16 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
         fix = n2 > data_norm
         if fix.any():
             f = np.ones(X.shape[0])
-            f[fix] = data_norm / n2[fix] * (1 - 4 * np.finfo(X.dtype).eps)
+            f[fix] = pull_below(n2[fix], data_norm, X.dtype)
             out.data = out.data * f.astype(X.dtype)[np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))]
         return (out, int(bad.sum())) if return_clipped else out
     out = np.array(X)  # a copy in memory (for a memory map: only when rows need clipping)
     out[over] *= scale[over][:, None].astype(X.dtype)
-    n2 = np.sqrt(np.einsum("ij,ij->i", out[over], out[over], dtype=np.float64))
+    n2 = row_norms(out[over])
     fix = n2 > data_norm
     if fix.any():
         rows = np.flatnonzero(over)[fix]
-        out[rows] *= np.asarray(data_norm / n2[fix] * (1 - 4 * np.finfo(X.dtype).eps), dtype=X.dtype)[:, None]
+        out[rows] *= np.asarray(pull_below(n2[fix], data_norm, X.dtype), dtype=X.dtype)[:, None]
     return (out, int(bad.sum())) if return_clipped else out
 
 

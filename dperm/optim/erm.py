@@ -31,9 +31,22 @@ DEFAULT_MAX_ITER = 2000
 
 @dataclass
 class MinimizeResult:
-    """Per-problem results of `minimize`.
+    """Per-problem results of :func:`minimize`.
 
-    coef: (d,) or (k, d); fun, n_iter, grad_norm, converged, status: scalars or (k,).
+    Parameters
+    ----------
+    coef : ndarray of shape (d,) or (k, d)
+        The minimisers, one row per problem (k problems).
+    fun : float or ndarray of shape (k,)
+        The objective at each minimiser.
+    n_iter : int or ndarray of shape (k,)
+        Iterations used.
+    grad_norm : float or ndarray of shape (k,)
+        The final gradient's L2 norm.
+    converged : bool or ndarray of shape (k,)
+        Whether each problem met the tolerance.
+    status : list
+        Per-problem status messages of the solver.
     """
 
     coef: np.ndarray

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
+from dperm.data.norms import row_norms
 from dperm.data.validation import check_random_state
 from dperm.privacy import exact_noise
 from dperm.privacy.calibration import _finite, _positive, analytic_gaussian_sigma
@@ -111,7 +112,7 @@ def _data(X, y, data_norm, label_bound):
         raise ValueError("X: must be finite (no NaN or inf)")
     if not np.all(np.isfinite(ya)):
         raise ValueError("y: must be finite (no NaN or inf)")
-    norms = np.sqrt(np.einsum("ij,ij->i", Xa, Xa))
+    norms = row_norms(Xa)     # dperm.data.norms: no overflow for huge cells
     if np.any(norms > data_norm):
         raise ValueError(f"X: {int(np.count_nonzero(norms > data_norm))} row(s) have norm above "
                          f"data_norm={data_norm}; clip the rows to the public bound first")

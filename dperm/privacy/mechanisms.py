@@ -127,27 +127,28 @@ class PrivateFit:
         return a.item() if a.ndim == 0 else a.reshape(-1)[i] if a.ndim == 1 else a[i, j]
 
     def record(self, i=0, j=0):
-        """The releasable privacy record of fit (alpha index i, draw j): public values only.
+        """The releasable privacy record of fit (alpha index i, draw j): a
+        dperm.privacy.record.ReleaseRecord (layout "mechanism"), public values only.
 
         Keys: mechanism, noise, loss, neighbouring, epsilon, delta, epsilon_prime,
         extra_l2, beta, sigma, sigma_output, grid, alpha, data_norm, h, n_samples (the
         public normalisation count), curvature, n_classes.  Values that do not apply to
         the mechanism are None.
         """
+        from dperm.privacy.record import ReleaseRecord
+
         def num(a):
             v = float(self._pick(a, i, j))
             return None if math.isnan(v) else v
 
-        return {
-            "mechanism": self.mechanism, "noise": self.noise, "loss": self.loss,
-            "neighbouring": self.neighbouring, "epsilon": self.epsilon,
-            "delta": float(self.delta), "epsilon_prime": num(self.epsilon_prime),
-            "extra_l2": num(self.extra_l2), "beta": num(self.beta), "sigma": num(self.sigma),
-            "sigma_output": num(self.sigma_output), "grid": num(self.grid),
-            "alpha": float(self._pick(self.alpha, i, j)), "data_norm": self.data_norm,
-            "h": self.h, "n_samples": self.n_samples, "curvature": self.curvature,
-            "n_classes": int(self.n_classes),
-        }
+        return ReleaseRecord(
+            layout="mechanism", mechanism=self.mechanism, noise=self.noise, loss=self.loss,
+            neighbouring=self.neighbouring, epsilon=self.epsilon, delta=float(self.delta),
+            epsilon_prime=num(self.epsilon_prime), extra_l2=num(self.extra_l2),
+            beta=num(self.beta), sigma=num(self.sigma), sigma_output=num(self.sigma_output),
+            grid=num(self.grid), alpha=float(self._pick(self.alpha, i, j)),
+            data_norm=self.data_norm, h=self.h, n_samples=self.n_samples,
+            curvature=self.curvature, n_classes=int(self.n_classes))
 
     def diagnostics(self, i=0, j=0):
         """Solver diagnostics of fit (i, j): data-dependent, for the analyst's eyes only."""
@@ -212,16 +213,22 @@ def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_s
 # ----------------------------------------------------------------------------- inputs
 def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
     """(delta, neighbouring, n used for normalisation): validated, with a
-    PrivacyLeakWarning when add_remove has to read the count from the data."""
+    PrivacyLeakWarning when add_remove has to read the count from the data.
+
+    n_public, a public count, normalises the objective when given.  Under add_remove it
+    is what makes the size of the data private.  Under replace_one it is optional: the
+    size of a data set of public size that a rule depending on the data (rows with a
+    missing value dropped) filtered down to the n rows given; the replace-one constants
+    at the fixed count n_public then cover a row replaced, and also a row the filter
+    removes or lets through (an add/remove neighbour of the filtered rows: its
+    sensitivity, L and (1 + q), is below replace-one's 2L and (1 + q)^2;
+    docs/privacy_analysis.md, "Rows dropped for missing values")."""
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) \
             or not (0.0 <= float(delta) < 1.0):
         raise ValueError(f"delta: must be a number in [0, 1) (0 for pure epsilon-DP), got {delta!r}")
     delta = float(delta)
     check_choice(neighbouring, "neighbouring", set(NEIGHBOURING))
     if n_public is not None:
-        if neighbouring != "add_remove":
-            raise ValueError("n_public: only used with neighbouring='add_remove' (under "
-                             "replace_one the row count n is public and is used as it is)")
         # a count: the record keeps it as an integer, and the calibration must use
         # the very number recorded
         if isinstance(n_public, bool) or not isinstance(
@@ -392,7 +399,10 @@ _COMMON_DOC = """
         (0, 1): Gaussian noise calibrated by dperm.privacy.calibration (the tight analysis of
         docs/privacy_analysis.md).  loss="multinomial" needs delta > 0.
     neighbouring : "replace_one" (default; n public) or "add_remove".
-    n_public : add_remove only: the public count that normalises the objective.
+    n_public : the public count that normalises the objective (add_remove: makes the
+        data set's size private; replace_one: optional, the public size of a data set
+        that a data-dependent rule, e.g. dropping rows with a missing value, filtered
+        down to X; default the row count of X).
     n_classes : loss="multinomial" only: the public number of classes K >= 3 (two classes: a
         binary loss).
     h : Huber / smoothed-hinge / pseudo-Huber width.

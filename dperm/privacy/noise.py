@@ -25,10 +25,31 @@ __all__ = ["sample_l2_laplace", "check_random_state", "warn_if_seeded"]
 
 def warn_if_seeded(random_state: Any, *, accountant: Any = None, name: str = "random_state",
                    stacklevel: int = 3) -> bool:
-    """Warn (PrivacyLeakWarning) when `random_state` is a fixed seed; returns whether it is.
+    """Warn (PrivacyLeakWarning) when ``random_state`` is a fixed seed; returns whether it is.
 
     With an accountant attached a seeded fit is refused (ValueError): charging
     epsilon for a release whose noise can be regenerated would be a false record.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.Generator
+        The fit's source of randomness.
+    accountant : BudgetAccountant, optional
+        The accountant the fit spends from, if any.
+    name : str, default "random_state"
+        The parameter's name in messages.
+    stacklevel : int, default 3
+        Passed to :func:`warnings.warn`.
+
+    Returns
+    -------
+    bool
+        True for a fixed seed.
+
+    Raises
+    ------
+    ValueError
+        A fixed seed with an accountant attached.
     """
     if not is_fixed_seed(random_state):
         return False

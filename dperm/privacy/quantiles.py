@@ -48,6 +48,7 @@ from dperm.exceptions import ClippingWarning
 from dperm.privacy.accountant import BudgetAccountant, PureEvent
 from dperm.privacy.neighbouring import RANK_SENSITIVITY
 from dperm.privacy.noise import warn_if_seeded
+from dperm.privacy.record import ReleaseRecord, record_from_dict, record_to_dict
 
 __all__ = ["estimate_bounds", "PrivateBounds", "default_grid", "quantile_distribution",
            "sample_quantile", "DEFAULT_RANGE", "DEFAULT_QUANTILES"]
@@ -193,26 +194,34 @@ class PrivateBounds(Mapping):
     Attributes
     ----------
     bounds : dict column -> (low, high)
-    privacy_ : dict of public values: the mechanism, epsilon (total and per
-        quantile), the quantiles, the columns and the public grid.  Nothing in it
-        is read from the data but the released bounds.
+    release_record_ : ReleaseRecord (dperm.privacy.record), immutable
+    privacy_ : dict, its serialised form (a new dict each time), of public values:
+        the mechanism, epsilon (total and per quantile), the quantiles, the columns
+        and the public grid.  Nothing in it is read from the data but the released
+        bounds.
     """
 
-    __slots__ = ("_bounds", "privacy_")
+    __slots__ = ("_bounds", "release_record_")
 
     def __init__(self, bounds: Mapping, privacy: Mapping) -> None:
         # a plain dict behind the read-only Mapping interface: copies, pickles and
         # sklearn's clone (a deep copy of every parameter) work
         self._bounds = {k: (float(lo), float(hi)) for k, (lo, hi) in bounds.items()}
-        self.privacy_ = dict(privacy)
+        self.release_record_ = privacy if isinstance(privacy, ReleaseRecord) else \
+            record_from_dict(privacy, "bounds")
+
+    @property
+    def privacy_(self):
+        """The release record (``release_record_``) serialised: a new dict."""
+        return record_to_dict(self.release_record_)
 
     def __reduce__(self):
-        return (type(self), (self._bounds, self.privacy_))
+        return (type(self), (self._bounds, self.release_record_))
 
     def __eq__(self, other):
         if not isinstance(other, PrivateBounds):
             return NotImplemented
-        return self._bounds == other._bounds and self.privacy_ == other.privacy_
+        return self._bounds == other._bounds and self.release_record_ == other.release_record_
 
     __hash__ = None
 
@@ -402,19 +411,11 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
         lo = sample_quantile(v, q[0], eps_q, g, random_state=rng)
         hi = sample_quantile(v, q[1], eps_q, g, random_state=rng)
         out[key] = _separate(lo, hi, g)
-    record = {
-        "mechanism": MECHANISM,
-        "epsilon": epsilon,
-        "delta": 0.0,
-        "epsilon_per_quantile": eps_q,
-        "quantiles": list(q),
-        "columns": [k for k, _ in cols],
-        "range": [float(g[0]), float(g[-1])],
-        "grid": grid_text,
-        "grid_points": int(g.size),
-        "rank_sensitivity": RANK_SENSITIVITY,
-        "neighbouring": "replace_one or add_remove",
-    }
+    record = ReleaseRecord(
+        layout="bounds", mechanism=MECHANISM, epsilon=epsilon, delta=0.0,
+        epsilon_per_quantile=eps_q, quantiles=list(q), columns=[k for k, _ in cols],
+        range=[float(g[0]), float(g[-1])], grid=grid_text, grid_points=int(g.size),
+        rank_sensitivity=RANK_SENSITIVITY, neighbouring="replace_one or add_remove")
     if accountant is not None:
         accountant.spend(event, label=f"estimate_bounds(epsilon={epsilon:g})")
     return PrivateBounds(out, record)

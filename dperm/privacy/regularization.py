@@ -47,6 +47,7 @@ C = 13), so no such rule is within 0.005 of the best everywhere; `dperm.private_
 (Algorithm 4) selects Lambda privately when the budget and n allow splitting the data.
 """
 import math
+import sys
 
 from dperm.data.validation import check_choice, check_epsilon, check_positive
 from dperm.losses import get_loss
@@ -78,6 +79,8 @@ _K_NONE = 0.002
 # the rule never goes outside this range (times R^2): below it the solve is slow and
 # the model noise-dominated, above it every coefficient is shrunk to nothing
 _ALPHA_MIN, _ALPHA_MAX = 1e-8, 1.0
+# log of the largest float (about 709.78): exp / expm1 / pow above it overflow
+_LOG_FLOAT_MAX = math.log(sys.float_info.max)
 
 
 def _check(n_samples, n_features, epsilon, perturbation, data_norm):
@@ -131,13 +134,15 @@ def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None, label_bound=N
         return R2 * min(max(_K_NONE / math.sqrt(n), _ALPHA_MIN), _ALPHA_MAX)
     C, a, b, S = _RULE[lo.name][perturbation] if constants is None else constants
     ne = n * epsilon
-    alpha = C * R2 * (d / 100.0) ** a / ne ** b
+    # a large epsilon (about 1420 and above for b = 1.2) overflows (n eps)^b: the rule's
+    # value is then far below the floor _ALPHA_MIN R^2 it is clipped to, so use 0
+    log_ne_b = b * math.log(ne)
+    alpha = C * R2 * (d / 100.0) ** a / ne ** b if log_ne_b < _LOG_FLOAT_MAX else 0.0
     if lo.regression:
         alpha *= h / label_bound
     if perturbation == "objective":
         # epsilon' = 0 where 2q + q^2 = e^eps - 1, q = c R^2 / (n Lambda)
-        q_zero = math.expm1(epsilon / 2.0)
-        alpha = max(alpha, 2.0 * lo.curvature(h, R) / (n * q_zero))
+        alpha = max(alpha, 2.0 * lo.curvature(h, R) / (n * _expm1_or_inf(epsilon / 2.0)))
     alpha = min(max(alpha, _ALPHA_MIN * R2), _ALPHA_MAX * R2)
     # raise it until the expected noise shift is below S times the largest norm the
     # noise-free coefficients can have (monotone above the epsilon' = 0 point, so a
@@ -149,6 +154,12 @@ def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None, label_bound=N
             break
         alpha = min(alpha * 1.1, _ALPHA_MAX * R2)
     return alpha
+
+
+def _expm1_or_inf(x):
+    """e^x - 1, or inf where it overflows a float (x above about 709.78): math.expm1
+    raises OverflowError there (epsilon above about 1420 in the epsilon' = 0 floor)."""
+    return math.expm1(x) if x < _LOG_FLOAT_MAX else math.inf
 
 
 def _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h, label_bound=None):

@@ -127,34 +127,59 @@ def random_split(n_samples: int, n_parts: int, random_state: Any = None) -> list
 
 @dataclass
 class PrivateTuningResult:
-    """What private_tuning returns.
+    """What :func:`private_tuning` returns.
 
-    Safe to release (covered by the epsilon guarantee): `best_estimator_`,
-    `best_params_`, `best_index_`, `estimators_` (every model was trained on
+    Safe to release (covered by the epsilon guarantee): ``best_estimator_``,
+    ``best_params_``, ``best_index_``, ``estimators_`` (every model was trained on
     its own part, so releasing all of them is covered too), and the public
-    inputs `params`, `epsilon`, `train_sizes` and `validation_size` (functions
+    inputs ``params``, ``epsilon``, ``train_sizes`` and ``validation_size`` (functions
     of n and m).  No random_state, seed or generator is left in any released
     estimator's parameters.
 
-    NOT releasable: `fit_diagnostics_` holds the mistake counts z_i and the
+    NOT releasable: ``fit_diagnostics_`` holds the mistake counts z_i and the
     selection probabilities q_i, computed from the private validation part
     without noise.  They are for the analyst's eyes and for tests; they are not
     shown in the repr.
 
-    Attributes
+    Parameters
     ----------
-    best_estimator_ : the chosen fitted estimator (trained on its part only).
-    best_params_ : dict, the chosen parameter setting.
-    best_index_ : int, its position in `params`.
-    params : list of m dicts, the grid in the order used.
-    train_sizes : ndarray (m,), the size of the part each model was trained on.
-    validation_size : int, the size of part m + 1.
-    epsilon : float, the privacy parameter of the whole procedure.
-    delta : float, its delta: 0 for pure-epsilon models, else the largest delta of
-        the models' settings (the procedure is (epsilon, delta)-DP).
-    estimators_ : list of the m fitted estimators.
-    fit_diagnostics_ : dict with "mistakes" (ndarray (m,), z_i) and
-        "probabilities" (ndarray (m,), q_i). Not releasable.
+    best_estimator_ : estimator
+        The chosen fitted estimator (trained on its part only).
+    best_params_ : dict
+        The chosen parameter setting.
+    best_index_ : int
+        Its position in ``params``.
+    params : list of dict
+        The m settings of the grid, in the order used.
+    train_sizes : ndarray of shape (m,)
+        The size of the part each model was trained on.
+    validation_size : int
+        The size of part m + 1.
+    epsilon : float
+        The privacy parameter of the whole procedure.
+    estimators_ : list
+        The m fitted estimators.
+    delta : float, default 0.0
+        0 for pure-epsilon models, else the largest delta of the models' settings (the
+        procedure is (epsilon, delta)-DP).
+    fit_diagnostics_ : dict
+        ``"mistakes"`` (ndarray (m,), z_i) and ``"probabilities"`` (ndarray (m,), q_i).
+        Not releasable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 5))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)      # every row has norm 1 (public)
+    >>> y = np.where(X[:, 0] + 0.3 * rng.normal(size=4000) > 0, 1, -1)
+    >>> res = dperm.private_tuning(dperm.PrivateLinearClassifier(classes=[-1, 1]), X, y,
+    ...                            param_grid={"alpha": [1e-3, 1e-2]}, epsilon=1.0)
+    >>> res.best_params_["alpha"] in (1e-3, 1e-2), len(res.estimators_)
+    (True, 2)
+    >>> sorted(res.fit_diagnostics_)                        # for the analyst only
+    ['mistakes', 'probabilities']
     """
 
     best_estimator_: object
@@ -291,6 +316,20 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
     PrivateTuningResult
         `best_estimator_` is the released model; `fit_diagnostics_` (mistake
         counts and probabilities) is NOT covered by the guarantee.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 5))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)      # every row has norm 1 (public)
+    >>> y = np.where(X[:, 0] + 0.3 * rng.normal(size=4000) > 0, 1, -1)
+    >>> res = dperm.private_tuning(dperm.PrivateLinearClassifier(classes=[-1, 1]), X, y,
+    ...                            param_grid={"alpha": [1e-3, 1e-2]}, epsilon=1.0)
+    >>> res.best_params_["alpha"] in (1e-3, 1e-2), len(res.estimators_)
+    (True, 2)
+    >>> model = res.best_estimator_                         # publish this, and res.params
     """
     from sklearn.base import clone
 

@@ -87,10 +87,12 @@ def test_the_comparison_catches_a_leaked_diagnostic():
     a = PrivateLinearClassifier(**kw).fit(X, y)
     b = PrivateLinearClassifier(**kw).fit(X2, y2)
     # the old release: the noise-free minimizer's gradient norm in privacy_
-    a.privacy_["grad_norm"] = a.fit_diagnostics_["grad_norm"]
-    b.privacy_["grad_norm"] = b.fit_diagnostics_["grad_norm"]
+    # (a ReleaseRecord has no field for it, so the leak is put beside the record)
+    ra, rb = released_attributes(a), released_attributes(b)
+    ra["grad_norm"], rb["grad_norm"] = (a.fit_diagnostics_["grad_norm"],
+                                        b.fit_diagnostics_["grad_norm"])
     with pytest.raises(AssertionError):
-        assert_same(released_attributes(a), released_attributes(b))
+        assert_same(ra, rb)
 
 
 def _write_csv(path, X, y):
@@ -345,3 +347,140 @@ def test_convergence_warning_text_is_the_same_for_neighbours(perturbation):
         texts.append([str(w.message) for w in rec if issubclass(w.category, dperm.ConvergenceWarning)])
     assert texts[0] == texts[1] and texts[0]
     assert not any(ch.isdigit() for ch in texts[0][0].replace("tol=1e-10", ""))
+
+
+# ---------------------------------------------------------------------------- issue 29, item 3
+def _records_equal(a, b):
+    assert a.release_record_ == b.release_record_
+    assert a.privacy_ == b.privacy_ and a.alpha_ == b.alpha_
+
+
+def test_adassp_add_remove_without_n_public_records_no_count():
+    """AdaSSP's sums need no count: under add/remove it records n_public or None, never
+    the row count (it recorded the true n before)."""
+    from dperm import PrivateLinearRegression
+
+    (X, y), _ = neighbours()
+    y = np.clip(X @ np.linspace(1, -1, X.shape[1]), -1, 1)
+    kw = dict(method="adassp", delta=1e-6, neighbouring="add_remove")
+    a = PrivateLinearRegression(**kw).fit(X, y)
+    b = PrivateLinearRegression(**kw).fit(X[1:], y[1:])          # a row removed
+    assert a.privacy_["n_samples"] is None
+    strip = ("lambda_min_noisy", "ridge")                          # released noisy values
+    assert {k: v for k, v in a.privacy_.items() if k not in strip} == \
+        {k: v for k, v in b.privacy_.items() if k not in strip}
+    c = PrivateLinearRegression(n_public=1000, **kw).fit(X, y)
+    assert c.privacy_["n_samples"] == 1000
+
+
+@pytest.mark.parametrize("method", ["objective", "output", "none"])
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_regressor_auto_alpha_under_add_remove_reads_n_public_only(method, delta):
+    """Issue 29 item 8: alpha="auto" under add/remove is a function of n_public, not of
+    the private row count: neighbours by removing a row release the same alpha_."""
+    from dperm import PrivateLinearRegression
+
+    (X, y), _ = neighbours()
+    y = np.clip(X @ np.linspace(1, -1, X.shape[1]), -1, 1)
+    kw = dict(method=method, delta=delta, neighbouring="add_remove", n_public=250)
+    a = PrivateLinearRegression(**kw).fit(X, y)
+    b = PrivateLinearRegression(**kw).fit(X[:-1], y[:-1])
+    assert a.alpha_ == b.alpha_
+    _records_equal(a, b)
+    assert a.privacy_["n_samples"] == 250
+
+
+@pytest.mark.parametrize("estimator", ["classifier", "regressor"])
+def test_replace_one_n_public_covers_a_dropped_row(estimator):
+    """Under replace-one, n_public (the public size before rows with a missing value
+    were dropped) normalises the fit: the data set with a row dropped releases the same
+    record and alpha_ as the full one."""
+    from dperm import PrivateLinearRegression
+
+    (X, y), _ = neighbours()
+    if estimator == "classifier":
+        make = lambda: PrivateLinearClassifier(classes=[-1, 1], n_public=len(X))  # noqa: E731
+    else:
+        y = np.clip(X @ np.linspace(1, -1, X.shape[1]), -1, 1)
+        make = lambda: PrivateLinearRegression(n_public=len(X))  # noqa: E731
+    a, b = make().fit(X, y), make().fit(X[1:], y[1:])
+    _records_equal(a, b)
+    assert a.privacy_["neighbouring"] == "replace_one" and a.privacy_["n_samples"] == len(X)
+
+
+def test_release_record_is_immutable_and_holds_plain_values():
+    from dperm.privacy.record import ReleaseRecord, record_to_dict
+
+    (X, y), _ = neighbours()
+    est = PrivateLinearClassifier(classes=[-1, 1]).fit(X, y)
+    rec = est.release_record_
+    with pytest.raises(TypeError):
+        rec["epsilon"] = 2.0
+    with pytest.raises(AttributeError):
+        rec.epsilon = 2.0
+    est.privacy_["epsilon"] = 99.0                 # a copy: the release is unchanged
+    assert est.privacy_["epsilon"] == 1.0
+    assert record_to_dict(rec) == est.privacy_ == dict(rec)
+    json.dumps(est.privacy_)
+    with pytest.raises(TypeError, match="plain public value"):
+        rec.replace(alpha=np.ones(3))              # an array of anything is refused
+    with pytest.raises(ValueError, match="not part of"):
+        ReleaseRecord(layout="classifier", ridge=1.0)
+
+
+def _cli_set(tmp_path, name, rows, header):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "data.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
+    return d
+
+
+def _cli_fit(d, schema_path, *extra):
+    assert cli_main(["fit", str(d / "data.csv"), "--schema", str(schema_path),
+                     "-o", str(d / "model.json"), *extra]) == 0
+    m = json.loads((d / "model.json").read_text())
+    m.pop("coef"), m.pop("intercept")
+    return m
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_cli_missing_drop_releases_nothing_about_the_dropped_row(tmp_path, capsys, task):
+    """--missing drop under replace-one: a row replaced by one with a missing cell (so
+    dropped) changes nothing in the model file but the coefficients."""
+    (X, y), _ = neighbours(n=120, d=3)
+    label = (["no", "yes"] if task == "classification" else ["-0.5", "0.5"])
+    rows = [",".join(repr(float(v)) for v in x) + "," + label[int(t > 0)] for x, t in zip(X, y)]
+    schema = {"numeric": {f"x{j}": [-1, 1] for j in range(3)},
+              "label": {"column": "label", **({"classes": ["no", "yes"]}
+                                              if task == "classification" else {})}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    other = list(rows)
+    other[0] = "?," + rows[0].split(",", 1)[1]
+    extra = ["--missing", "drop", "--epsilon", "0.5"]
+    if task == "regression":
+        extra += ["--task", "regression", "--label-bound", "1"]
+    a = _cli_fit(_cli_set(tmp_path, "a", rows, "x0,x1,x2,label"), tmp_path / "s.json", *extra)
+    b = _cli_fit(_cli_set(tmp_path, "b", other, "x0,x1,x2,label"), tmp_path / "s.json", *extra)
+    capsys.readouterr()
+    assert a == b
+    assert a["privacy"]["n_samples"] == a["training"]["n_samples"] == 120
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_cli_add_remove_model_holds_n_public_not_the_row_count(tmp_path, capsys, task):
+    (X, y), _ = neighbours(n=120, d=3)
+    label = (["no", "yes"] if task == "classification" else ["-0.5", "0.5"])
+    rows = [",".join(repr(float(v)) for v in x) + "," + label[int(t > 0)] for x, t in zip(X, y)]
+    schema = {"numeric": {f"x{j}": [-1, 1] for j in range(3)},
+              "label": {"column": "label", **({"classes": ["no", "yes"]}
+                                              if task == "classification" else {})}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    extra = ["--neighbouring", "add_remove", "--n-public", "500"]
+    if task == "regression":
+        extra += ["--task", "regression", "--label-bound", "1"]
+    a = _cli_fit(_cli_set(tmp_path, "a", rows, "x0,x1,x2,label"), tmp_path / "s.json", *extra)
+    b = _cli_fit(_cli_set(tmp_path, "b", rows[1:], "x0,x1,x2,label"), tmp_path / "s.json",
+                 *extra)
+    capsys.readouterr()
+    assert a == b
+    assert a["training"]["n_samples"] == a["privacy"]["n_samples"] == 500

@@ -712,7 +712,7 @@ def test_failed_fit_leaves_estimator_unchanged(name, breaker):
 @pytest.mark.parametrize("kwargs,match", [
     (dict(delta=-1e-6), r"^delta"), (dict(delta=1.0), r"^delta"), (dict(delta="0"), r"^delta"),
     (dict(neighbouring="swap"), r"^neighbouring"),
-    (dict(n_public=100), r"^n_public"),                       # replace_one takes no n_public
+    (dict(n_public=2.5), r"^n_public"),                       # a count, under replace_one too
     (dict(neighbouring="add_remove", n_public=0), r"^n_public"),
     (dict(perturbation="amp"), r"^delta"),                    # amp needs delta > 0
 ])

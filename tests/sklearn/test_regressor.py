@@ -154,7 +154,7 @@ def test_default_h_is_label_bound_and_recorded():
     ({"epsilon": 0.0}, "epsilon"),
     ({"delta": 1.0}, "delta"),
     ({"neighbouring": "swap"}, "neighbouring"),
-    ({"n_public": 10}, "n_public"),
+    ({"n_public": 2.5}, "n_public"),
     ({"alpha": -1.0}, "alpha"),
     ({"alpha": [0.1, 1.0]}, "alpha"),
     ({"data_norm": 0.0}, "data_norm"),
