@@ -41,13 +41,42 @@ SOFTMAX_GRADIENT_FACTOR = math.sqrt(2.0)
 
 
 def softmax_curvature(n_classes: int, data_norm: float = 1.0) -> float:
-    """(1 - 1/K) R^2: the bound on the trace of one row's softmax Hessian block."""
+    """(1 - 1/K) R^2: the bound on the trace of one row's softmax Hessian block.
+
+    Parameters
+    ----------
+    n_classes : int
+        K, the number of classes (>= 2).
+    data_norm : float, default 1.0
+        R, the public bound on the rows' Euclidean norm.
+
+    Returns
+    -------
+    float
+    """
     return (1.0 - 1.0 / n_classes) * data_norm * data_norm
 
 
 def check_n_classes(n_classes: Any, *, mechanism: bool = False) -> int:
     """The number of classes K as an int: an integer >= 2 (the softmax objective), or,
-    with ``mechanism=True``, >= MULTINOMIAL_MIN_CLASSES (a private multinomial fit)."""
+    with ``mechanism=True``, >= MULTINOMIAL_MIN_CLASSES (a private multinomial fit).
+
+    Parameters
+    ----------
+    n_classes : int
+        The number of classes to check.
+    mechanism : bool, default False
+        Whether a private multinomial mechanism will use it (then K >= 3).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Naming ``n_classes``, when it is not such an integer.
+    """
     if isinstance(n_classes, bool) or not isinstance(n_classes, (numbers.Integral, np.integer)) \
             or n_classes < (MULTINOMIAL_MIN_CLASSES if mechanism else 2):
         if mechanism:
@@ -99,24 +128,81 @@ class Loss(abc.ABC):
 
     @abc.abstractmethod
     def lipschitz(self, h: float = 0.5) -> float:
-        """Upper bound on |phi'| (|rho'| for a regression loss)."""
+        """Upper bound on abs(phi') (abs(rho') for a regression loss).
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+
+        Returns
+        -------
+        float
+        """
 
     @abc.abstractmethod
     def unit_curvature(self, h: float = 0.5) -> float:
-        """Upper bound c on phi'' for rows of norm <= 1."""
+        """Upper bound c on phi'' for rows of norm <= 1.
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+
+        Returns
+        -------
+        float
+        """
 
     def curvature(self, h: float = 0.5, data_norm: float = 1.0) -> float:
-        """Upper bound c on phi'' for rows of norm <= data_norm (scales as R^2)."""
+        """Upper bound c on phi'' for rows of norm <= data_norm (scales as R^2).
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+        data_norm : float, default 1.0
+            R, the public bound on the rows' Euclidean norm.
+
+        Returns
+        -------
+        float
+            ``unit_curvature(h) * data_norm**2``.
+        """
         return self.unit_curvature(h) * data_norm**2
 
     def gradient_bound(self, data_norm: float = 1.0, h: float = 0.5) -> float:
-        """Upper bound on one row's gradient ||d/df loss|| = |phi'| ||x|| <= lipschitz(h) R."""
+        """Upper bound on one row's gradient: ||d/df loss|| = abs(phi') ||x|| <= lipschitz(h) R.
+
+        Parameters
+        ----------
+        data_norm : float, default 1.0
+            R, the public bound on the rows' Euclidean norm.
+        h : float, default 0.5
+            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+
+        Returns
+        -------
+        float
+        """
         return self.lipschitz(h) * data_norm
 
     def value_at_zero(self, h: float = 0.5, label_bound: float | None = None) -> float:
         """The loss at f = 0, bounded over the data: phi(0) for a margin loss, and
         rho(B) (B = label_bound, |y| <= B) for a regression loss; then
-        ||f*||^2 <= 2 value_at_zero / Lambda for any data."""
+        ||f*||^2 <= 2 value_at_zero / Lambda for any data.
+
+        Parameters
+        ----------
+        h : float, default 0.5
+            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+        label_bound : float or None
+            B, the public bound on abs(y); needed for a regression loss.
+
+        Returns
+        -------
+        float
+        """
         z = 0.0
         if self.regression:
             if label_bound is None:
@@ -126,7 +212,20 @@ class Loss(abc.ABC):
 
     def per_sample(self, z: ArrayLike, h: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """phi(z), phi'(z), phi''(z) for an array of margins z (float64); for a regression
-        loss z is the residual f.x - y."""
+        loss z is the residual f.x - y.
+
+        Parameters
+        ----------
+        z : array_like
+            The margins (or residuals), flattened to float64.
+        h : float, default 0.5
+            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+
+        Returns
+        -------
+        tuple of three ndarrays
+            The values, first and second derivatives, computed by the compiled kernels.
+        """
         from dperm._core._objective import per_sample
 
         z = np.ascontiguousarray(z, dtype=np.float64).ravel()
@@ -210,8 +309,24 @@ REGRESSION_LOSSES = tuple(k for k, v in LOSSES.items() if v.regression)
 
 def get_loss(loss: "str | Loss", *, regression: bool | None = None) -> Loss:
     """The Loss registered under `loss`; ValueError naming `loss` otherwise.
-    regression: None (any loss), False (margin losses only: a classifier) or True
-    (regression losses only)."""
+
+    Parameters
+    ----------
+    loss : str or Loss
+        A name in LOSSES, or a Loss instance (returned as it is).
+    regression : bool or None, default None
+        None (any loss), False (margin losses only: a classifier) or True (regression
+        losses only).
+
+    Returns
+    -------
+    Loss
+
+    Raises
+    ------
+    ValueError
+        Naming ``loss`` and the losses to choose from.
+    """
     names = sorted(k for k, v in LOSSES.items()
                    if regression is None or v.regression == bool(regression))
     if isinstance(loss, Loss):
