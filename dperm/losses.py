@@ -1,13 +1,13 @@
 """Registry of the losses and their constants: the one home of every bound the privacy
 calibration reads.
 
-Margin losses phi(z), z = y f.x: each has |phi'(z)| <= 1 (the gradient bound, times R
+Margin losses phi(z), z = y f.x: each has abs(phi'(z)) <= 1 (the gradient bound, times R
 for rows of norm <= R) and 0 <= phi''(z) <= c (the curvature bound, times R^2).
 
-Regression losses rho(r) of the residual r = f.x - y (labels real, |y| <= B public):
-the pseudo-Huber loss rho_h(r) = h^2 (sqrt(1 + (r/h)^2) - 1) has |rho'| <= h (gradient
+Regression losses rho(r) of the residual r = f.x - y (labels real, abs(y) <= B public):
+the pseudo-Huber loss rho_h(r) = h^2 (sqrt(1 + (r/h)^2) - 1) has abs(rho') <= h (gradient
 bound h R) and 0 <= rho'' <= 1 (curvature bound R^2), both attained (rho' -> +-h as
-|r| -> infinity, rho''(0) = 1); docs/privacy_analysis.md, section "Private linear
+abs(r) -> infinity, rho''(0) = 1); docs/privacy_analysis.md, section "Private linear
 regression".  Each loss is one subclass of Loss that declares its name, kernel id and
 bounds once (`lipschitz`, `unit_curvature`); every mechanism reads them from here.
 
@@ -189,7 +189,7 @@ class Loss(abc.ABC):
 
     def value_at_zero(self, h: float = 0.5, label_bound: float | None = None) -> float:
         """The loss at f = 0, bounded over the data: phi(0) for a margin loss, and
-        rho(B) (B = label_bound, |y| <= B) for a regression loss; then
+        rho(B) (B = label_bound, abs(y) <= B) for a regression loss; then
         ||f*||^2 <= 2 value_at_zero / Lambda for any data.
 
         Parameters
@@ -233,7 +233,7 @@ class Loss(abc.ABC):
 
 
 class Logistic(Loss):
-    """phi(z) = log(1 + e^-z): |phi'| <= 1, phi'' <= 1/4."""
+    """phi(z) = log(1 + e^-z): abs(phi') <= 1, phi'' <= 1/4."""
 
     name = "logistic"
     kernel_id = 0
@@ -247,7 +247,7 @@ class Logistic(Loss):
 
 
 class Huber(Loss):
-    """The Huber loss of the margin (paper eq. 41), width h: |phi'| <= 1, phi'' <= 1/(2h)."""
+    """The Huber loss of the margin (paper eq. 41), width h: abs(phi') <= 1, phi'' <= 1/(2h)."""
 
     name = "huber"
     kernel_id = 1
@@ -261,7 +261,7 @@ class Huber(Loss):
 
 
 class SmoothHinge(Loss):
-    """The smoothed hinge loss (paper eq. 38), width h: |phi'| <= 1, phi'' <= 3/(4h)."""
+    """The smoothed hinge loss (paper eq. 38), width h: abs(phi') <= 1, phi'' <= 3/(4h)."""
 
     name = "smooth_hinge"
     kernel_id = 2
@@ -275,7 +275,7 @@ class SmoothHinge(Loss):
 
 
 class PseudoHuber(Loss):
-    """rho(r) = h^2 (sqrt(1 + (r/h)^2) - 1) of the residual: |rho'| <= h, rho'' <= 1."""
+    """rho(r) = h^2 (sqrt(1 + (r/h)^2) - 1) of the residual: abs(rho') <= h, rho'' <= 1."""
 
     name = "pseudo_huber"
     kernel_id = 3
