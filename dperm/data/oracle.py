@@ -304,7 +304,8 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
 
     A Dask collection (rows already on the workers too, when `accept_worker_rows`)
     keeps its rows on the workers: its shape and chunks are checked here and the labels
-    (n values, public-sized) are brought to the client.  Local X is validated once;
+    (n values, public-sized) are brought to the client.  A dask DataFrame of numeric
+    columns (without `frames`) becomes a Dask array chunked by its partitions.  Local X is validated once;
     with `describe` it comes back as a DesignRows marked checked, so that the mechanism
     and the solver below take it (and its row norms, once computed) as it is.
     """
@@ -314,6 +315,8 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
         if hasattr(y, "compute"):
             y = y.compute()
         return X, y, dask_rows.is_dask_frame(X)
+    if dask_rows.is_dask_frame(X):
+        X = dask_rows.frame_as_array(X)
     distributed = dask_rows.is_distributed(X) if accept_worker_rows \
         else dask_rows.is_dask_array(X)
     if distributed:
@@ -375,13 +378,24 @@ def count_mistakes(estimator, X, y):
 def on_workers_if_dask(out_cols=None, dtype=None):
     """Decorator of an estimator's prediction method ``f(self, X)``: a Dask array X is
     handed to ``self._on_workers(X, name, out_cols, dtype)`` (the same method run block
-    by block on the workers, lazily); other X run f.  out_cols and dtype may be
-    callables of the estimator."""
+    by block on the workers, lazily); a dask DataFrame of numeric columns too, as a Dask
+    array chunked by its partitions (its column names checked here against the fit's);
+    other X run f.  out_cols and dtype may be callables of the estimator."""
     import functools
+    import warnings
 
     def deco(method):
         @functools.wraps(method)
         def wrapper(self, X):
+            if dask_rows.is_dask_frame(X):
+                from sklearn.utils.validation import check_is_fitted
+
+                check_is_fitted(self)
+                self._check_feature_names_at_predict(X)
+                X = dask_rows.frame_as_array(X)
+                with warnings.catch_warnings():   # the names were checked above
+                    warnings.filterwarnings("ignore", message="X does not have valid feature")
+                    return wrapper(self, X)
             if dask_rows.is_dask_array(X):
                 kw = {}
                 if out_cols is not None:
