@@ -140,8 +140,14 @@ MUTANTS = [
      "_EM_DIVISOR = 2.0", "_EM_DIVISOR = 1.0"),
     ("rank_sensitivity_halved", "private bounds: rank sensitivity 1 -> 1/2",
      "RANK_SENSITIVITY = 1.0", "RANK_SENSITIVITY = 0.5"),
-    ("quantile_split_per_column", "private bounds: epsilon split over columns, not quantiles",
-     "eps_q = epsilon / (2 * len(cols))", "eps_q = epsilon / len(cols)"),
+    ("quantile_no_split_over_columns", "private bounds: epsilon not split over the columns",
+     "eps_col = epsilon / len(cols)", "eps_col = epsilon"),
+    ("quantile_flat_prior", "private bounds: no prior for narrow intervals (ties drift)",
+     "_WIDTH_PRIOR = 0.15", "_WIDTH_PRIOR = 0.0"),
+    ("quantile_no_knee", "private bounds: the steep prior all the way (wide columns collapse)",
+     "_WIDTH_KNEE = 200", "_WIDTH_KNEE = 10 ** 6"),
+    ("quantile_flat_far_prior", "private bounds: a flat prior beyond the knee",
+     "_WIDTH_PRIOR_FAR = 0.03", "_WIDTH_PRIOR_FAR = 0.0"),
 ]
 
 #: the test files a privacy mutant must fail (found by name anywhere under tests/)
