@@ -394,6 +394,11 @@ def inaccuracy(atoms, cells, quantiles, log_probabilities):
 
 
 def _warn_if_inaccurate(key, atoms, cells, quantiles, epsilon, logp):
+    if np.sum(atoms) + np.sum(cells) == 0:
+        warnings.warn(f"column {key!r}: every value is missing; its bounds are drawn from the "
+                      "prior alone and say nothing about the column", NoiseDominatedWarning,
+                      stacklevel=3)
+        return
     p, tolerated = inaccuracy(atoms, cells, quantiles, logp)
     if p > _WARN_BETA:
         n = int(np.sum(atoms) + np.sum(cells))

@@ -354,6 +354,10 @@ def test_warns_when_n_epsilon_is_too_small():
             estimate_bounds(rng.normal(50, 10, (300, 1)), 0.5, random_state=0)
         warnings.simplefilter("error", NoiseDominatedWarning)
         estimate_bounds(rng.normal(50, 10, (30_000, 1)), 2.0, random_state=0)
+        warnings.simplefilter("default", NoiseDominatedWarning)
+        with pytest.warns(NoiseDominatedWarning, match="column 'b': every value is missing"):
+            estimate_bounds({"a": np.arange(10.0), "b": np.full(10, np.nan)}, 1.0, columns=["b"],
+                            random_state=0)
     atoms, cells = Q.column_histogram(rng.normal(50, 10, 30_000), Q.default_grid())
     small = Q.inaccuracy(atoms, cells, (0.01, 0.99),
                          Q.pair_log_probabilities(atoms, cells, (0.01, 0.99), 0.01))[0]
