@@ -2,12 +2,12 @@
 
 Algorithm 4 (dperm/privacy/tuning.py) trains candidate i on its own n / (m + 1) rows;
 ``alpha="auto"`` spends nothing on Lambda but cannot see the data.  This module spends a
-share of the budget on choosing Lambda while every model sees every row: random
-stopping, Liu & Talwar (2019), "Private selection from private candidates", Theorem 3.4
-(the pure case; Papernot & Steinke 2022, "Hyperparameter tuning with Renyi differential
-privacy", give the Renyi version with other distributions of the number of runs).
+share of the budget on choosing Lambda while every model sees every row: repeat a private
+run a random number of times and release the best run (Liu & Talwar 2019, "Private
+selection from private candidates"; Papernot & Steinke 2022, "Hyperparameter tuning with
+Renyi differential privacy").
 
-One run Q(D) of the procedure, at epsilon_run = epsilon / 3:
+One run Q(D), at epsilon_run:
 
 1. pick a Lambda uniformly from the public grid (the run's own randomness);
 2. fit the estimator on all rows with that Lambda at epsilon_model = (1 - f) epsilon_run
@@ -16,14 +16,22 @@ One run Q(D) of the procedure, at epsilon_run = epsilon / 3:
    1 / (f epsilon_run): for a fixed model one row changes the count by at most 1 (replace,
    add or remove), so the noisy score is f epsilon_run-DP given the model.
 
-Q is epsilon_run-DP by adaptive composition.  The procedure repeats Q, keeps the run with
-the lowest noisy score, and after each run stops with probability gamma = 1 / expected_runs
-(a coin that does not read the data).  Liu & Talwar's Theorem 3.4: releasing the best
-run's model (and Lambda) is 3 epsilon_run = epsilon-DP, whatever gamma, under the
-neighbouring relation under which Q is private.  The number of runs is geometric with mean
-``expected_runs`` and independent of the data; nothing caps it (a cap would add a delta of
-(1 - gamma)^cap), but more than 5 x expected_runs runs happen with probability below
-e^-5.
+Q is epsilon_run-DP by adaptive composition (so (lambda, epsilon_run)-RDP at every order
+lambda).  The number of runs K is drawn before any data is read, and the run with the
+lowest noisy score is released (model and Lambda):
+
+* ``runs="logarithmic"`` (default): K ~ Logarithmic(1 - gamma), P(K = k) = (1 - gamma)^k /
+  (k log(1 / gamma)), the truncated negative binomial with eta = 0 of Papernot & Steinke
+  (2022), Theorem 2: the release is (lambda, eps')-RDP with eps' = eps_Q(lambda) +
+  (1 - 1/lambda^) eps_Q(lambda^) + log(1/gamma) / lambda^ + log(E K) / (lambda - 1) for all
+  lambda, lambda^ > 1.  With eps_Q <= epsilon_run at every order and lambda, lambda^ ->
+  infinity, eps' -> 2 epsilon_run: the release is 2 epsilon_run-DP, so epsilon_run =
+  epsilon / 2;
+* ``runs="geometric"``: after each run stop with probability gamma (eta = 1; Liu & Talwar
+  2019, Theorem 3.4): 3 epsilon_run-DP, so epsilon_run = epsilon / 3.
+
+Both hold under the neighbouring relation under which Q is private, and gamma is chosen
+(publicly) so that E K = ``expected_runs``.  K is independent of the data and is released.
 
 Randomness: as every private computation (dperm/privacy/noise.py), a fresh generator from
 OS entropy unless ``random_state`` is given (for tests and benchmarks only).
@@ -48,11 +56,12 @@ __all__ = ["select_alpha", "SelectionResult", "alpha_grid", "DEFAULT_FACTORS"]
 
 #: the default grid: auto's Lambda times these factors (public)
 DEFAULT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
-# Liu & Talwar (2019), Theorem 3.4: random stopping over epsilon-DP runs is 3 epsilon-DP
-_STOPPING_FACTOR = 3.0
+# epsilon_run = epsilon / factor: 2 for the logarithmic number of runs (Papernot & Steinke
+# 2022, Theorem 2, eta = 0), 3 for the geometric one (Liu & Talwar 2019, Theorem 3.4)
+_RUN_FACTORS = {"logarithmic": 2.0, "geometric": 3.0}
 # the share f of a run's epsilon spent on its noisy score
 DEFAULT_SCORE_FRACTION = 0.1
-MECHANISM = "random stopping over runs on all rows (Liu & Talwar 2019, Theorem 3.4)"
+MECHANISM = "best of a random number of private runs on all rows (Papernot & Steinke 2022)"
 
 
 def alpha_grid(center: float, factors: Sequence[float] = DEFAULT_FACTORS) -> list[float]:
@@ -73,8 +82,8 @@ class SelectionResult:
 
     Safe to release (covered by the epsilon guarantee): `best_estimator_`, `best_alpha_`,
     and the public inputs and data-independent values `alphas`, `epsilon`,
-    `epsilon_model`, `epsilon_score`, `expected_runs` and `n_runs` (the geometric number
-    of runs does not read the data).  NOT releasable: `fit_diagnostics_` (every run's
+    `epsilon_model`, `epsilon_score`, `runs`, `expected_runs` and `n_runs` (the number
+    of runs is drawn before the data are read).  NOT releasable: `fit_diagnostics_` (every run's
     Lambda and noisy score: only the best run is covered).
     """
 
@@ -86,8 +95,41 @@ class SelectionResult:
     epsilon_score: float
     expected_runs: float
     n_runs: int
+    runs: str = "logarithmic"
     mechanism: str = MECHANISM
     fit_diagnostics_: dict = field(default_factory=dict, repr=False)
+
+
+def _logarithmic_gamma(expected_runs):
+    """gamma with E K = (1/gamma - 1) / log(1/gamma) = expected_runs (None: K = 1)."""
+    if expected_runs <= 1.0 + 1e-9:
+        return None
+    lo, hi = 1e-300, 1.0 - 1e-12            # E K decreases from infinity to 1 on (0, 1)
+    for _ in range(200):
+        mid = math.sqrt(lo * hi) if hi < 0.5 else (lo + hi) / 2
+        mean = (1.0 / mid - 1.0) / math.log(1.0 / mid)
+        lo, hi = (mid, hi) if mean > expected_runs else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _check_estimator(estimator):
+    if not hasattr(estimator, "get_params") or not hasattr(estimator, "set_params"):
+        raise TypeError(f"estimator: expected a scikit-learn estimator, got "
+                        f"{type(estimator).__name__}")
+    params = estimator.get_params(deep=False)
+    for k in ("epsilon", "alpha", "random_state"):
+        if k not in params:
+            raise ValueError(f"estimator: select_alpha needs a private estimator with an "
+                             f"{k!r} parameter, e.g. dperm.PrivateLinearClassifier")
+    if params.get("perturbation") == "none":
+        raise ValueError("estimator: perturbation='none' is not private")
+    if float(params.get("delta", 0.0) or 0.0) != 0.0:
+        raise ValueError("estimator: select_alpha's guarantee (private selection from pure runs) "
+                         "is for pure-epsilon models; set delta=0")
+    if "classes" in params and params["classes"] is None:
+        raise ValueError("estimator: classes=None would read the label set from the private "
+                         "data; pass the public label set, e.g. classes=[-1, 1]")
+    return params
 
 
 def _check_alphas(alphas):
@@ -106,7 +148,8 @@ def _check_alphas(alphas):
 
 
 def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
-                 alphas: Sequence[float], expected_runs: float | None = None,
+                 alphas: Sequence[float], runs: str = "logarithmic",
+                 expected_runs: float | None = None,
                  score_fraction: float = DEFAULT_SCORE_FRACTION,
                  accountant: BudgetAccountant | None = None,
                  random_state: Any = None) -> SelectionResult:
@@ -119,13 +162,15 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
         and ``random_state``; a public label set (``classes``).  Its own accountant, if
         any, is not charged (pass ``accountant`` here).
     X, y : the private training data (every run fits and scores on all of it).
-    epsilon : float > 0, the budget of the whole procedure: each run gets epsilon / 3,
-        the model (1 - score_fraction) of it, the noisy score the rest.
+    epsilon : float > 0, the budget of the whole procedure: each run gets epsilon / 2
+        (epsilon / 3 with runs="geometric"), the model (1 - score_fraction) of it, the
+        noisy score the rest.
     alphas : list of positive floats, the public grid (see :func:`alpha_grid`; e.g.
         around alpha="auto"'s Lambda at the model's epsilon).
+    runs : {"logarithmic", "geometric"}, default "logarithmic"
+        The law of the number of runs (see the module docstring).
     expected_runs : float >= 1, optional
-        The mean of the geometric number of runs (stopping probability 1 / expected_runs);
-        default 2 x len(alphas).
+        The mean number of runs; default 2 x len(alphas).
     score_fraction : float in (0, 1), default 0.1
     accountant : BudgetAccountant, optional; checked before and charged PureEvent(epsilon)
         after (only on success).
@@ -142,28 +187,15 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
             or not (math.isfinite(float(expected_runs)) and float(expected_runs) >= 1.0):
         raise ValueError(f"expected_runs: must be a number >= 1, got {expected_runs!r}")
     expected_runs = float(expected_runs)
+    if runs not in _RUN_FACTORS:
+        raise ValueError(f"runs: must be one of {sorted(_RUN_FACTORS)}, got {runs!r}")
     if isinstance(score_fraction, (bool, np.bool_)) or not isinstance(score_fraction, numbers.Real) \
             or not 0.0 < float(score_fraction) < 1.0:
         raise ValueError(f"score_fraction: must be in (0, 1), got {score_fraction!r}")
     if accountant is not None and not isinstance(accountant, BudgetAccountant):
         raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
                         f"{type(accountant).__name__}")
-    if not hasattr(estimator, "get_params") or not hasattr(estimator, "set_params"):
-        raise TypeError(f"estimator: expected a scikit-learn estimator, got "
-                        f"{type(estimator).__name__}")
-    params = estimator.get_params(deep=False)
-    for k in ("epsilon", "alpha", "random_state"):
-        if k not in params:
-            raise ValueError(f"estimator: select_alpha needs a private estimator with an "
-                             f"{k!r} parameter, e.g. dperm.PrivateLinearClassifier")
-    if params.get("perturbation") == "none":
-        raise ValueError("estimator: perturbation='none' is not private")
-    if float(params.get("delta", 0.0) or 0.0) != 0.0:
-        raise ValueError("estimator: select_alpha's guarantee (Liu & Talwar 2019, Theorem 3.4) "
-                         "is for pure-epsilon models; set delta=0")
-    if "classes" in params and params["classes"] is None:
-        raise ValueError("estimator: classes=None would read the label set from the private "
-                         "data; pass the public label set, e.g. classes=[-1, 1]")
+    params = _check_estimator(estimator)
     X, y, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False, frames=True)
     y = np.asarray(y)
     warn_if_seeded(random_state, accountant=accountant)
@@ -172,11 +204,14 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
         accountant.check(event)
 
     rng = check_random_state(random_state)
-    eps_run = epsilon / _STOPPING_FACTOR
+    eps_run = epsilon / _RUN_FACTORS[runs]
     eps_model = (1.0 - float(score_fraction)) * eps_run
     eps_score = float(score_fraction) * eps_run
+    if runs == "logarithmic":           # K drawn before any data is read
+        gamma = _logarithmic_gamma(expected_runs)
+        n_runs = 1 if gamma is None else int(rng.logseries(1.0 - gamma))
     best = None
-    runs = []
+    tried = []
     while True:
         alpha = grid[int(rng.integers(len(grid)))]
         est = clone(estimator)
@@ -188,15 +223,18 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
         est.set_params(random_state=None)           # no generator left in a released model
         # a count of mistakes moves by at most 1 with one row: Laplace(1 / eps_score)
         score = _oracle.count_mistakes(est, X, y) + rng.laplace(0.0, 1.0 / eps_score)
-        runs.append((alpha, float(score)))
+        tried.append((alpha, float(score)))
         if best is None or score < best[1]:
             best = (est, score, alpha)
-        if rng.uniform() < 1.0 / expected_runs:
+        if runs == "logarithmic":
+            if len(tried) >= n_runs:
+                break
+        elif rng.uniform() < 1.0 / expected_runs:   # geometric: stop with probability gamma
             break
     if accountant is not None:
         accountant.spend(event, label=f"select_alpha({type(estimator).__name__}, "
                                       f"{len(grid)} alphas)")
     return SelectionResult(best_estimator_=best[0], best_alpha_=best[2], alphas=grid,
                            epsilon=epsilon, epsilon_model=eps_model, epsilon_score=eps_score,
-                           expected_runs=expected_runs, n_runs=len(runs),
-                           fit_diagnostics_={"runs": runs})
+                           expected_runs=expected_runs, n_runs=len(tried), runs=runs,
+                           fit_diagnostics_={"runs": tried})
