@@ -95,6 +95,7 @@ class _Source:
         self.label_bound = label_bound
         self.cache_dir = cache_dir
         self.n_threads = n_threads
+        self._index = None
         stats = self._build_all()
         P = frame.rdd.getNumPartitions()
         self.rows = np.zeros(P, dtype=np.int64)
@@ -137,7 +138,9 @@ class _Source:
         pass_spec = (method, tuple(ops), Wargs, int(loss), float(h), nt, _TASK_HOOK)
         got, missing = {}, []
         if self.parts:
-            res = self.sc.parallelize(self.parts, len(self.parts)).mapPartitions(
+            if self._index is None:   # one task per non-empty partition, made once
+                self._index = self.sc.parallelize(self.parts, len(self.parts))
+            res = self._index.mapPartitions(
                 functools.partial(_pass_task, self._spec(), pass_spec)).collect()
             for r in res:
                 if r[0] == "error":
@@ -324,11 +327,14 @@ class SparkRows:
         return self._with(("icpt", float(value), float(scale)))
 
     def bound_rows(self, data_norm, norm_policy, *, name="X", return_clipped=False):
-        """bound_rows, on the executors (the same code, per partition); "error" raises."""
+        """bound_rows, on the executors (the same code, per partition); "error" raises.
+        Clipping without a count is applied by the passes themselves (no job here)."""
         from dperm.data.validation import check_choice
 
         check_choice(norm_policy, "norm_policy", {"clip", "error"})
         out = self._with(("clip", float(data_norm), norm_policy, name))
+        if norm_policy == "clip" and not return_clipped:
+            return out
         _, S = self._source.reduce("prepare", out.ops, None, 0, 1.0, None)
         return (out, int(S)) if return_clipped else out
 
@@ -459,7 +465,7 @@ def _read_partition(spec, p, batches):
         other = ~(pos | neg)
         if other.any():
             r = int(np.flatnonzero(other)[0])
-            return None, None, 0, (f"labelCol: row {r} of partition {p} has label {y[r]!r}, not "
+            return None, None, 0, (f"labelCol: row {r} of partition {p} has label {float(y[r])!r}, not "
                                    f"one of classes={list(classes)}; map the labels first "
                                    "(StringIndexer) or give the public classes")
         y = np.where(pos, 1.0, -1.0)
