@@ -20,7 +20,7 @@ call these and never test a storage type themselves.
 """
 import numpy as np
 
-from dperm.data import dask_rows
+from dperm.data import dask_rows, spark_rows
 from dperm.data.design import DesignRows
 from dperm.data.validation import check_class_labels, check_pm1_labels, check_real_labels, check_X
 from dperm.losses import check_n_classes
@@ -34,8 +34,8 @@ BLOCK_ENTRIES = 1 << 21
 
 
 def is_distributed(X):
-    """Whether X is a Dask collection (or rows already on the workers)."""
-    return dask_rows.is_distributed(X)
+    """Whether X is a Dask collection (or rows already on the workers), or Spark rows."""
+    return dask_rows.is_distributed(X) or spark_rows.is_spark_rows(X)
 
 
 def is_dask_array(X):
@@ -44,8 +44,8 @@ def is_dask_array(X):
 
 
 def require_local(X, message):
-    """TypeError(message) if X is a Dask collection."""
-    if dask_rows.is_distributed(X):
+    """TypeError(message) if X is a Dask collection (or Spark rows)."""
+    if is_distributed(X):
         raise TypeError(message)
 
 
@@ -60,6 +60,8 @@ def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_me
     labels in {-1, +1}, or class indices 0..K-1 for the softmax model (K = n_classes,
     the public number of classes of a private multinomial fit).
     """
+    if spark_rows.is_spark_rows(X):   # labels on the executors (dperm.data.spark_rows)
+        return X.checked(min_samples=min_samples, softmax=softmax, regression=regression), None
     if dask_rows.is_distributed(X):
         if softmax:
             raise TypeError(softmax_message)
@@ -136,7 +138,7 @@ def binary_oracle(rows, y, *, n_threads, worker_threads=None, regression=False):
     labels, times the row scale of a virtual intercept column) without a copy of X; a
     regression loss has row weights 1 (times the row scale) and the labels apart.
     """
-    if isinstance(rows, dask_rows.DaskRows):
+    if isinstance(rows, dask_rows.DaskRows) or spark_rows.is_spark_rows(rows):
         return _DistributedOracle(rows, worker_threads)
     from dperm._core._objective import Data
 
