@@ -96,7 +96,8 @@ class ReleaseRecord(Mapping):
     noise_multiplier, sigma_lambda_min, sigma_xtx, sigma_xty, ridge_bound, eta, shift,
     failure_probability and the released lambda_min_noisy and ridge; private bounds:
     epsilon_per_column, epsilon_per_quantile, quantiles, columns, range, grid (a
-    description), grid_points, width_prior, rank_sensitivity; private tuning: n_candidates, train_sizes, validation_size.
+    description), grid_points, width_prior, rank_sensitivity; private tuning:
+    n_candidates, train_sizes, validation_size.
     """
 
     layout: str
