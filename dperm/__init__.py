@@ -44,6 +44,8 @@ _LAZY = {
     "PrivateLinearClassifier": ("dperm.sklearn.classifier", "PrivateLinearClassifier"),
     "RandomFourierFeatures": ("dperm.sklearn.features", "RandomFourierFeatures"),
     "PrivateLinearRegression": ("dperm.sklearn.regressor", "PrivateLinearRegression"),
+    "save_model": ("dperm.model_io", "save_model"),
+    "load_model": ("dperm.model_io", "load_model"),
 }
 
 
@@ -72,6 +74,7 @@ __all__ = [
     "PrivateLinearClassifier", "PrivateLinearRegression", "RandomFourierFeatures",
     "PublicSchema", "PublicBoundsTransformer",
     "private_tuning", "PrivateTuningResult", "estimate_bounds", "PrivateBounds",
+    "save_model", "load_model",
     "calibration", "datasets", "erm", "exact_noise", "losses", "mechanisms", "noise",
     "regularization",
 ]

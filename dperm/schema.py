@@ -358,6 +358,16 @@ class PublicSchema:
         kw.update(changes)
         return PublicSchema(dict(kw.pop("numeric")), dict(kw.pop("categorical")), **kw)
 
+    def __reduce__(self):
+        # pickle, joblib, copy and deepcopy: the read-only views (mappingproxy) cannot be
+        # pickled, so the schema is rebuilt from plain copies of its public values (and
+        # checked again, as any schema is)
+        return (_rebuild_schema, (dict(self._numeric),
+                                  {c: list(v) for c, v in self._categorical.items()},
+                                  self._label,
+                                  None if self._classes is None else list(self._classes),
+                                  dict(self._fill)))
+
     def _key(self):
         return (tuple(self._numeric.items()), tuple(self._categorical.items()), self._label,
                 self._classes, tuple(self._fill.items()))
@@ -889,6 +899,11 @@ class PublicSchema:
 
 
 # ----------------------------------------------------------------------------- transformer
+def _rebuild_schema(numeric, categorical, label, classes, fill):
+    """A PublicSchema from its pickled parts (PublicSchema.__reduce__)."""
+    return PublicSchema(numeric, categorical, label=label, classes=classes, fill=fill)
+
+
 def _frame_info(X):
     """(column labels or None, number of columns) without reading any value."""
     cols = getattr(X, "columns", None)
@@ -969,6 +984,11 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
 
     Notes
     -----
+    A fitted transformer (and a :class:`PublicSchema`) can be pickled, dumped with
+    joblib and deep-copied; it holds public values only.  A pickle of a whole fitted
+    pipeline also carries the estimator's ``fit_diagnostics_`` (analyst-only):
+    publish a model with :func:`dperm.save_model` instead.
+
     ``transform(X)`` returns a float64 array (CSR with ``sparse_output``) of shape
     (n_samples, d), d =
     #numeric + sum of the category list lengths, whose rows have norm <=

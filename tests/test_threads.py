@@ -38,6 +38,16 @@ def test_load_aware_can_be_turned_off(monkeypatch):
     assert "team_limit" in dperm.get_config()
 
 
+def test_the_limit_is_refreshed_at_most_every_half_second(monkeypatch):
+    calls = []
+    monkeypatch.setattr(validation, "team_limit", lambda: calls.append(1) or 1)
+    monkeypatch.setitem(validation._TEAM, "t", -np.inf)
+    for _ in range(50):
+        validation.check_n_threads(None)
+    assert len(calls) == 1
+    monkeypatch.setitem(validation._TEAM, "t", -np.inf)
+
+
 @pytest.mark.parametrize("kind", ["dense", "csr"])
 def test_the_team_never_changes_the_result(monkeypatch, kind):
     """Parts are set by n_threads and the data's shape and summed in order: a fit run by
@@ -53,6 +63,7 @@ def test_the_team_never_changes_the_result(monkeypatch, kind):
     out = []
     for limit in (0, 1, 3):
         monkeypatch.setattr(validation, "team_limit", lambda limit=limit: limit)
+        monkeypatch.setitem(validation._TEAM, "t", -np.inf)     # refresh now
         res = dperm.erm.minimize(A, y, alpha=1e-3, n_threads=4)
         out.append(np.asarray(res.coef))
     from dperm._core._objective import set_team_limit

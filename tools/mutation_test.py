@@ -146,10 +146,6 @@ MUTANTS = [
      "_EM_DIVISOR = 2.0", "_EM_DIVISOR = 1.0"),
     ("rank_sensitivity_halved", "private bounds: rank sensitivity 1 -> 1/2",
      "RANK_SENSITIVITY = 1.0", "RANK_SENSITIVITY = 0.5"),
-    ("quantile_split_per_column", "private bounds: epsilon split over columns, not quantiles",
-     "eps_q = epsilon / (2 * len(cols))", "eps_q = epsilon / len(cols)"),
-    # issue 29, item 8: the mutants the held-out mutation test found the suite let through
-    # (tests: test_adassp.py, test_bounds_separation.py), and issue 29, item 5's guards
     ("adassp_norm_check_against_one", "AdaSSP: rows checked against 1, not data_norm",
      "if np.any(norms > data_norm):", "if np.any(norms > 1.0):"),
     ("adassp_norm_check_against_square", "AdaSSP: rows checked against data_norm^2",
@@ -157,13 +153,6 @@ MUTANTS = [
     ("adassp_ridge_from_true_lambda_min", "AdaSSP: the ridge from the true lambda_min",
      "lam_low = max(lam_noisy - cal.shift, 0.0)",
      "lam_low = max(_statistics(Xa, ya)[0] - cal.shift, 0.0)"),
-    ("bounds_coinciding_draws_released", "private bounds: equal draws released as they are",
-     "    if lo < hi:\n        return lo, hi\n    above",
-     "    if lo <= hi:\n        return lo, hi\n    above"),
-    ("bounds_separation_off_grid", "private bounds: equal draws separated off the grid",
-     "return lo, float(above[0])", "return lo, lo + 0.5 * (float(above[0]) - lo)"),
-    ("bounds_separation_top_unordered", "private bounds: at the grid's top, no lower point",
-     "return float(grid[grid < lo][-1]), hi", "return lo, hi"),
     ("row_norm_overflow", "row norms: a sum of squares that overflows left at inf",
      "out = np.sqrt(out)\n    big = np.flatnonzero(np.isinf(out))",
      "out = np.sqrt(out)\n    big = np.flatnonzero(np.isinf(out) & False)"),
@@ -175,6 +164,14 @@ MUTANTS = [
     ("dataframe_inf_clipped", "schema: an infinite cell clipped to the public range",
      "bad = np.flatnonzero(np.isinf(out))\n        if bad.size:\n            i = int(bad[0])",
      "bad = np.flatnonzero(np.isinf(out) & False)\n        if bad.size:\n            i = int(bad[0])"),
+    ("quantile_no_split_over_columns", "private bounds: epsilon not split over the columns",
+     "eps_col = epsilon / len(cols)", "eps_col = epsilon"),
+    ("quantile_flat_prior", "private bounds: no prior for narrow intervals (ties drift)",
+     "_WIDTH_PRIOR = 0.15", "_WIDTH_PRIOR = 0.0"),
+    ("quantile_no_knee", "private bounds: the steep prior all the way (wide columns collapse)",
+     "_WIDTH_KNEE = 200", "_WIDTH_KNEE = 10 ** 6"),
+    ("quantile_flat_far_prior", "private bounds: a flat prior beyond the knee",
+     "_WIDTH_PRIOR_FAR = 0.03", "_WIDTH_PRIOR_FAR = 0.0"),
 ]
 
 #: the test files a privacy mutant must fail (found by name anywhere under tests/)

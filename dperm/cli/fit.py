@@ -39,18 +39,6 @@ def _adult_table():
     return table, schema
 
 
-def _preprocessing(schema, **extra):
-    """The model file's description of the public preprocessing (public values only)."""
-    return {
-        "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
-        "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
-        "unknown_category": "error when fitting; all-zero group when predicting",
-        "row_divisor": schema.row_divisor,
-        "row_norm_bound": 1.0,
-        **extra,
-    }
-
-
 def _labelled_table(args, table, schema, leaks):
     """The label column, the schema (inferred from the data, with the leak noted in
     `leaks`, when none is given), the table with the missing-value rule applied and the
@@ -256,9 +244,9 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
     write the model."""
     import numpy as np
 
-    from dperm._core._build_info import VERSION
-    from dperm.cli._io import MODEL_FORMAT, MODEL_FORMAT_VERSION, model_to_json, schema_to_json
+    from dperm.cli._io import model_to_json
     from dperm.exceptions import PrivacyLeakWarning
+    from dperm.model_io import model_file
     from dperm.sklearn.classifier import PrivateLinearClassifier, split_intercept
 
     classes = list(schema.classes)
@@ -313,30 +301,15 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
     # (--holdout reports accuracy on a separate file the user declares public.)
     _print_privacy(rec, shown_name, shape)
     _print_diagnostics(clf.fit_diagnostics_, seconds)
-    model = {
-        "format": MODEL_FORMAT,
-        "format_version": MODEL_FORMAT_VERSION,
-        "dperm_version": VERSION,
-        "estimator": {"class": "PrivateLinearClassifier", "loss": args.loss,
-                      "perturbation": args.perturbation, "epsilon": args.epsilon,
-                      "delta": delta, "neighbouring": args.neighbouring,
-                      "n_public": args.n_public, "alpha": args.alpha, "h": args.h,
-                      "fit_intercept": not args.no_intercept, "data_norm": 1.0},
-        "label": schema.label,
-        "classes": classes,
-        "feature_names": names,
-        "coef": coef.tolist(),
-        "intercept": intercept if K == 2 else intercept.tolist(),
-        "schema": schema_to_json(schema),
-        "preprocessing": _preprocessing(schema),
-        "schema_from_data": bool(leaks),
-        "read_from_data": leaks,
-        "privacy": _public_record(rec),
-        # public sizes only: no seed (it regenerates the noise), no wall time (a side
-        # channel on the data), no solver diagnostics (they differ between neighbours)
-        "training": {"data": source, "n_samples": rec["n_samples"],
-                     "n_features": int(shape[1])},
-    }
+    model = model_file(
+        task="classification",
+        estimator={"class": "PrivateLinearClassifier", "loss": args.loss,
+                   "perturbation": args.perturbation, "epsilon": args.epsilon,
+                   "delta": delta, "neighbouring": args.neighbouring,
+                   "n_public": args.n_public, "alpha": args.alpha, "h": args.h,
+                   "fit_intercept": not args.no_intercept, "data_norm": 1.0},
+        record=clf.release_record_, coef=coef, intercept=intercept, schema=schema,
+        classes=classes, data=source, read_from_data=leaks)
     _write_text(args.output, model_to_json(model), "model", atomic=True)
     print(f"model written to {args.output} ({len(names)} features"
           f"{' + intercept' if not args.no_intercept else ''})")
@@ -598,14 +571,6 @@ def _note_dropped(dropped, remain, what, name):
           "this count is about the private data: for your eyes, not for publication)")
 
 
-def _public_record(rec):
-    """The privacy record written to the model: the public keys of format version 2 only
-    (a key the library might add later is not written until it is known to be public)."""
-    from dperm.cli._io import PRIVACY_KEYS
-
-    return {k: rec.get(k) for k in PRIVACY_KEYS}
-
-
 _NEIGHBOURING_TEXT = {
     "replace_one": "replace_one (one row replaced by another; n public)",
     "add_remove": "add_remove (one row added or removed)",
@@ -859,14 +824,12 @@ def _fit_regression(args):
     the model file with task "regression" (format version 3)."""
     import numpy as np
 
-    from dperm._core._build_info import VERSION
     from dperm.cli._io import (
-        MODEL_FORMAT,
-        MODEL_FORMAT_VERSION_REGRESSION,
         model_to_json,
         schema_to_json,
     )
     from dperm.exceptions import PrivacyLeakWarning
+    from dperm.model_io import model_file
     from dperm.sklearn.classifier import split_intercept
     from dperm.sklearn.regressor import PrivateLinearRegression
 
@@ -931,33 +894,16 @@ def _fit_regression(args):
     diag = dict(est.fit_diagnostics_)
     _print_diagnostics(diag, seconds)
     print(f"  {'labels clipped':<17} {_fmt(diag.get('labels_clipped'))}")
-    from dperm.cli._io import PRIVACY_KEYS
-
-    record = {k: rec.get(k) for k in PRIVACY_KEYS if k not in ("n_classes", "multiclass")}
-    record.update({k: rec.get(k) for k in ("method", "task", "label_bound", "gradient_bound")})
-    model = {
-        "format": MODEL_FORMAT,
-        "format_version": MODEL_FORMAT_VERSION_REGRESSION,
-        "dperm_version": VERSION,
-        "task": "regression",
-        "estimator": {"class": "PrivateLinearRegression", "loss": "pseudo_huber",
-                      "method": args.perturbation, "epsilon": args.epsilon, "delta": delta,
-                      "neighbouring": args.neighbouring, "n_public": args.n_public,
-                      "alpha": args.alpha, "h": h, "label_bound": args.label_bound,
-                      "fit_intercept": not args.no_intercept, "data_norm": 1.0},
-        "label": schema.label,
-        "classes": None,
-        "feature_names": names,
-        "coef": np.asarray(coef, dtype=np.float64).reshape(-1).tolist(),
-        "intercept": float(intercept),
-        "schema": schema_to_json(schema),
-        "preprocessing": _preprocessing(schema, label="clipped to [-label_bound, label_bound]"),
-        "schema_from_data": bool(leaks),
-        "read_from_data": leaks,
-        "privacy": record,
-        "training": {"data": os.path.basename(args.data), "n_samples": rec["n_samples"],
-                     "n_features": int(shape[1])},
-    }
+    model = model_file(
+        task="regression",
+        estimator={"class": "PrivateLinearRegression", "loss": "pseudo_huber",
+                   "method": args.perturbation, "epsilon": args.epsilon, "delta": delta,
+                   "neighbouring": args.neighbouring, "n_public": args.n_public,
+                   "alpha": args.alpha, "h": h, "label_bound": args.label_bound,
+                   "fit_intercept": not args.no_intercept, "data_norm": 1.0},
+        record=est.release_record_, coef=np.asarray(coef, dtype=np.float64).reshape(-1),
+        intercept=float(intercept), schema=schema, data=os.path.basename(args.data),
+        read_from_data=leaks)
     _write_text(args.output, model_to_json(model), "model", atomic=True)
     print(f"model written to {args.output} ({len(names)} features"
           f"{' + intercept' if not args.no_intercept else ''})")

@@ -786,6 +786,22 @@ def split_rows(X, parts):
     return out
 
 
+def frame_as_array(X, name="X"):
+    """A dask DataFrame of numeric (or boolean) columns as a Dask array whose row chunks
+    are its partitions (their lengths counted on the workers: n is public to a fit).  A
+    column of another type is an error naming it: encode such columns with the public
+    schema first (dperm.PublicBoundsTransformer in a Pipeline)."""
+    import pandas as pd
+
+    bad = [c for c, t in X.dtypes.items()
+           if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
+    if bad:
+        raise ValueError(f"{name}: column {bad[0]!r} of the dask DataFrame is not numeric "
+                         f"({X.dtypes[bad[0]]}); encode it with the public schema first "
+                         "(dperm.PublicBoundsTransformer in a Pipeline)")
+    return X.to_dask_array(lengths=True)
+
+
 def frame_lengths(X):
     """Rows per partition of a dask DataFrame (counted on the workers).  Bookkeeping
     only, as in PublicBoundsTransformer: their sum n is public to a fit anyway."""

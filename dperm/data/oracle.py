@@ -20,7 +20,7 @@ call these and never test a storage type themselves.
 """
 import numpy as np
 
-from dperm.data import dask_rows
+from dperm.data import dask_rows, spark_rows
 from dperm.data.design import DesignRows
 from dperm.data.validation import check_class_labels, check_pm1_labels, check_real_labels, check_X
 from dperm.losses import check_n_classes
@@ -34,8 +34,8 @@ BLOCK_ENTRIES = 1 << 21
 
 
 def is_distributed(X):
-    """Whether X is a Dask collection (or rows already on the workers)."""
-    return dask_rows.is_distributed(X)
+    """Whether X is a Dask collection (or rows already on the workers), or Spark rows."""
+    return dask_rows.is_distributed(X) or spark_rows.is_spark_rows(X)
 
 
 def is_dask_array(X):
@@ -44,8 +44,8 @@ def is_dask_array(X):
 
 
 def require_local(X, message):
-    """TypeError(message) if X is a Dask collection."""
-    if dask_rows.is_distributed(X):
+    """TypeError(message) if X is a Dask collection (or Spark rows)."""
+    if is_distributed(X):
         raise TypeError(message)
 
 
@@ -60,6 +60,8 @@ def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_me
     labels in {-1, +1}, or class indices 0..K-1 for the softmax model (K = n_classes,
     the public number of classes of a private multinomial fit).
     """
+    if spark_rows.is_spark_rows(X):   # labels on the executors (dperm.data.spark_rows)
+        return X.checked(min_samples=min_samples, softmax=softmax, regression=regression), None
     if dask_rows.is_distributed(X):
         if softmax:
             raise TypeError(softmax_message)
@@ -136,7 +138,7 @@ def binary_oracle(rows, y, *, n_threads, worker_threads=None, regression=False):
     labels, times the row scale of a virtual intercept column) without a copy of X; a
     regression loss has row weights 1 (times the row scale) and the labels apart.
     """
-    if isinstance(rows, dask_rows.DaskRows):
+    if isinstance(rows, dask_rows.DaskRows) or spark_rows.is_spark_rows(rows):
         return _DistributedOracle(rows, worker_threads)
     from dperm._core._objective import Data
 
@@ -304,7 +306,8 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
 
     A Dask collection (rows already on the workers too, when `accept_worker_rows`)
     keeps its rows on the workers: its shape and chunks are checked here and the labels
-    (n values, public-sized) are brought to the client.  Local X is validated once;
+    (n values, public-sized) are brought to the client.  A dask DataFrame of numeric
+    columns (without `frames`) becomes a Dask array chunked by its partitions.  Local X is validated once;
     with `describe` it comes back as a DesignRows marked checked, so that the mechanism
     and the solver below take it (and its row norms, once computed) as it is.
     """
@@ -314,6 +317,8 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
         if hasattr(y, "compute"):
             y = y.compute()
         return X, y, dask_rows.is_dask_frame(X)
+    if dask_rows.is_dask_frame(X):
+        X = dask_rows.frame_as_array(X)
     distributed = dask_rows.is_distributed(X) if accept_worker_rows \
         else dask_rows.is_dask_array(X)
     if distributed:
@@ -375,13 +380,24 @@ def count_mistakes(estimator, X, y):
 def on_workers_if_dask(out_cols=None, dtype=None):
     """Decorator of an estimator's prediction method ``f(self, X)``: a Dask array X is
     handed to ``self._on_workers(X, name, out_cols, dtype)`` (the same method run block
-    by block on the workers, lazily); other X run f.  out_cols and dtype may be
-    callables of the estimator."""
+    by block on the workers, lazily); a dask DataFrame of numeric columns too, as a Dask
+    array chunked by its partitions (its column names checked here against the fit's);
+    other X run f.  out_cols and dtype may be callables of the estimator."""
     import functools
+    import warnings
 
     def deco(method):
         @functools.wraps(method)
         def wrapper(self, X):
+            if dask_rows.is_dask_frame(X):
+                from sklearn.utils.validation import check_is_fitted
+
+                check_is_fitted(self)
+                self._check_feature_names_at_predict(X)
+                X = dask_rows.frame_as_array(X)
+                with warnings.catch_warnings():   # the names were checked above
+                    warnings.filterwarnings("ignore", message="X does not have valid feature")
+                    return wrapper(self, X)
             if dask_rows.is_dask_array(X):
                 kw = {}
                 if out_cols is not None:

@@ -4,6 +4,7 @@ Each check raises ValueError (or TypeError for a wrong kind of object) whose
 message starts with the parameter's name, and returns a clean copy or view;
 nothing here mutates its input.
 """
+import math
 import numbers
 import os
 
@@ -496,8 +497,21 @@ def team_limit():
     return free_cores()
 
 
+#: when the kernels' team limit was last refreshed (time.monotonic): at most every
+#: _TEAM_REFRESH seconds, so that a solver calling check_n_threads per pass pays nothing
+_TEAM = {"t": -math.inf}
+_TEAM_REFRESH = 0.5
+
+
 def update_team_limit():
-    """Give the kernels the current `team_limit()` (dperm._core: set_team_limit)."""
+    """Give the kernels the current `team_limit()` (dperm._core: set_team_limit), at most
+    every half second."""
+    import time
+
+    now = time.monotonic()
+    if now - _TEAM["t"] < _TEAM_REFRESH:
+        return
+    _TEAM["t"] = now
     try:
         from dperm._core._objective import set_team_limit
     except ImportError:   # pragma: no cover - a build without the compiled core

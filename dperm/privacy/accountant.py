@@ -139,7 +139,7 @@ class GaussianEvent:
     Examples
     --------
     >>> from dperm import BudgetAccountant, GaussianEvent
-    >>> from dperm.calibration import analytic_gaussian_sigma
+    >>> from dperm.privacy.calibration import analytic_gaussian_sigma
     >>> sigma = analytic_gaussian_sigma(0.5, 1e-6, 1.0)     # sensitivity 1
     >>> budget = BudgetAccountant(epsilon=2.0, delta=1e-5)
     >>> budget.spend(GaussianEvent(noise_multiplier=sigma, epsilon=0.5, delta=1e-6))
@@ -219,7 +219,7 @@ class ObjectiveGaussianEvent:
 
     Examples
     --------
-    A fit's own event: ``dperm.mechanisms.privacy_events(clf.privacy_)`` builds it from
+    A fit's own event: ``dperm.privacy.mechanisms.privacy_events(clf.privacy_)`` builds it from
     a Gaussian fit's public record. By hand:
 
     >>> from dperm import BudgetAccountant, ObjectiveGaussianEvent

@@ -177,7 +177,7 @@ def gaussian_delta(epsilon: ArrayLike, sensitivity: float, sigma: float) -> floa
 
     Examples
     --------
-    >>> from dperm.calibration import gaussian_delta
+    >>> from dperm.privacy.calibration import gaussian_delta
     >>> float(gaussian_delta(1.0, 1.0, 2.0)) < 0.1
     True
     """
@@ -240,7 +240,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
 
     Examples
     --------
-    >>> from dperm.calibration import analytic_gaussian_sigma, gaussian_delta
+    >>> from dperm.privacy.calibration import analytic_gaussian_sigma, gaussian_delta
     >>> s = analytic_gaussian_sigma(1.0, 1e-6, 1.0)
     >>> bool(gaussian_delta(1.0, 1.0, s) <= 1e-6)
     True
@@ -567,7 +567,7 @@ def objective_gaussian_calibration(epsilon: float, delta: float, *, n: float, al
 
     Examples
     --------
-    >>> from dperm.calibration import objective_gaussian_calibration
+    >>> from dperm.privacy.calibration import objective_gaussian_calibration
     >>> cal = objective_gaussian_calibration(1.0, 1e-6, n=10_000, alpha=1e-3, data_norm=1.0,
     ...                                      curvature=0.25, neighbouring="replace_one")
     >>> cal.extra_l2, bool(cal.sigma > 0)

@@ -250,7 +250,10 @@ def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
 
 def privacy_events(record, n_fits=1):
     """The dperm.privacy.accountant events of `n_fits` releases described by `record` (a
-    PrivateFit.record(): public values only), for a BudgetAccountant.
+    dperm.privacy.record.ReleaseRecord, e.g. PrivateFit.record() or an estimator's
+    release_record_, or its serialised dict privacy_: public values only), for a
+    BudgetAccountant.  The estimators' planned events (checked before the data are
+    read) come from the record of the fit they will make.
 
     Pure epsilon: PureEvent.  Gaussian objective perturbation: an
     ObjectiveGaussianEvent with its RDP curve (dperm.privacy.calibration.objective_gaussian_rdp).

@@ -50,10 +50,14 @@ LAYOUTS = {
                "sigma_xtx", "sigma_xty", "ridge_bound", "eta", "shift", "failure_probability",
                "lambda_min_noisy", "ridge", "loss", "h", "alpha", "noise", "method", "task",
                "gradient_bound", "epsilon_total", "delta_total"),
+    # private_tuning (dperm.privacy.tuning): the procedure's own guarantee; each model
+    # it releases carries its own record
+    "tuning": ("mechanism", "epsilon", "delta", "neighbouring", "n_candidates",
+               "train_sizes", "validation_size"),
     # estimate_bounds (dperm.privacy.quantiles)
-    "bounds": ("mechanism", "epsilon", "delta", "epsilon_per_quantile", "quantiles",
-               "columns", "range", "grid", "grid_points", "rank_sensitivity",
-               "neighbouring"),
+    "bounds": ("mechanism", "epsilon", "delta", "epsilon_per_column", "epsilon_per_quantile",
+               "quantiles", "columns", "range", "grid", "grid_points", "width_prior",
+               "rank_sensitivity", "neighbouring"),
 }
 
 
@@ -91,8 +95,9 @@ class ReleaseRecord(Mapping):
     regression: method, task, label_bound, gradient_bound; AdaSSP: n_features, split,
     noise_multiplier, sigma_lambda_min, sigma_xtx, sigma_xty, ridge_bound, eta, shift,
     failure_probability and the released lambda_min_noisy and ridge; private bounds:
-    epsilon_per_quantile, quantiles, columns, range, grid (a description), grid_points,
-    rank_sensitivity.
+    epsilon_per_column, epsilon_per_quantile, quantiles, columns, range, grid (a
+    description), grid_points, width_prior, rank_sensitivity; private tuning:
+    n_candidates, train_sizes, validation_size.
     """
 
     layout: str
@@ -133,12 +138,17 @@ class ReleaseRecord(Mapping):
     failure_probability: float | None = None
     lambda_min_noisy: float | None = None
     ridge: float | None = None
+    epsilon_per_column: float | None = None
     epsilon_per_quantile: float | None = None
     quantiles: tuple | None = None
     columns: tuple | None = None
     range: tuple | None = None
     grid_points: int | None = None
+    width_prior: tuple | None = None
     rank_sensitivity: float | None = None
+    n_candidates: int | None = None
+    train_sizes: tuple | None = None
+    validation_size: int | None = None
 
     def __post_init__(self):
         if self.layout not in LAYOUTS:

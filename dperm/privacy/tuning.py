@@ -40,6 +40,7 @@ from dperm.data.validation import check_epsilon, check_positive, check_random_st
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.privacy.accountant import ApproxEvent
 from dperm.privacy.noise import warn_if_seeded
+from dperm.privacy.record import ReleaseRecord
 
 __all__ = ["private_tuning", "PrivateTuningResult", "exponential_mechanism", "random_split"]
 
@@ -162,6 +163,10 @@ class PrivateTuningResult:
     delta : float, default 0.0
         0 for pure-epsilon models, else the largest delta of the models' settings (the
         procedure is (epsilon, delta)-DP).
+    release_record_ : ReleaseRecord
+        The record of the procedure (dperm.privacy.record); ``privacy_`` is its
+        serialised dict (epsilon, delta, neighbouring, n_candidates, train_sizes,
+        validation_size).
     fit_diagnostics_ : dict
         ``"mistakes"`` (ndarray (m,), z_i) and ``"probabilities"`` (ndarray (m,), q_i).
         Not releasable.
@@ -192,10 +197,21 @@ class PrivateTuningResult:
     estimators_: list = field(default_factory=list, repr=False)
     delta: float = 0.0
     fit_diagnostics_: dict = field(default_factory=dict, repr=False)
+    release_record_: object = field(default=None, repr=False)
 
     @property
     def n_candidates(self) -> int:
         return len(self.params)
+
+    @property
+    def privacy_(self):
+        """The procedure's release record (dperm.privacy.record, layout "tuning")
+        serialised: its epsilon and delta, the relation (replace_one), the number of
+        candidates and the parts' sizes (functions of the public n).  Each released
+        model carries its own ``privacy_``."""
+        from dperm.privacy.record import record_to_dict
+
+        return None if self.release_record_ is None else record_to_dict(self.release_record_)
 
 
 def _check_grid(param_grid):
@@ -435,8 +451,13 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
     best, probabilities = exponential_mechanism(mistakes, epsilon, 1.0, rng)
     for a in accountants:
         a.spend(event, label=f"private_tuning({type(estimator).__name__}, m={m})")
+    sizes = [len(p) for p in parts[:-1]]
+    record = ReleaseRecord(layout="tuning", mechanism="private_tuning", epsilon=epsilon,
+                           delta=delta, neighbouring="replace_one", n_candidates=m,
+                           train_sizes=sizes, validation_size=len(val))
     return PrivateTuningResult(
         best_estimator_=estimators[best], best_params_=dict(grid[best]), best_index_=best,
-        params=grid, train_sizes=np.array([len(p) for p in parts[:-1]]),
+        params=grid, train_sizes=np.array(sizes),
         validation_size=len(val), epsilon=epsilon, delta=delta, estimators_=estimators,
-        fit_diagnostics_={"mistakes": mistakes, "probabilities": probabilities})
+        fit_diagnostics_={"mistakes": mistakes, "probabilities": probabilities},
+        release_record_=record)

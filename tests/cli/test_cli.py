@@ -605,13 +605,13 @@ def test_version_1_model_still_loads_and_predicts(toy, capsys, monkeypatch):
 
 def test_other_format_versions_are_refused(toy, capsys, monkeypatch):
     monkeypatch.chdir(toy)
-    for version in (4, 0, "2", True, None):
+    for version in (5, 0, "2", True, None):
         model = _v1_model(toy)
         model["format_version"] = version
         (toy / "vx.json").write_text(json.dumps(model))
         assert cli.main(["predict", "vx.json", "train.csv"]) == 2
         err = capsys.readouterr().err
-        assert "unsupported format_version" in err and "versions 1, 2, 3" in err, err
+        assert "unsupported format_version" in err and "versions 1, 2, 3, 4" in err, err
     # version 3 is a regression model's: a classifier's file with it is refused
     model = _v1_model(toy)
     model["format_version"] = 3

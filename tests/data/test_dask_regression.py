@@ -217,3 +217,36 @@ def test_regression_dataframe_with_public_schema(client):
     pred = b.predict(dframe)
     assert isinstance(pred, da.Array)
     assert np.allclose(pred.compute(), a.predict(frame), rtol=1e-12, atol=1e-14)
+
+
+def test_numeric_dask_dataframe(client):
+    """A dask DataFrame of numeric columns, given as it is: fitted and predicted on the
+    workers (a Dask array chunked by its partitions), as the pandas DataFrame is locally;
+    its column names are the model's; a non-numeric column is named."""
+    import pandas as pd
+
+    dd = pytest.importorskip("dask.dataframe")
+    X, y = _problem(n=1800, d=4, seed=6)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    frame["d"] = (frame["d"] > 0).astype(np.int64)            # an integer column
+    dframe = dd.from_pandas(frame, npartitions=4)
+    kw = dict(epsilon=1.0, alpha=1e-2, label_bound=2.0, random_state=3)
+    a = _fit(frame, y, **kw)
+    b = _fit(dframe, dd.from_pandas(pd.Series(y), npartitions=3), **kw)
+    assert list(b.feature_names_in_) == ["a", "b", "c", "d"]
+    assert _rel(a.coef_, b.coef_) <= TOL and a.privacy_ == b.privacy_
+    pred = b.predict(dframe)
+    assert isinstance(pred, da.Array)
+    assert np.allclose(pred.compute(), a.predict(frame), rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="feature names"):
+        b.predict(dframe.rename(columns={"a": "z"}))
+    clf = dperm.PrivateLinearClassifier(epsilon=1.0, alpha=1e-2, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        ca = clf.fit(frame, np.sign(y)).coef_
+        cb = dperm.PrivateLinearClassifier(epsilon=1.0, alpha=1e-2, random_state=3).fit(
+            dframe, np.sign(y)).coef_
+    assert _rel(ca, cb) < 1e-8
+    text = dframe.assign(e="x")
+    with pytest.raises(ValueError, match="column 'e' of the dask DataFrame is not numeric"):
+        _fit(text, y, **kw)
