@@ -56,7 +56,9 @@ myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 4
 # The Markdown pages were written for GitHub: their links to files of the repository
 # (tests/..., dperm/..., ../BENCHMARKS.md) are not pages of this site.
-suppress_warnings = ["myst.xref_missing", "myst.header"]
+# "ref.python": an attribute named in two classes (``privacy_``) is ambiguous to the
+# Python domain when numpydoc links a class's Attributes entries.
+suppress_warnings = ["myst.xref_missing", "myst.header", "ref.python"]
 
 # --- sphinx-gallery: every example runs at build time and its figures are kept
 sphinx_gallery_conf = {

@@ -129,8 +129,9 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     feature_names_in_ : ndarray (n_features,) of str, when X was a DataFrame
     release_record_ : ReleaseRecord (dperm.privacy.record): the fit's immutable,
         typed record, built from public values only
-    privacy_ : dict, release_record_ serialised (a new dict each time), of public
-        values: mechanism, noise, loss, epsilon (per model) and epsilon_total,
+    privacy_ : dict
+        ``release_record_`` serialised (a new dict each time), of public values:
+        mechanism, noise, loss, epsilon (per model) and epsilon_total,
         delta (the (epsilon, delta) parameter) and delta_total,
         neighbouring, n_samples (n, or n_public), n_classes, multiclass,
         epsilon_prime, extra_l2 (the paper's Delta), beta, sigma, sigma_output,
