@@ -84,7 +84,62 @@ html_theme_options = {
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_show_sourcelink = False
 
 sys.path.insert(0, os.path.abspath(os.path.dirname(__file__)))
+
+# --- the module pages (docs/api/<module>.rst), written from each module's __all__ at every
+# build, so a name added to a module's __all__ gets its entry without editing the docs:
+# functions and classes through autodoc, constants with their type and (short) value.
+PUBLIC_MODULES = ("calibration", "datasets", "erm", "exact_noise", "losses", "mechanisms",
+                  "noise", "regularization")
+
+
+def _module_page(name):
+    module = getattr(dperm, name)
+    title = f"dperm.{name}"
+    constants = [n for n in module.__all__ if not callable(getattr(module, n))]
+    lines = [title, "=" * len(title), "",
+             f"The module's public names (``dperm.{name}.__all__``; the code lives in "
+             f"``{module.__name__}``).", "",
+             f".. automodule:: dperm.{name}", "   :members:", "   :imported-members:"]
+    if constants:
+        lines.append(f"   :exclude-members: {', '.join(constants)}")
+    lines.append("")
+    try:                              # the constants' ``#:`` comments in the defining module
+        from sphinx.pycode import ModuleAnalyzer
+
+        comments = {k[1]: " ".join(v) for k, v in
+                    ModuleAnalyzer.for_module(module.__name__).find_attr_docs().items()}
+    except Exception:                 # a package's __init__ without comments, say
+        comments = {}
+    if constants:
+        lines += ["Constants", "---------", ""]
+        for const in constants:
+            value = getattr(module, const)
+            text = repr(value)
+            if len(text) > 160:
+                text = text[:150] + " ..."
+            lines += [f".. py:data:: {const}", f"   :module: dperm.{name}",
+                      f"   :type: {type(value).__name__}", ""]
+            if comments.get(const):
+                lines += [f"   {comments[const].strip()}", ""]
+            lines += [f"   Value: ``{text}``", ""]
+    return "\n".join(lines) + "\n"
+
+
+def _write_module_pages():
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api")
+    os.makedirs(folder, exist_ok=True)
+    for name in PUBLIC_MODULES:
+        path = os.path.join(folder, f"{name}.rst")
+        text = _module_page(name)
+        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+        if text != old:                      # unchanged pages keep their time stamp
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+
+
+_write_module_pages()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import platform
 
-from dperm.data.validation import default_threads
+from dperm.data.validation import default_threads, team_limit
 
 __all__ = ["get_config", "show_config"]
 
@@ -38,8 +38,12 @@ def get_config() -> dict:
         "openmp": omp,
         "openmp_built": bool(_build_info.OPENMP_BUILT),
         "openmp_max_threads": max_threads(),
-        # a fit with n_threads=None uses every core the process may run on
+        # a fit with n_threads=None splits each pass into one part per core the process
+        # may run on (the result depends on this number only) ...
         "default_n_threads": default_threads() if omp else 1,
+        # ... and runs the parts with at most this many threads now: the cores other
+        # processes leave free (DPERM_LOAD_AWARE=0: all of them at once, 0 here)
+        "team_limit": team_limit() if omp else 1,
         # the kernel level chosen at import (DPERM_SIMD forces a lower one)
         "simd": _core.level,
         "simd_vector_width": vector_width(),

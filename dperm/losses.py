@@ -46,9 +46,9 @@ def softmax_curvature(n_classes: int, data_norm: float = 1.0) -> float:
     Parameters
     ----------
     n_classes : int
-        K, the number of classes (>= 2).
+        K >= 2.
     data_norm : float, default 1.0
-        R, the public bound on the rows' Euclidean norm.
+        R, the public bound on every row's L2 norm.
 
     Returns
     -------
@@ -58,15 +58,17 @@ def softmax_curvature(n_classes: int, data_norm: float = 1.0) -> float:
 
 
 def check_n_classes(n_classes: Any, *, mechanism: bool = False) -> int:
-    """The number of classes K as an int: an integer >= 2 (the softmax objective), or,
-    with ``mechanism=True``, >= MULTINOMIAL_MIN_CLASSES (a private multinomial fit).
+    """The number of classes K as an int.
+
+    An integer >= 2 (the softmax objective), or, with ``mechanism=True``,
+    >= MULTINOMIAL_MIN_CLASSES (a private multinomial fit).
 
     Parameters
     ----------
     n_classes : int
-        The number of classes to check.
+        The number to check.
     mechanism : bool, default False
-        Whether a private multinomial mechanism will use it (then K >= 3).
+        Whether it is for a private multinomial fit.
 
     Returns
     -------
@@ -75,7 +77,7 @@ def check_n_classes(n_classes: Any, *, mechanism: bool = False) -> int:
     Raises
     ------
     ValueError
-        Naming ``n_classes``, when it is not such an integer.
+        Not an integer, or too small.
     """
     if isinstance(n_classes, bool) or not isinstance(n_classes, (numbers.Integral, np.integer)) \
             or n_classes < (MULTINOMIAL_MIN_CLASSES if mechanism else 2):
@@ -133,7 +135,8 @@ class Loss(abc.ABC):
         Parameters
         ----------
         h : float, default 0.5
-            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
 
         Returns
         -------
@@ -147,7 +150,8 @@ class Loss(abc.ABC):
         Parameters
         ----------
         h : float, default 0.5
-            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
 
         Returns
         -------
@@ -160,26 +164,33 @@ class Loss(abc.ABC):
         Parameters
         ----------
         h : float, default 0.5
-            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
         data_norm : float, default 1.0
-            R, the public bound on the rows' Euclidean norm.
+            R, the public bound on every row's L2 norm.
 
         Returns
         -------
         float
-            ``unit_curvature(h) * data_norm**2``.
+
+        Examples
+        --------
+        >>> from dperm.losses import get_loss
+        >>> get_loss("logistic").curvature(data_norm=2.0)     # 1/4 R^2
+        1.0
         """
         return self.unit_curvature(h) * data_norm**2
 
     def gradient_bound(self, data_norm: float = 1.0, h: float = 0.5) -> float:
-        """Upper bound on one row's gradient: ||d/df loss|| = abs(phi') ||x|| <= lipschitz(h) R.
+        """Upper bound on one row's gradient norm: abs(phi') ||x|| <= lipschitz(h) R.
 
         Parameters
         ----------
         data_norm : float, default 1.0
-            R, the public bound on the rows' Euclidean norm.
+            R, the public bound on every row's L2 norm.
         h : float, default 0.5
-            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
 
         Returns
         -------
@@ -188,20 +199,27 @@ class Loss(abc.ABC):
         return self.lipschitz(h) * data_norm
 
     def value_at_zero(self, h: float = 0.5, label_bound: float | None = None) -> float:
-        """The loss at f = 0, bounded over the data: phi(0) for a margin loss, and
-        rho(B) (B = label_bound, abs(y) <= B) for a regression loss; then
-        ||f*||^2 <= 2 value_at_zero / Lambda for any data.
+        """The loss at f = 0, bounded over the data.
+
+        phi(0) for a margin loss, and rho(B) (B = label_bound, abs(y) <= B) for a regression
+        loss; then ||f*||^2 <= 2 value_at_zero / Lambda for any data.
 
         Parameters
         ----------
         h : float, default 0.5
-            The smoothing width (ignored by a loss whose ``uses_h`` is False).
-        label_bound : float or None
-            B, the public bound on abs(y); needed for a regression loss.
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
+        label_bound : float, optional
+            B, the public bound on abs(y); required for a regression loss.
 
         Returns
         -------
         float
+
+        Raises
+        ------
+        ValueError
+            A regression loss without ``label_bound``.
         """
         z = 0.0
         if self.regression:
@@ -211,20 +229,20 @@ class Loss(abc.ABC):
         return float(self.per_sample(np.array([z]), h)[0][0])
 
     def per_sample(self, z: ArrayLike, h: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """phi(z), phi'(z), phi''(z) for an array of margins z (float64); for a regression
-        loss z is the residual f.x - y.
+        """phi(z), phi'(z), phi''(z) for an array of margins z.
 
         Parameters
         ----------
         z : array_like
-            The margins (or residuals), flattened to float64.
+            Margins y f.x (read as float64, flattened); for a regression loss, the residuals
+            f.x - y.
         h : float, default 0.5
-            The smoothing width (ignored by a loss whose ``uses_h`` is False).
+            The smoothing width (Huber, smoothed hinge, pseudo-Huber), > 0; ignored by the
+            logistic loss.
 
         Returns
         -------
-        tuple of three ndarrays
-            The values, first and second derivatives, computed by the compiled kernels.
+        value, first, second : ndarray of shape (z.size,)
         """
         from dperm._core._objective import per_sample
 
@@ -308,13 +326,14 @@ REGRESSION_LOSSES = tuple(k for k, v in LOSSES.items() if v.regression)
 
 
 def get_loss(loss: "str | Loss", *, regression: bool | None = None) -> Loss:
-    """The Loss registered under `loss`; ValueError naming `loss` otherwise.
+    """The Loss registered under ``loss``; ValueError naming ``loss`` otherwise.
 
     Parameters
     ----------
     loss : str or Loss
-        A name in LOSSES, or a Loss instance (returned as it is).
-    regression : bool or None, default None
+        A loss name (``"logistic"``, ``"huber"``, ``"smooth_hinge"``, ``"pseudo_huber"``)
+        or a Loss.
+    regression : bool, optional
         None (any loss), False (margin losses only: a classifier) or True (regression
         losses only).
 
@@ -325,7 +344,14 @@ def get_loss(loss: "str | Loss", *, regression: bool | None = None) -> Loss:
     Raises
     ------
     ValueError
-        Naming ``loss`` and the losses to choose from.
+        An unknown name, or a loss of the other kind than ``regression`` asks for.
+
+    Examples
+    --------
+    >>> from dperm.losses import get_loss
+    >>> loss = get_loss("logistic")
+    >>> loss.lipschitz(), loss.unit_curvature()
+    (1.0, 0.25)
     """
     names = sorted(k for k, v in LOSSES.items()
                    if regression is None or v.regression == bool(regression))

@@ -203,6 +203,8 @@ class PublicSchema:
         number for a numeric column, one of the listed categories for a
         categorical one.  Columns without a fill value refuse missing values.
 
+    Notes
+    -----
     The schema is immutable; :meth:`replace` returns a modified copy.
     ``PublicSchema.from_dict`` / ``to_dict`` read and write the JSON format
     of ``dperm fit --schema``::

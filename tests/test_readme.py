@@ -65,3 +65,37 @@ def test_guide_examples_run_and_give_sensible_models(path, tmp_path, monkeypatch
     printed = run_blocks(path)
     for acc, maj in accuracies(printed):
         assert float(acc) >= float(maj) + 0.03, printed
+
+
+def test_readme_stays_a_newcomers_page():
+    """The README is what a newcomer needs (issue 27: at most 15,000 bytes); the long
+    material lives in the documentation site (docs/)."""
+    with open(README, "rb") as fh:
+        assert len(fh.read()) <= 15_000
+
+
+def test_examples_import_public_names_only():
+    """The README's, the guide's and the gallery's code import no private module or name
+    of dperm (a name starting with an underscore)."""
+    import ast
+
+    gallery = sorted(glob.glob(os.path.join(os.path.dirname(__file__), os.pardir, "docs",
+                                            "examples", "*.py")))
+    sources = [(README, b) for b in python_blocks(README)]
+    sources += [(p, b) for p in GUIDE_PAGES for b in python_blocks(p)]
+    sources += [(p, open(p, encoding="utf-8").read()) for p in gallery]
+    bad = []
+    for path, code in sources:
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dperm"):
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.startswith("dperm")]
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id == "dperm":
+                names = [f"dperm.{node.attr}"]
+            else:
+                continue
+            bad += [(os.path.basename(path), n) for n in names
+                    if any(part.startswith("_") for part in n.split(".") if part != "__version__")]
+    assert not bad, bad

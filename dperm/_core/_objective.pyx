@@ -17,6 +17,7 @@ from libc.string cimport memcpy
 
 from dperm._core._rows cimport (
     floating, row_dot, row_syr, read_rows, dperm_openmp_enabled, dperm_max_threads,
+    dperm_team, dperm_set_team_limit,
     dperm_vector_width, dperm_padded_dim, dperm_rows_per_block, dperm_block_dots,
     dperm_block_gemm, dperm_loss_vd, dperm_loss_d2, dperm_add_rows, dperm_mul,
     dperm_softmax_block, dperm_sub_labels, dperm_loss_known, DPERM_LOSS_LOGISTIC,
@@ -59,6 +60,14 @@ def check_loss_id(int loss):
         raise ValueError(f"loss: {loss} is not a kernel loss id; the kernels know "
                          f"{sorted(KERNEL_LOSS_IDS.items(), key=lambda kv: kv[1])} "
                          f"(dperm.losses.LOSSES)")
+
+
+def set_team_limit(int limit):
+    """The largest OpenMP team a pass starts from now on (0: no limit); returns the
+    previous limit.  Results do not depend on it (a pass's parts are set by n_threads
+    and the data's shape, and summed in order): it only keeps a busy machine's
+    descheduled threads from being waited for (dperm.data.validation.team_limit)."""
+    return dperm_set_team_limit(limit)
 
 
 def openmp_enabled():
@@ -177,7 +186,7 @@ cdef int objective_pass(
         if mode == PASS_HESS_VEC:
             memcpy(Vp + j * ldx, V + idx[j] * d, d * sizeof(double))
 
-    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+    for t in prange(nt, nogil=True, schedule='static', num_threads=dperm_team(nt)):
         xb = buf + t * per
         gacc = xb + rb * ldx
         lacc = gacc + m * ldx
@@ -294,7 +303,7 @@ cdef int softmax_pass(const floating* X, const double* s, const int64_t* cls, Py
     cdef double acc
     for j in range(mK):
         memcpy(Wp + j * ldx, W + j * d, d * sizeof(double))
-    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+    for t in prange(nt, nogil=True, schedule='static', num_threads=dperm_team(nt)):
         xb = buf + t * per
         gacc = xb + rb * ldx
         lacc = gacc + mK * ldx
@@ -344,7 +353,7 @@ cdef int hessian_pass(const floating* X, const double* y, Py_ssize_t n, Py_ssize
     cdef Py_ssize_t t, i, p, q
     cdef double z, acc
     cdef const floating* xr
-    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+    for t in prange(nt, nogil=True, schedule='static', num_threads=dperm_team(nt)):
         for i in range((t * n) // nt, ((t + 1) * n) // nt):
             xr = X + i * d
             z = y[i] * row_dot(xr, w, d)

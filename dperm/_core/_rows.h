@@ -42,6 +42,24 @@ static inline int dperm_openmp_enabled(void) {
 #endif
 }
 
+/* The largest OpenMP team a pass may start (0: no limit), set by
+ * dperm._core._objective.set_team_limit.  A pass splits its rows into nt parts (a
+ * function of the data's shape and n_threads only, and summed in part order, so the
+ * result never depends on the team); the team that runs the parts is min(nt, limit):
+ * on a busy machine fewer threads than parts run them in turn rather than waiting for
+ * descheduled team mates (docs: BENCHMARKS.md, "Threads on a busy machine"). */
+static int dperm_team_limit = 0;
+
+static inline int dperm_team(ptrdiff_t nt) {
+    return (dperm_team_limit > 0 && dperm_team_limit < nt) ? dperm_team_limit : (int)nt;
+}
+
+static inline int dperm_set_team_limit(int limit) {
+    const int old = dperm_team_limit;
+    dperm_team_limit = limit > 0 ? limit : 0;
+    return old;
+}
+
 static inline int dperm_max_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();

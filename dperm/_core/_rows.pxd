@@ -13,6 +13,8 @@ cdef extern from "_rows.h" nogil:
     int dperm_loss_known(int loss)
     int dperm_openmp_enabled()
     int dperm_max_threads()
+    int dperm_team(Py_ssize_t nt)
+    int dperm_set_team_limit(int limit)
     double dperm_dot_d(const double* x, const double* w, Py_ssize_t d)
     double dperm_dot_f(const float* x, const double* w, Py_ssize_t d)
     void dperm_syr_d(const double* x, double a, double* H, Py_ssize_t d)

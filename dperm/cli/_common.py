@@ -25,7 +25,24 @@ def _fmt(v):
     return str(v)
 
 
-# ----------------------------------------------------------------------------- info
+_DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+
+
+def parse_delimiter(s):
+    """--delimiter: one character, or tab / comma / semicolon / pipe / \\t. (Here, not in
+    _io: argparse converts the default "," at every start, and _io imports pyarrow.)"""
+    d = _DELIMITER_NAMES.get(s.lower(), s) if isinstance(s, str) else s
+    if not (isinstance(d, str) and len(d) == 1) or d in "\"\r\n" or d.isalnum() or d == " ":
+        raise ValueError(f"--delimiter must be one character such as ';' or '|' (or 'tab'), "
+                         f"got {s!r}")
+    return d
+
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line on stderr, exit status 2. (Defined here,
+    re-exported by _io, so that main can catch it without importing pyarrow.)"""
+
 
 class _UsageError(Exception):
     """Bad combination of options (exit status 2)."""
@@ -78,7 +95,6 @@ def _write_text(path, text, what, atomic=True):
     `path` at the end (dperm._files.atomic_write_text), so a failure never leaves a
     half-written file. `atomic` is kept for callers; every output is atomic."""
     from dperm._files import atomic_write_text
-    from dperm.cli._io import CLIError
 
     try:
         atomic_write_text(path, text)

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from dperm.cli._common import CLIError, parse_delimiter  # noqa: F401  (this module's API)
 from dperm.schema import CategoryCodes, PublicSchema
 
 __all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normalize_schema",
@@ -53,11 +54,12 @@ MODEL_FORMAT_VERSIONS = (1, 2, 3)
 # In a categorical column a marker that the schema lists as a category is that
 # category, not a missing value.
 MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "none", "?", "#n/a"})
-_DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 
 
-class CLIError(Exception):
-    """A user-facing error: printed as one line on stderr, exit status 2."""
+
+
+class _NeedsHandler(Exception):
+    """CSVReader: the threaded pass met a row that needs the Python row handler."""
 
 
 # ----------------------------------------------------------------------------- CSV
@@ -121,15 +123,6 @@ def _is_number(s):
         return math.isfinite(float(s))
     except ValueError:
         return False
-
-
-def parse_delimiter(s):
-    """--delimiter: one character, or tab / comma / semicolon / pipe / \\t."""
-    d = _DELIMITER_NAMES.get(s.lower(), s) if isinstance(s, str) else s
-    if not (isinstance(d, str) and len(d) == 1) or d in "\"\r\n" or d.isalnum() or d == " ":
-        raise ValueError(f"--delimiter must be one character such as ';' or '|' (or 'tab'), "
-                         f"got {s!r}")
-    return d
 
 
 def _show_delimiter(d):
@@ -220,7 +213,33 @@ class CSVReader:
 
     def _batches(self):
         """Arrow record batches of the data rows: every column as text, rows of blank
-        cells only (a line of spaces or delimiters) skipped, other problems CLIErrors."""
+        cells only (a line of spaces or delimiters) skipped, other problems CLIErrors.
+
+        Arrow's threads never hold a Python object: the first pass parses with Arrow's
+        thread pool and no Python callback. A row Arrow cannot take (a line of spaces,
+        a ragged row) ends that pass; the file is then read again on this thread alone,
+        with a Python invalid_row_handler, and the rows already yielded are skipped.
+        (A callback held by a pool thread is released there, taking the GIL; when that
+        happened while the interpreter was exiting, the process aborted with "terminate
+        called without an active exception": pyarrow's OwnedRefNoGIL, GH-38626.)"""
+        done = 0
+        try:
+            for batch in self._arrow_batches(threads=True):
+                done += batch.num_rows
+                yield batch
+            return
+        except _NeedsHandler:
+            pass
+        skip = done
+        for batch in self._arrow_batches(threads=False):
+            if skip >= batch.num_rows:
+                skip -= batch.num_rows
+                continue
+            if skip:
+                batch, skip = batch.slice(skip), 0
+            yield batch
+
+    def _arrow_batches(self, threads):
         names = [f"f{j}" for j in range(len(self.header))]
         ragged = []
 
@@ -230,16 +249,19 @@ class CSVReader:
             ragged.append(row.text)
             return "error"
 
+        parse = dict(delimiter=self.delimiter, newlines_in_values=True)
+        if not threads:
+            parse["invalid_row_handler"] = odd_row
         src = pa.OSFile(self._file)
+        reader = None
         try:
             src.seek(self._offset)
             try:
                 reader = pacsv.open_csv(
                     src,
-                    read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK),
-                    parse_options=pacsv.ParseOptions(delimiter=self.delimiter,
-                                                     newlines_in_values=True,
-                                                     invalid_row_handler=odd_row),
+                    read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK,
+                                                   use_threads=threads),
+                    parse_options=pacsv.ParseOptions(**parse),
                     convert_options=pacsv.ConvertOptions(
                         column_types=dict.fromkeys(names, pa.string()),
                         strings_can_be_null=False, quoted_strings_can_be_null=False))
@@ -248,8 +270,12 @@ class CSVReader:
             except pa.ArrowInvalid as exc:
                 if str(exc).startswith("Empty CSV file"):
                     return   # nothing after the header but blank lines
+                if threads and "Expected" in str(exc) and "columns, got" in str(exc):
+                    raise _NeedsHandler() from None
                 raise self._parse_error(exc, ragged) from None
         finally:
+            if reader is not None:
+                reader.close()
             src.close()
 
     def _parse_error(self, exc, ragged):
@@ -549,6 +575,7 @@ def _check_header(header, path, delimiter=","):
         if h in seen and dup is None:
             dup = h
         seen.add(h)
+    header = list(header)
     numbers = sum(_is_number(h) for h in header)
     # a first line of numbers (or one that repeats a number) is data: the file has no header
     if numbers == len(header) or (dup is not None and (_is_number(dup) or 2 * numbers >= len(header))):
@@ -562,6 +589,20 @@ def _check_header(header, path, delimiter=","):
             "`(echo 'age,income,...'; cat FILE) > WITH_HEADER.csv`")
     if dup is not None:
         raise CLIError(f"{path}: column name {dup!r} appears twice in the header row")
+
+
+def header_hint(header):
+    """'' or the end of a "column not found" message when the header row holds numbers:
+    a column name is rarely a number, so that row is probably data and the file has no
+    header row (mixed rows of words and numbers pass _check_header's test)."""
+    header = list(header)
+    numbers = sum(_is_number(h) for h in header)
+    if not numbers:
+        return ""
+    shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
+    return (f". The first row ({shown}) looks like data, not a header row ({numbers} of its "
+            f"{len(header)} values are numbers): the file needs a first line naming the "
+            "columns, e.g. `(echo 'age,income,...'; cat FILE) > WITH_HEADER.csv`")
 
 
 # ----------------------------------------------------------------------------- schema
@@ -801,7 +842,7 @@ def _check_columns(table, schema):
     missing = [c for c in schema.columns if c not in table.columns]
     if missing:
         raise CLIError(f"{table.name}: column(s) {missing} of the schema are missing "
-                       f"(the file has: {', '.join(table.header)})")
+                       f"(the file has: {', '.join(table.header)}){header_hint(table.header)}")
 
 
 def _cells(table, schema):
@@ -894,8 +935,8 @@ def encode_rows(table, schema, unknown="error", sparse=False):
     See :meth:`dperm.schema.PublicSchema.encode`: numeric column c with public
     range [lo, hi] is clipped to [lo, hi] and mapped to (v - lo) / (hi - lo);
     a categorical column is one-hot encoded against the public list (a value
-    outside it is an error with unknown="error", used when training, or an
-    all-zero group with unknown="zero", used when predicting); each row is
+    outside it is an error with unknown="error", the default of fit and predict,
+    or an all-zero group with unknown="zero", `dperm predict --unknown zero`); each row is
     divided by sqrt(#numeric + #categorical). A missing cell takes the
     schema's fill value, else it is an error (callers run apply_missing first
     for a message with advice). Nothing is read from the other rows. With
@@ -925,7 +966,7 @@ def encode_rows_with_constant(table, schema, scale, out=None):
 def resolve_label(table, label):
     if label not in table.columns:
         raise CLIError(f"{table.name}: label column {label!r} not found (the file has: "
-                       f"{', '.join(table.header)})")
+                       f"{', '.join(table.header)}){header_hint(table.header)}")
     return table.columns[label]
 
 

@@ -128,7 +128,7 @@ def _check_output(args):
 
 def _resolve_label(args, schema, header, name):
     """The label column: --label and the schema's must agree; it must be in the file."""
-    from dperm.cli._io import CLIError
+    from dperm.cli._io import CLIError, header_hint
 
     label = args.label
     if schema is not None and schema.label is not None:
@@ -140,7 +140,7 @@ def _resolve_label(args, schema, header, name):
         raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
     if label not in header:
         raise CLIError(f"{name}: label column {label!r} not found (the file has: "
-                       f"{', '.join(header)})")
+                       f"{', '.join(header)}){header_hint(header)}")
     return label
 
 
@@ -285,9 +285,17 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
             "e.g. the planned sample size) for the full add/remove guarantee.",
             PrivacyLeakWarning, stacklevel=2)
     t0 = time.perf_counter()
+    only = classes[int(y[0])] if len(y) and (np.asarray(y) == y[0]).all() else None
+    if only is not None:
+        warnings.warn(f"every label of {shown_name} is {only!r}: none of the other classes "
+                      f"{[c for c in classes if c != only][:5]} "
+                      "occurs, so the model learns to predict one class (plus noise); check "
+                      "the label column and the rows (a notice about the private data: do not "
+                      "publish it)", UserWarning, stacklevel=2)
     with warnings.catch_warnings():
-        # the library's own wording of the warning above names its parameter, not the flag
+        # the library's own wording of the warnings above names its parameter, not the flag
         warnings.filterwarnings("ignore", message="n_public: not given")
+        warnings.filterwarnings("ignore", message="y: every label is")
         clf.fit(Xa, y)
     seconds = time.perf_counter() - t0
     W = np.asarray(clf.coef_, dtype=np.float64)          # (1, d') for two classes, (K, d')
@@ -699,6 +707,7 @@ def _report_holdout(path, schema, coef, intercept, args):
         rows, _ = st.chunk_rows(args.memory_budget or st.DEFAULT_BUDGET, schema, layout,
                                 "float64", False)
     right = total = dropped = 0
+    counts = np.zeros(len(classes), dtype=np.int64)     # per class: the majority baseline
     with CSVReader(path, what="holdout file", delimiter=args.delimiter) as reader:
         for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
             n0 = table.n_rows
@@ -706,11 +715,12 @@ def _report_holdout(path, schema, coef, intercept, args):
             dropped += n0 - table.n_rows
             if table.n_rows == 0:
                 continue
-            X, _ = encode_rows(table, schema, unknown="zero", sparse=layout == "csr")
+            X, _ = encode_rows(table, schema, unknown="error", sparse=layout == "csr")
             y = label_codes(table, label, classes)
             score = np.asarray(apply_norm_bound(X, 1.0, "clip") @ np.transpose(coef)) + intercept
             pred = (score > 0) if np.ndim(coef) == 1 else np.argmax(score, axis=1)
             right += int((pred == y).sum())
+            counts += np.bincount(np.asarray(y, dtype=np.intp), minlength=len(classes))
             total += table.n_rows
     if dropped:
         _note_dropped(dropped, total, "holdout rows", path)
@@ -719,6 +729,9 @@ def _report_holdout(path, schema, coef, intercept, args):
                        "no rows left to score")
     print(f"holdout accuracy: {right / total:.4f} on {total} rows of {path} "
           "(a file you declared public; not covered by epsilon otherwise)")
+    top = int(np.argmax(counts))
+    print(f"majority-class baseline: {counts[top] / total:.4f} (always predicting "
+          f"{classes[top]!r}, on the same rows)")
 
 
 def _apply_missing_quiet(table, schema, label, policy):
@@ -751,23 +764,108 @@ def _regression_labels(table, label):
     return np.array(y, dtype=np.float64)
 
 
+def _regression_rows(args):
+    """The in-memory regression fit's rows: (design rows, targets, schema, feature names,
+    (n, d), the data's name, what was read from the data)."""
+    from dperm.cli._io import CLIError, encode_rows, load_schema, read_csv
+    from dperm.cli._stream import design_rows
+
+    leaks = []
+    table = read_csv(args.data, delimiter=args.delimiter)
+    schema = load_schema(args.schema) if args.schema is not None else None
+    table, schema, label, n_read = _labelled_table(args, table, schema, leaks)
+    schema = schema.replace(label=label, classes=None)
+    y = _regression_labels(table, label)
+    X, names = encode_rows(table, schema, unknown="error", sparse=_layout(args, schema) == "csr")
+    if X.shape[0] < 2:
+        raise CLIError(f"{table.name}: at least 2 data rows are needed, found {X.shape[0]}")
+    Xa = design_rows(X, not args.no_intercept, args.dtype or "float64")
+    return Xa, y, schema, names, X.shape, table.name, leaks, n_read
+
+
+def _streamed_regression_rows(args):
+    """_regression_rows for --memory-budget / --work-dir: DATA.csv streamed in chunks
+    into a temporary binary (dperm.cli._stream.stream_regression_rows: the same rows and
+    targets), memory-mapped; the binary's files are removed once mapped."""
+    from dperm.cli import _stream as st
+    from dperm.cli._io import (
+        CLIError,
+        CSVReader,
+        Table,
+        _check_columns,
+        load_schema,
+        nothing_left_error,
+        schema_to_json,
+    )
+
+    opt = next(o for k, o in _STREAM_ONLY if getattr(args, k) is not None)
+    if args.schema is None:
+        raise CLIError(f"{opt}: streaming needs --schema SCHEMA.json with public bounds and "
+                       "categories; reading them from the data would take a pass over the "
+                       "private rows outside the privacy guarantee")
+    budget = args.memory_budget or st.DEFAULT_BUDGET
+    schema = load_schema(args.schema)
+    reader = CSVReader(args.data, delimiter=args.delimiter)
+    with reader:
+        label = _resolve_label(args, schema, reader.header, reader.path)
+        _check_schema_columns(args, schema, label, reader.header)
+        _check_columns(Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), schema)
+        out = schema.replace(label=label, classes=None)
+        layout = _layout(args, out)
+        dtype = args.dtype or "float64"
+        intercept = not args.no_intercept
+        rows, per_row = st.chunk_rows(budget, out, layout, dtype, intercept)
+        directory, created = _binary_dir(args)
+        _note(f"streaming {reader.path} in chunks of {rows} rows (--memory-budget "
+              f"{st.format_size(budget)}, about {per_row} bytes a row) into a "
+              f"{'CSR' if layout == 'csr' else 'dense'} {dtype} binary in {directory}")
+        try:
+            with _writing_binary(directory):
+                writer = st.DesignWriter(directory, layout, dtype, out.n_features + intercept,
+                                         regression=True)
+            try:
+                # the missing-value rule reads the schema as given, as _labelled_table does
+                dropped, missing_cols = st.stream_regression_rows(
+                    reader, writer, rows, schema.replace(label=label), label, layout, dtype,
+                    intercept, args.missing, _regression_labels)
+            except BaseException:
+                writer.abort()
+                raise
+            n = writer.n_samples
+            if n == 0 and dropped:
+                raise nothing_left_error(reader.path, missing_cols)
+            if dropped:
+                _note_dropped(dropped, n, "training rows", reader.path)
+            if n < 2:
+                raise CLIError(f"{reader.path}: at least 2 data rows are needed, found {n}")
+            with _writing_binary(directory):
+                writer.finish({"schema": schema_to_json(out), "label": label, "classes": None,
+                               "feature_names": out.feature_names(),
+                               "intercept_column": intercept,
+                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS})
+            Xa, y, _ = st.open_design(directory)
+        finally:
+            # the memory maps keep the rows readable after their files are removed
+            st.remove_binary(directory, created)
+    # --missing drop: the objective is normalised by the count READ, before the drop
+    # (public under replace-one; docs/privacy_analysis.md, section 15)
+    n_read = n + dropped if args.missing == "drop" else None
+    return Xa, y, out, out.feature_names(), (n, out.n_features), reader.path, [], n_read
+
+
 def _fit_regression(args):
     """`dperm fit --task regression`: PrivateLinearRegression on the encoded rows (in
-    memory), the model file with task "regression" (format version 3)."""
+    memory, or streamed from a CSV larger than memory with --memory-budget / --work-dir),
+    the model file with task "regression" (format version 3)."""
     import numpy as np
 
     from dperm._core._build_info import VERSION
     from dperm.cli._io import (
         MODEL_FORMAT,
         MODEL_FORMAT_VERSION_REGRESSION,
-        CLIError,
-        encode_rows,
-        load_schema,
         model_to_json,
-        read_csv,
         schema_to_json,
     )
-    from dperm.cli._stream import design_rows
     from dperm.exceptions import PrivacyLeakWarning
     from dperm.sklearn.classifier import split_intercept
     from dperm.sklearn.regressor import PrivateLinearRegression
@@ -780,18 +878,14 @@ def _fit_regression(args):
                           "(objective, output or none)")
     if args.positive is not None:
         raise _UsageError("--positive is for classification")
-    if args.from_binary is not None or _streaming(args):
-        raise _UsageError("--task regression fits in memory: --memory-budget, --work-dir, "
-                          "--keep-binary and --from-binary are for classification")
+    if args.from_binary is not None or args.keep_binary is not None:
+        raise _UsageError("--keep-binary and --from-binary are for classification (--task "
+                          "regression streams a CSV file with --memory-budget / --work-dir)")
     if args.data is None:
         raise _UsageError("fit: --task regression needs DATA.csv (the shipped Adult data has "
                           "a class label)")
-    leaks = []
-    table = read_csv(args.data, delimiter=args.delimiter)
-    schema = load_schema(args.schema) if args.schema is not None else None
-    table, schema, label, n_read = _labelled_table(args, table, schema, leaks)
-    schema = schema.replace(label=label, classes=None)
-    y = _regression_labels(table, label)
+    Xa, y, schema, names, shape, shown, leaks, n_read = (
+        _streamed_regression_rows if _streaming(args) else _regression_rows)(args)
     if leaks:
         warnings.warn(
             f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete "
@@ -801,12 +895,6 @@ def _fit_regression(args):
     if args.save_schema:
         _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
         _note(f"schema written to {args.save_schema}")
-    X, names = encode_rows(table, schema, unknown="error", sparse=_layout(args, schema) == "csr")
-    if X.shape[0] < 2:
-        raise CLIError(f"{table.name}: at least 2 data rows are needed, found {X.shape[0]}")
-    shape = X.shape
-    Xa = design_rows(X, not args.no_intercept, args.dtype or "float64")
-    del X
     if args.perturbation == "none":
         warnings.warn("--perturbation none fits WITHOUT privacy (a non-private baseline)",
                       PrivacyLeakWarning, stacklevel=2)
@@ -837,7 +925,7 @@ def _fit_regression(args):
         coef, intercept = split_intercept(W, 1.0)
         intercept = float(intercept) + est.intercept_
     rec = est.privacy_
-    _print_privacy(rec, table.name, shape)
+    _print_privacy(rec, shown, shape)
     print(f"  {'label bound B':<17} {_fmt(rec['label_bound'])} (targets clipped to [-B, B]; "
           f"pseudo-Huber h = {_fmt(rec['h'])})")
     diag = dict(est.fit_diagnostics_)

@@ -6,6 +6,11 @@ import time
 
 from dperm.cli._common import _note, _UsageError
 
+#: the names of dperm.experiments.REPRODUCTIONS, in its order, for the parser (which
+#: does not import the registry: tests/cli/test_cli_start.py checks they agree)
+REPRODUCTION_NAMES = ("table1", "figure2", "table2", "figure3", "tuning", "learning-curves",
+                      "nips2008", "gaussian", "all")
+
 
 def cmd_reproduce(args):
     from dperm import experiments
@@ -61,7 +66,7 @@ class _staged:
             os.makedirs(self.out, exist_ok=True)
             self.dir = tempfile.mkdtemp(prefix=".dperm-reproduce-", dir=self.out)
         except OSError as exc:
-            from dperm.cli._io import CLIError
+            from dperm.cli._common import CLIError
 
             raise CLIError(f"cannot write to --out {self.out!r}: {exc.strerror or exc}") from None
         return self

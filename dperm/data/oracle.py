@@ -26,7 +26,8 @@ from dperm.data.validation import check_class_labels, check_pm1_labels, check_re
 from dperm.losses import check_n_classes
 
 __all__ = ["check_rows", "binary_oracle", "softmax_rows", "is_distributed", "is_dask_array",
-           "require_local", "full_hessian", "dense_rows", "dense_matrix", "SoftmaxRows"]
+           "require_local", "full_hessian", "dense_rows", "dense_matrix", "SoftmaxRows",
+           "sufficient_statistics"]
 
 #: entries of one (rows x m K) float64 temporary per block: 2^21 entries = 16 MiB
 BLOCK_ENTRIES = 1 << 21
@@ -53,18 +54,16 @@ def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_me
     """(rows, labels) validated for an objective.
 
     A Dask collection becomes a DaskRows (rows, labels, validation and clipping stay on
-    the workers; labels None here); the softmax model refuses it with
-    `softmax_message`.  Local X is checked (dense, mapped, CSR or DesignRows); y becomes
+    the workers; labels None here; with `regression` the labels on the workers are real
+    targets); the softmax model refuses it with `softmax_message`.  Local X is checked
+    (dense, mapped, CSR or DesignRows); y becomes
     labels in {-1, +1}, or class indices 0..K-1 for the softmax model (K = n_classes,
     the public number of classes of a private multinomial fit).
     """
     if dask_rows.is_distributed(X):
         if softmax:
             raise TypeError(softmax_message)
-        if regression:
-            raise TypeError("X: a regression loss runs on local rows (dense, CSR or a memory "
-                            "map); a Dask collection is not supported yet: compute X first")
-        return dask_rows.as_rows(X, y, min_samples=min_samples), None
+        return dask_rows.as_rows(X, y, min_samples=min_samples, regression=regression), None
     X = check_X(X, name="X", min_samples=min_samples, accept_sparse=True)
     if regression:
         return X, check_real_labels(y, X.shape[0], name="y")
@@ -182,12 +181,32 @@ def dense_rows(X):
 def dense_matrix(X):
     """The rows of validated local X (dense, mapped, CSR or a DesignRows, with its
     clipping factors and constant column applied) as a dense float64 array: for the
-    sufficient-statistics method, which needs X^T X (d x d) anyway."""
+    sufficient-statistics method, which needs X^T X (d x d) anyway.  Rows on the Dask
+    workers are returned as they are: `sufficient_statistics` reads them there."""
+    if isinstance(X, dask_rows.DaskRows):
+        return X
     if isinstance(X, DesignRows):
         return X.toarray()
     if hasattr(X, "toarray"):
         return np.asarray(X.toarray(), dtype=np.float64)
     return np.asarray(X, dtype=np.float64)
+
+
+def sufficient_statistics(X, y, data_norm, label_bound, check_local):
+    """(X^T X (d, d), X^T y (d,), (n, d)): sums over the rows, for the
+    sufficient-statistics method (AdaSSP).
+
+    Rows on the Dask workers with their real targets (a DaskRows built for a
+    regression loss; y is not used): one pass, per chunk on the workers, added in the
+    chunk tree's fixed order; a row over data_norm or a target over label_bound raises
+    ValueError there (clip them first).  Local rows (from `dense_matrix`):
+    `check_local(X, y)` returns the checked dense float64 rows and targets, whose
+    products are formed here."""
+    if isinstance(X, dask_rows.DaskRows):
+        gram, xty = X.sufficient_statistics(data_norm, label_bound)
+        return gram, xty, X.shape
+    Xa, ya = check_local(X, y)
+    return Xa.T @ Xa, Xa.T @ ya, Xa.shape
 
 
 # ------------------------------------------------------------------ the softmax model
@@ -306,11 +325,12 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
     return (DesignRows(X, checked=True) if describe else X), y, False
 
 
-def with_worker_labels(X, labels, *, min_samples=1):
-    """Rows on the workers get their labels ({-1, +1}, sent chunked like the rows);
-    local rows are returned as they are (their labels travel with the fit's call)."""
+def with_worker_labels(X, labels, *, min_samples=1, regression=False):
+    """Rows on the workers get their labels ({-1, +1}, or with `regression` real
+    targets, sent chunked like the rows); local rows are returned as they are (their
+    labels travel with the fit's call)."""
     if dask_rows.is_distributed(X):
-        return dask_rows.as_rows(X, labels, min_samples=min_samples)
+        return dask_rows.as_rows(X, labels, min_samples=min_samples, regression=regression)
     return X
 
 

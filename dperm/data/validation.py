@@ -18,7 +18,7 @@ __all__ = [
     "check_X", "check_pm1_labels", "check_positive", "check_alpha", "check_epsilon",
     "check_random_state", "check_n_threads", "apply_norm_bound", "check_choice",
     "fresh_generator", "is_fixed_seed", "spawn_generator", "row_norms", "bound_rows",
-    "check_class_labels",
+    "check_class_labels", "free_cores", "team_limit",
 ]
 
 
@@ -363,7 +363,24 @@ def check_random_state(random_state, name="random_state"):
     """A numpy Generator.
 
     None gives a fresh generator seeded from OS entropy (the default for every
-    private fit); an int seeds a reproducible one; a Generator is used as is.
+    private fit); an int seeds a reproducible one; a Generator is used as is (a
+    legacy RandomState gives a Generator derived from it).
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+        The source of randomness; an int must be >= 0.
+    name : str, default "random_state"
+        The parameter's name in error messages.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    ValueError
+        A negative seed, or anything else.
     """
     if random_state is None:
         return fresh_generator()
@@ -415,13 +432,77 @@ def default_threads():
 
 
 def check_n_threads(n_threads, name="n_threads"):
-    """None (all available cores), or an int >= 1; -1 also means all cores."""
+    """None (all available cores), or an int >= 1; -1 also means all cores.
+
+    The number returned sets how each pass splits its rows (and so the result, bit for
+    bit); the OpenMP team that runs the parts is at most `free_cores()`, refreshed here
+    (see `team_limit`), which changes the speed on a busy machine, never the result."""
+    update_team_limit()
     if n_threads is None or n_threads == -1:
         return default_threads()
     if isinstance(n_threads, bool) or not isinstance(n_threads, (numbers.Integral, np.integer)) \
             or n_threads < 1:
         raise ValueError(f"{name}: must be None, -1 or an integer >= 1, got {n_threads!r}")
     return int(n_threads)
+
+
+#: environment variable: "0" turns the load-aware team off (every pass runs all its
+#: parts at once, as before 0.1's issue 29; for measuring, see benchmarks/under_load.py)
+LOAD_AWARE_ENV = "DPERM_LOAD_AWARE"
+#: (wall, process CPU time) at the start of the previous and the current window over
+#: which this process's own share of the load average is measured
+_OWN = {"prev": None, "cur": None}
+_WINDOW = 30.0
+
+
+def _own_load(now, cpu):
+    """This process's CPU rate (cores busy) over the last 30-60 s: its own share of the
+    1-minute load average, which must not count as other processes' work."""
+    if _OWN["cur"] is None:
+        _OWN["prev"] = _OWN["cur"] = (now, cpu)
+    elif now - _OWN["cur"][0] > _WINDOW:
+        _OWN["prev"], _OWN["cur"] = _OWN["cur"], (now, cpu)
+    t0, c0 = _OWN["prev"]
+    return (cpu - c0) / (now - t0) if now - t0 >= 1.0 else 0.0
+
+
+def free_cores(cores=None, load=None, own=None):
+    """Cores not taken by other processes: the cores this process may run on minus the
+    1-minute load average, less this process's own recent CPU rate, rounded; at least 1.
+
+    On a machine with 2 cores and a load of 7 it is 1: a pass split in two parts then
+    runs them one after the other on one thread instead of waiting at each barrier for
+    a descheduled team mate (issue 29, item 7: 48-50 s against 13 s for
+    ``dperm reproduce table1 --quick``).  An idle machine gives every core."""
+    import time
+
+    n = default_threads() if cores is None else int(cores)
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (OSError, AttributeError):   # pragma: no cover - no load average here
+            return n
+    if own is None:
+        own = _own_load(time.monotonic(), time.process_time())
+    others = max(0.0, float(load) - float(own))
+    return max(1, min(n, n - int(others + 0.5)))
+
+
+def team_limit():
+    """The largest OpenMP team a pass may start now: `free_cores()`, or 0 (no limit)
+    when ``DPERM_LOAD_AWARE=0``."""
+    if os.environ.get(LOAD_AWARE_ENV, "1").strip() == "0":
+        return 0
+    return free_cores()
+
+
+def update_team_limit():
+    """Give the kernels the current `team_limit()` (dperm._core: set_team_limit)."""
+    try:
+        from dperm._core._objective import set_team_limit
+    except ImportError:   # pragma: no cover - a build without the compiled core
+        return
+    set_team_limit(team_limit())
 
 
 def check_choice(value, name, choices):

@@ -514,8 +514,9 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     Huber and smoothed-hinge losses all qualify (|phi'| <= 1, 0 <= phi'' <= c), so does
     the pseudo-Huber regression loss (|rho'| <= h, 0 <= rho'' <= 1), and the
     multinomial logistic loss with delta > 0.  The proof assumes the exact minimizer: a
-    ConvergenceWarning is raised when the tolerance was missed, and `diagnostics()`
-    gives the final gradient norms (analyst-only).
+    fit whose solver missed the gradient tolerance raises RuntimeError and releases
+    nothing (raise max_iter, change the solver or use perturbation="amp");
+    `diagnostics()` gives the final gradient norms (analyst-only).
 
     perturbation="amp" (approximate minima perturbation, delta > 0): the guarantee
     holds for any solution whose gradient norm is <= tol (checked; a fit that misses it
@@ -579,6 +580,18 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
                  extra_l2=np.repeat(extra * (n_norm / n), n_draws), h=h, tol=tol_used * n_norm / n,
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
     W = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size, n_draws) + shape)
+    if perturbation == "objective" and not np.all(res.converged):
+        # Algorithm 2's guarantee is for the EXACT minimiser of the perturbed objective (the
+        # change of variables b <-> f needs grad J(f) + b/n = 0); a point the solver
+        # stopped at is another function of the data: release nothing
+        # (docs/privacy_analysis.md, "Objective perturbation needs the exact minimiser")
+        raise RuntimeError(
+            "objective_perturbation: the solver stopped before reaching the gradient "
+            f"tolerance (tol={tol_used:g}) for at least one fit; the guarantee holds for the "
+            "exact minimiser only, so nothing is released. Raise max_iter, use "
+            "solver='newton' (or 'auto'), a larger alpha (a better-conditioned problem), or "
+            "perturbation='amp' with a positive delta (its output noise covers a "
+            "minimiser approximate to tol)")
     if perturbation == "amp":
         gn = np.asarray(res.grad_norm).reshape(alphas.size, n_draws) * (n / n_norm)
         if not np.all(gn <= tol_used):          # (a NaN norm is refused too)

@@ -280,6 +280,17 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         codes = np.zeros(y.shape[0], dtype=np.intp)
         for k, c in enumerate(classes):
             codes[y == c] = k
+        if y.size and (codes == codes[0]).all():
+            # the public classes make the fit well defined, but a model fitted to one
+            # label is rarely what was meant (a filtered file, the wrong label column);
+            # a notice for the analyst, as sklearn's classifiers refuse such y outright
+            only, rest = classes.tolist()[codes[0]], classes.tolist()
+            warnings.warn(
+                f"y: every label is {only!r}: none of the other classes "
+                f"{[c for c in rest if c != only][:5]} occurs, "
+                "so the model learns to predict one class (plus noise); check the label "
+                "column and the rows (this notice is about the private data: do not "
+                "publish it)", UserWarning, stacklevel=3)
         return classes, codes
 
     def _multiclass_mode(self, K):

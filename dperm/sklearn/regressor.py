@@ -248,8 +248,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     # ------------------------------------------------------------------ fit
     def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> PrivateLinearRegression:
         """Fit privately.  X: (n, d) rows with norms <= data_norm (dense, CSR, float32 or
-        float64, a memory map or a DataFrame; not a Dask array); y: (n,) finite real
-        targets, |y| <= label_bound (clipped beyond it).
+        float64, a memory map, a DataFrame or a Dask array: its rows stay on the workers);
+        y: (n,) finite real targets, |y| <= label_bound (clipped beyond it).
 
         A failed fit (bad input, exceeded budget) leaves the estimator as it was; the
         user's X and y are never modified.  ``sample_weight`` is refused (weights change
@@ -257,9 +257,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         """
         self._start_fit(fit_params, "method")
         feature_names = _feature_names(X)
-        _oracle.require_local(X, "X: PrivateLinearRegression does not support a Dask "
-                              "collection yet; compute X first (or fit on a local sample)")
-        X, y, _ = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
+        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
         n = X.shape[0]
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
@@ -269,6 +267,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         delta, nb, n_norm = check_privacy_params(self.delta, self.neighbouring, self.n_public, n,
                                                  warn=False)
         R = float(self.data_norm)
+        if distributed:   # the clipped targets go to the workers, beside their rows
+            X = _oracle.with_worker_labels(X, bound_labels(y, B)[0], min_samples=2,
+                                           regression=True)
         row_stats = {}
         X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
         if "max_norm" in row_stats:
@@ -346,12 +347,12 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         return self
 
     # ------------------------------------------------------------------ predict
+    @_oracle.on_workers_if_dask()
     def predict(self, X: ArrayLike) -> np.ndarray:
         """f.x + b for each row, shape (n,).  Rows longer than data_norm are first shrunk
         onto the sphere of radius data_norm, the public map the training rows went
-        through.  Predictions are not clipped to [-label_bound, label_bound]."""
-        _oracle.require_local(X, "X: PrivateLinearRegression.predict does not support a "
-                              "Dask collection yet; compute X first")
+        through.  Predictions are not clipped to [-label_bound, label_bound].  A Dask
+        array: predicted block by block on the workers (a Dask array, lazily)."""
         X = self._check_fitted_X(X)
         return _oracle.linear_scores(X, self.coef_[None, :], np.array([self.intercept_]))[:, 0]
 

@@ -122,9 +122,14 @@ def test_fit_with_schema_then_predict(toy):
         assert (p["prediction"] == "yes") == (s > 0)
         assert math.isclose(q, 1 / (1 + math.exp(-s)), rel_tol=1e-9)
 
-    # to stdout; an unknown category at predict time is an all-zero group, not an error
+    # to stdout; an unknown category at predict time is an error, as in the Python
+    # pipeline (naming the row, line, column and value), or with --unknown zero an
+    # all-zero group
     write_csv(toy / "new.csv", ["color", "b", "a"], [["purple", "0", "9.5"], ["red", "0", "1"]])
     res = run(toy, "predict", "model.json", "new.csv")
+    assert_clean_error(res, "unknown category 'purple'", "column 'color'", "row 1, line 2",
+                       "--unknown zero")
+    res = run(toy, "predict", "model.json", "new.csv", "--unknown", "zero")
     assert res.returncode == 0, res.stderr
     rows = list(csv.DictReader(res.stdout.splitlines()))
     x0 = np.array([0.95, 0.5, 0, 0, 0]) / math.sqrt(3)

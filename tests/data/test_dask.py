@@ -60,6 +60,29 @@ def _variants(X, chunks=450):
     return out
 
 
+def test_only_public_distributed_api():
+    """The backend talks to distributed through its public API only (issue 27, item 7):
+    no import from a distributed submodule (distributed.core's send_recv, ...), no
+    worker internals (rpc pools, executors, the worker state machine)."""
+    import ast
+
+    tree = ast.parse(open(_dask.__file__, encoding="utf-8").read())
+    private = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("distributed."):
+            private.append(f"from {node.module} import ...")
+        if isinstance(node, ast.Import):
+            private += [a.name for a in node.names if a.name.startswith("distributed.")]
+        if isinstance(node, ast.Attribute) and node.attr in (
+                "rpc", "state", "executors", "send_recv", "actor_execute", "get_worker",
+                "_address", "_key", "_worker"):
+            private.append(f".{node.attr} (line {node.lineno})")
+        if isinstance(node, ast.alias) and node.name == "get_worker":
+            private.append("get_worker")
+    assert not private, private
+
+
 def test_import_does_not_import_dask():
     code = ("import dperm, dperm.optim.erm, dperm.sklearn.classifier, dperm.privacy.mechanisms, "
             "dperm.data.dask_rows, sys; "
@@ -369,14 +392,14 @@ def _fault_run():
         ref = erm.minimize(Xd, y, alpha=1e-3)
         calls = {"n": 0}
         real = _dask._Cluster.reduce
-        _dask.TREE_CONNECT_TIMEOUT = 1.0     # a lost worker below the root: fail fast
+        _dask.LOST_WORKER_POLL = 0.5     # a lost worker below the root: noticed fast
 
         def reduce(self, *args):
             calls["n"] += 1
             if calls["n"] in (4, 10):
                 # first a worker below the root of the message tree (the root's call to
                 # it fails), then the root's own worker (the client's call fails)
-                root = self.shards[0][0]._address
+                root = self.shards[0][3]
                 others = [w for w in c.scheduler_info()["workers"] if w != root]
                 victim = others[0] if calls["n"] == 4 else root
                 c.submit(os._exit, 1, workers=[victim], pure=False)
@@ -589,3 +612,28 @@ def test_data_larger_than_one_worker():
     code = "import sys; sys.path.insert(0, %r); import test_dask; test_dask._big_run()" % (
         os.path.dirname(__file__))
     subprocess.run([sys.executable, "-c", code], cwd=_HERE, check=True, timeout=600)
+
+
+def test_a_slow_pass_is_waited_for(client, monkeypatch):
+    """The client checks for lost workers every LOST_WORKER_POLL seconds while a pass is
+    out; a pass that takes longer, with every worker alive, is waited for (not rebuilt,
+    not repeated)."""
+    import time
+
+    X, y = _problem(n=400, d=5)
+    rows = _dask.as_rows(da.from_array(X, chunks=(100, -1)), y)
+    real, rebuild = _dask._Shard.partial, _dask._Cluster._build
+    built = []
+
+    def slow(self, *args):
+        time.sleep(0.4)
+        return real(self, *args)
+
+    def build(self):
+        built.append(1)
+        return rebuild(self)
+    monkeypatch.setattr(_dask, "LOST_WORKER_POLL", 0.05)
+    monkeypatch.setattr(_dask._Shard, "partial", slow)
+    monkeypatch.setattr(_dask._Cluster, "_build", build)
+    F, G = rows.value_grad(np.zeros((1, 5)), np.ones(1), None, 0, 0.5)
+    assert built == [] and np.allclose(F, np.log(2.0))

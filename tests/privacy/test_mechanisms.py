@@ -320,13 +320,29 @@ def test_unconverged_output_perturbation_releases_nothing(delta):
                                   max_iter=1, random_state=0)
 
 
-def test_unconverged_is_reported():
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_objective_refuses_a_fit_that_stopped_early(delta):
+    """Issue 29, item 5: Algorithm 2's guarantee holds for the exact minimiser of the
+    perturbed objective; a fit that missed the tolerance was released with a
+    ConvergenceWarning only.  Now nothing is released, and the error says what to change
+    (docs/privacy_analysis.md, section 11.1)."""
     X, y = make_data()
-    with pytest.warns(dperm.ConvergenceWarning):
-        fit = dperm.objective_perturbation(X, y, alpha=1e-6, epsilon=1.0, n_draws=2,
-                                           max_iter=1, random_state=0)
-    assert not fit.converged.any()
-    assert np.all(fit.grad_norm > 1e-8)
+    with pytest.warns(dperm.ConvergenceWarning), \
+            pytest.raises(RuntimeError, match="nothing is released") as err:
+        dperm.objective_perturbation(X, y, alpha=[1e-6, 1e-2], epsilon=1.0, delta=delta,
+                                     n_draws=2, max_iter=1, random_state=0)
+    for word in ("max_iter", "tol=", "solver", "perturbation='amp'"):
+        assert word in str(err.value)
+    # the same problem solved to the tolerance is released, with its diagnostics
+    fit = dperm.objective_perturbation(X, y, alpha=[1e-6, 1e-2], epsilon=1.0, delta=delta,
+                                       n_draws=2, random_state=0)
+    assert fit.converged.all() and np.all(fit.grad_norm <= 1e-8)
+    # AMP's own check is unchanged: a fit above its tolerance is refused as well
+    if delta:
+        with pytest.warns(dperm.ConvergenceWarning), pytest.raises(RuntimeError,
+                                                                   match="amp"):
+            dperm.objective_perturbation(X, y, alpha=1e-6, epsilon=1.0, delta=delta,
+                                         perturbation="amp", max_iter=1, random_state=0)
 
 
 # ---------------------------------------------------------------------------- bad input
