@@ -3,7 +3,7 @@ with the corrections of docs/specification.md (pure epsilon-DP, ``delta=0``), an
 Gaussian counterparts (``delta > 0``); approximate minima perturbation.
 
 Every privacy constant is computed here (pure epsilon: `output_perturbation_constants`,
-`objective_perturbation_constants`; Gaussian: dperm.calibration) and recorded on the
+`objective_perturbation_constants`; Gaussian: dperm.privacy.calibration) and recorded on the
 result.  The derivations are in docs/privacy_analysis.md.
 
 Rows satisfy ||x_i|| <= R (`data_norm`, public).  The loss gradient bound is L = l R
@@ -28,7 +28,7 @@ then holds only for data sets of that size.
 
 Floating point (Mironov 2012).  Released coefficients lie on a public grid g Z^d (g a
 power of two recorded as `grid`): Gaussian output noise is sampled exactly on it
-(dperm.exact_noise, integer arithmetic only) around the minimiser rounded to it, with
+(dperm.privacy.exact_noise, integer arithmetic only) around the minimiser rounded to it, with
 the rounding's sqrt(d) g added to the sensitivity (output perturbation and AMP, whose
 releases are therefore float-safe); Laplace output noise is added to the rounded
 minimiser and the sum rounded to the grid.  Objective perturbation releases its
@@ -69,7 +69,7 @@ __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_o
            "output_perturbation_constants", "objective_perturbation_constants",
            "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events"]
 
-#: bits of the exact-noise grid below the noise scale (dperm.exact_noise.grid_for)
+#: bits of the exact-noise grid below the noise scale (dperm.privacy.exact_noise.grid_for)
 GRID_BITS = 20
 
 
@@ -127,27 +127,28 @@ class PrivateFit:
         return a.item() if a.ndim == 0 else a.reshape(-1)[i] if a.ndim == 1 else a[i, j]
 
     def record(self, i=0, j=0):
-        """The releasable privacy record of fit (alpha index i, draw j): public values only.
+        """The releasable privacy record of fit (alpha index i, draw j): a
+        dperm.privacy.record.ReleaseRecord (layout "mechanism"), public values only.
 
         Keys: mechanism, noise, loss, neighbouring, epsilon, delta, epsilon_prime,
         extra_l2, beta, sigma, sigma_output, grid, alpha, data_norm, h, n_samples (the
         public normalisation count), curvature, n_classes.  Values that do not apply to
         the mechanism are None.
         """
+        from dperm.privacy.record import ReleaseRecord
+
         def num(a):
             v = float(self._pick(a, i, j))
             return None if math.isnan(v) else v
 
-        return {
-            "mechanism": self.mechanism, "noise": self.noise, "loss": self.loss,
-            "neighbouring": self.neighbouring, "epsilon": self.epsilon,
-            "delta": float(self.delta), "epsilon_prime": num(self.epsilon_prime),
-            "extra_l2": num(self.extra_l2), "beta": num(self.beta), "sigma": num(self.sigma),
-            "sigma_output": num(self.sigma_output), "grid": num(self.grid),
-            "alpha": float(self._pick(self.alpha, i, j)), "data_norm": self.data_norm,
-            "h": self.h, "n_samples": self.n_samples, "curvature": self.curvature,
-            "n_classes": int(self.n_classes),
-        }
+        return ReleaseRecord(
+            layout="mechanism", mechanism=self.mechanism, noise=self.noise, loss=self.loss,
+            neighbouring=self.neighbouring, epsilon=self.epsilon, delta=float(self.delta),
+            epsilon_prime=num(self.epsilon_prime), extra_l2=num(self.extra_l2),
+            beta=num(self.beta), sigma=num(self.sigma), sigma_output=num(self.sigma_output),
+            grid=num(self.grid), alpha=float(self._pick(self.alpha, i, j)),
+            data_norm=self.data_norm, h=self.h, n_samples=self.n_samples,
+            curvature=self.curvature, n_classes=int(self.n_classes))
 
     def diagnostics(self, i=0, j=0):
         """Solver diagnostics of fit (i, j): data-dependent, for the analyst's eyes only."""
@@ -212,16 +213,22 @@ def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_s
 # ----------------------------------------------------------------------------- inputs
 def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
     """(delta, neighbouring, n used for normalisation): validated, with a
-    PrivacyLeakWarning when add_remove has to read the count from the data."""
+    PrivacyLeakWarning when add_remove has to read the count from the data.
+
+    n_public, a public count, normalises the objective when given.  Under add_remove it
+    is what makes the size of the data private.  Under replace_one it is optional: the
+    size of a data set of public size that a rule depending on the data (rows with a
+    missing value dropped) filtered down to the n rows given; the replace-one constants
+    at the fixed count n_public then cover a row replaced, and also a row the filter
+    removes or lets through (an add/remove neighbour of the filtered rows: its
+    sensitivity, L and (1 + q), is below replace-one's 2L and (1 + q)^2;
+    docs/privacy_analysis.md, "Rows dropped for missing values")."""
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) \
             or not (0.0 <= float(delta) < 1.0):
         raise ValueError(f"delta: must be a number in [0, 1) (0 for pure epsilon-DP), got {delta!r}")
     delta = float(delta)
     check_choice(neighbouring, "neighbouring", set(NEIGHBOURING))
     if n_public is not None:
-        if neighbouring != "add_remove":
-            raise ValueError("n_public: only used with neighbouring='add_remove' (under "
-                             "replace_one the row count n is public and is used as it is)")
         # a count: the record keeps it as an integer, and the calibration must use
         # the very number recorded
         if isinstance(n_public, bool) or not isinstance(
@@ -242,11 +249,14 @@ def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
 
 
 def privacy_events(record, n_fits=1):
-    """The dperm.accountant events of `n_fits` releases described by `record` (a
-    PrivateFit.record(): public values only), for a BudgetAccountant.
+    """The dperm.privacy.accountant events of `n_fits` releases described by `record` (a
+    dperm.privacy.record.ReleaseRecord, e.g. PrivateFit.record() or an estimator's
+    release_record_, or its serialised dict privacy_: public values only), for a
+    BudgetAccountant.  The estimators' planned events (checked before the data are
+    read) come from the record of the fit they will make.
 
     Pure epsilon: PureEvent.  Gaussian objective perturbation: an
-    ObjectiveGaussianEvent with its RDP curve (dperm.calibration.objective_gaussian_rdp).
+    ObjectiveGaussianEvent with its RDP curve (dperm.privacy.calibration.objective_gaussian_rdp).
     AdaSSP (dperm.privacy.adassp): its event, the Gaussian RDP curve of its noise multiplier.
     Gaussian output perturbation and AMP: ApproxEvents with their stated (epsilon,
     delta) (the output noise's grid term depends on d, which a record does not hold;
@@ -389,10 +399,13 @@ _COMMON_DOC = """
     alpha : Lambda > 0, a scalar or a sequence (one fit per value, solved as one batch).
     epsilon : > 0; each released coefficient vector is (epsilon, delta)-DP.
     delta : 0 (default: the paper's pure epsilon-DP mechanism, Laplace-type noise) or in
-        (0, 1): Gaussian noise calibrated by dperm.calibration (the tight analysis of
+        (0, 1): Gaussian noise calibrated by dperm.privacy.calibration (the tight analysis of
         docs/privacy_analysis.md).  loss="multinomial" needs delta > 0.
     neighbouring : "replace_one" (default; n public) or "add_remove".
-    n_public : add_remove only: the public count that normalises the objective.
+    n_public : the public count that normalises the objective (add_remove: makes the
+        data set's size private; replace_one: optional, the public size of a data set
+        that a data-dependent rule, e.g. dropping rows with a missing value, filtered
+        down to X; default the row count of X).
     n_classes : loss="multinomial" only: the public number of classes K >= 3 (two classes: a
         binary loss).
     h : Huber / smoothed-hinge / pseudo-Huber width.
@@ -400,7 +413,7 @@ _COMMON_DOC = """
     random_state : None (fresh OS entropy, the default), int or numpy Generator.
         An int seed makes the run reproducible and voids the guarantee
         (PrivacyLeakWarning): for experiments and tests only.
-    tol, max_iter, n_threads, solver : passed to dperm.erm.minimize ("lbfgs",
+    tol, max_iter, n_threads, solver : passed to dperm.optim.erm.minimize ("lbfgs",
         "newton" or "auto"; every solver meets the same gradient-norm tolerance).
 """
 
@@ -421,7 +434,7 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
 
     delta = 0: ||b|| ~ Gamma(d, 1/beta), beta = eps / sens (sens = 2R/(n Lambda) for
     replace_one, R/(n Lambda) for add_remove), the result rounded to the public grid.
-    delta > 0: b ~ N(0, sigma^2 I) sampled exactly on the grid (dperm.exact_noise), sigma
+    delta > 0: b ~ N(0, sigma^2 I) sampled exactly on the grid (dperm.privacy.exact_noise), sigma
     the analytic Gaussian scale (Balle & Wang 2018) for sens + sqrt(d) g.
     Multinomial: the Frobenius sensitivity is sqrt(2) times larger.
     {parameters}
@@ -498,19 +511,20 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     """Algorithm 2: argmin J(f) + b.f/n + (Delta/2)||f||^2 with the constants of docs/specification.md.
 
     delta = 0: the paper's mechanism (b with density ~ exp(-beta ||b||)).  delta > 0:
-    b ~ N(0, sigma^2 I) with sigma and Delta from dperm.calibration
+    b ~ N(0, sigma^2 I) with sigma and Delta from dperm.privacy.calibration
     (objective_gaussian_calibration: the tight bound of docs/privacy_analysis.md).
     Every (alpha, draw) pair is one problem of a single batched solve.  The logistic,
     Huber and smoothed-hinge losses all qualify (|phi'| <= 1, 0 <= phi'' <= c), so does
     the pseudo-Huber regression loss (|rho'| <= h, 0 <= rho'' <= 1), and the
     multinomial logistic loss with delta > 0.  The proof assumes the exact minimizer: a
-    ConvergenceWarning is raised when the tolerance was missed, and `diagnostics()`
-    gives the final gradient norms (analyst-only).
+    fit whose solver missed the gradient tolerance raises RuntimeError and releases
+    nothing (raise max_iter, change the solver or use perturbation="amp");
+    `diagnostics()` gives the final gradient norms (analyst-only).
 
     perturbation="amp" (approximate minima perturbation, delta > 0): the guarantee
     holds for any solution whose gradient norm is <= tol (checked; a fit that misses it
     raises RuntimeError and releases nothing), by adding exact Gaussian noise on the
-    grid to the approximate minimiser (dperm.calibration.amp_calibration: a fraction
+    grid to the approximate minimiser (dperm.privacy.calibration.amp_calibration: a fraction
     `amp_output_fraction` of epsilon and delta pays for it).
     {parameters}
     Returns
@@ -569,6 +583,18 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
                  extra_l2=np.repeat(extra * (n_norm / n), n_draws), h=h, tol=tol_used * n_norm / n,
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
     W = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size, n_draws) + shape)
+    if perturbation == "objective" and not np.all(res.converged):
+        # Algorithm 2's guarantee is for the EXACT minimiser of the perturbed objective (the
+        # change of variables b <-> f needs grad J(f) + b/n = 0); a point the solver
+        # stopped at is another function of the data: release nothing
+        # (docs/privacy_analysis.md, "Objective perturbation needs the exact minimiser")
+        raise RuntimeError(
+            "objective_perturbation: the solver stopped before reaching the gradient "
+            f"tolerance (tol={tol_used:g}) for at least one fit; the guarantee holds for the "
+            "exact minimiser only, so nothing is released. Raise max_iter, use "
+            "solver='newton' (or 'auto'), a larger alpha (a better-conditioned problem), or "
+            "perturbation='amp' with a positive delta (its output noise covers a "
+            "minimiser approximate to tol)")
     if perturbation == "amp":
         gn = np.asarray(res.grad_norm).reshape(alphas.size, n_draws) * (n / n_norm)
         if not np.all(gn <= tol_used):          # (a NaN norm is refused too)

@@ -1,0 +1,240 @@
+"""Private selection of Lambda with every candidate trained on ALL rows (issue 28, item 3).
+
+Algorithm 4 (dperm/privacy/tuning.py) trains candidate i on its own n / (m + 1) rows;
+``alpha="auto"`` spends nothing on Lambda but cannot see the data.  This module spends a
+share of the budget on choosing Lambda while every model sees every row: repeat a private
+run a random number of times and release the best run (Liu & Talwar 2019, "Private
+selection from private candidates"; Papernot & Steinke 2022, "Hyperparameter tuning with
+Renyi differential privacy").
+
+One run Q(D), at epsilon_run:
+
+1. pick a Lambda uniformly from the public grid (the run's own randomness);
+2. fit the estimator on all rows with that Lambda at epsilon_model = (1 - f) epsilon_run
+   (a pure epsilon_model-DP release: the estimator's mechanism);
+3. score the released model by its mistakes on all rows plus Laplace noise of scale
+   1 / (f epsilon_run): for a fixed model one row changes the count by at most 1 (replace,
+   add or remove), so the noisy score is f epsilon_run-DP given the model.
+
+Q is epsilon_run-DP by adaptive composition (so (lambda, epsilon_run)-RDP at every order
+lambda).  The number of runs K is drawn before any data is read, and the run with the
+lowest noisy score is released (model and Lambda):
+
+* ``runs="logarithmic"`` (default): K ~ Logarithmic(1 - gamma), P(K = k) = (1 - gamma)^k /
+  (k log(1 / gamma)), the truncated negative binomial with eta = 0 of Papernot & Steinke
+  (2022), Theorem 2: the release is (lambda, eps')-RDP with eps' = eps_Q(lambda) +
+  (1 - 1/lambda^) eps_Q(lambda^) + log(1/gamma) / lambda^ + log(E K) / (lambda - 1) for all
+  lambda, lambda^ > 1.  With eps_Q <= epsilon_run at every order and lambda, lambda^ ->
+  infinity, eps' -> 2 epsilon_run: the release is 2 epsilon_run-DP, so epsilon_run =
+  epsilon / 2;
+* ``runs="geometric"``: after each run stop with probability gamma (eta = 1; Liu & Talwar
+  2019, Theorem 3.4): 3 epsilon_run-DP, so epsilon_run = epsilon / 3.
+
+Both hold under the neighbouring relation under which Q is private, and gamma is chosen
+(publicly) so that E K = ``expected_runs``.  K is independent of the data and is released.
+
+Randomness: as every private computation (dperm/privacy/noise.py), a fresh generator from
+OS entropy unless ``random_state`` is given (for tests and benchmarks only).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dperm.data import oracle as _oracle
+from dperm.data.validation import check_epsilon, check_random_state, spawn_generator
+from dperm.privacy.accountant import BudgetAccountant, PureEvent
+from dperm.privacy.noise import warn_if_seeded
+
+__all__ = ["select_alpha", "SelectionResult", "alpha_grid", "DEFAULT_FACTORS"]
+
+#: the default grid: auto's Lambda times these factors (public)
+DEFAULT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
+# epsilon_run = epsilon / factor: 2 for the logarithmic number of runs (Papernot & Steinke
+# 2022, Theorem 2, eta = 0), 3 for the geometric one (Liu & Talwar 2019, Theorem 3.4)
+_RUN_FACTORS = {"logarithmic": 2.0, "geometric": 3.0}
+# the share f of a run's epsilon spent on its noisy score
+DEFAULT_SCORE_FRACTION = 0.1
+MECHANISM = "best of a random number of private runs on all rows (Papernot & Steinke 2022)"
+
+
+def alpha_grid(center: float, factors: Sequence[float] = DEFAULT_FACTORS) -> list[float]:
+    """Lambda values center x factor (a public grid, e.g. around alpha="auto"'s value)."""
+    c = check_epsilon(center, "center")          # a positive finite number
+    out = []
+    for f in factors:
+        if isinstance(f, (bool, np.bool_)) or not isinstance(f, numbers.Real) \
+                or not (math.isfinite(float(f)) and float(f) > 0):
+            raise ValueError(f"factors: must be positive finite numbers, got {f!r}")
+        out.append(c * float(f))
+    return out
+
+
+@dataclass
+class SelectionResult:
+    """What :func:`select_alpha` returns.
+
+    Safe to release (covered by the epsilon guarantee): `best_estimator_`, `best_alpha_`,
+    and the public inputs and data-independent values `alphas`, `epsilon`,
+    `epsilon_model`, `epsilon_score`, `runs`, `expected_runs` and `n_runs` (the number
+    of runs is drawn before the data are read).  NOT releasable: `fit_diagnostics_` (every run's
+    Lambda and noisy score: only the best run is covered).
+    """
+
+    best_estimator_: object
+    best_alpha_: float
+    alphas: list
+    epsilon: float
+    epsilon_model: float
+    epsilon_score: float
+    expected_runs: float
+    n_runs: int
+    runs: str = "logarithmic"
+    mechanism: str = MECHANISM
+    fit_diagnostics_: dict = field(default_factory=dict, repr=False)
+
+
+def _logarithmic_gamma(expected_runs):
+    """gamma with E K = (1/gamma - 1) / log(1/gamma) = expected_runs (None: K = 1)."""
+    if expected_runs <= 1.0 + 1e-9:
+        return None
+    lo, hi = 1e-300, 1.0 - 1e-12            # E K decreases from infinity to 1 on (0, 1)
+    for _ in range(200):
+        mid = math.sqrt(lo * hi) if hi < 0.5 else (lo + hi) / 2
+        mean = (1.0 / mid - 1.0) / math.log(1.0 / mid)
+        lo, hi = (mid, hi) if mean > expected_runs else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _check_estimator(estimator):
+    if not hasattr(estimator, "get_params") or not hasattr(estimator, "set_params"):
+        raise TypeError(f"estimator: expected a scikit-learn estimator, got "
+                        f"{type(estimator).__name__}")
+    params = estimator.get_params(deep=False)
+    for k in ("epsilon", "alpha", "random_state"):
+        if k not in params:
+            raise ValueError(f"estimator: select_alpha needs a private estimator with an "
+                             f"{k!r} parameter, e.g. dperm.PrivateLinearClassifier")
+    if params.get("perturbation") == "none":
+        raise ValueError("estimator: perturbation='none' is not private")
+    if float(params.get("delta", 0.0) or 0.0) != 0.0:
+        raise ValueError("estimator: select_alpha's guarantee (private selection from pure runs) "
+                         "is for pure-epsilon models; set delta=0")
+    if "classes" in params and params["classes"] is None:
+        raise ValueError("estimator: classes=None would read the label set from the private "
+                         "data; pass the public label set, e.g. classes=[-1, 1]")
+    return params
+
+
+def _check_alphas(alphas):
+    if isinstance(alphas, (str, bytes)) or not isinstance(alphas, (Sequence, np.ndarray)):
+        raise ValueError(f"alphas: must be a list of positive numbers (a public grid), got "
+                         f"{alphas!r}")
+    out = []
+    for a in alphas:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Real) \
+                or not (math.isfinite(float(a)) and float(a) > 0):
+            raise ValueError(f"alphas: must be positive finite numbers, got {a!r}")
+        out.append(float(a))
+    if not out:
+        raise ValueError("alphas: the grid is empty")
+    return out
+
+
+def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
+                 alphas: Sequence[float], runs: str = "logarithmic",
+                 expected_runs: float | None = None,
+                 score_fraction: float = DEFAULT_SCORE_FRACTION,
+                 accountant: BudgetAccountant | None = None,
+                 random_state: Any = None) -> SelectionResult:
+    """Choose Lambda (the estimator's ``alpha``) with epsilon-DP, every model on all rows.
+
+    Parameters
+    ----------
+    estimator : a private scikit-learn classifier with pure-epsilon noise (delta = 0),
+        e.g. ``PrivateLinearClassifier(classes=[...])``: parameters ``epsilon``, ``alpha``
+        and ``random_state``; a public label set (``classes``).  Its own accountant, if
+        any, is not charged (pass ``accountant`` here).
+    X, y : the private training data (every run fits and scores on all of it).
+    epsilon : float > 0, the budget of the whole procedure: each run gets epsilon / 2
+        (epsilon / 3 with runs="geometric"), the model (1 - score_fraction) of it, the
+        noisy score the rest.
+    alphas : list of positive floats, the public grid (see :func:`alpha_grid`; e.g.
+        around alpha="auto"'s Lambda at the model's epsilon).
+    runs : {"logarithmic", "geometric"}, default "logarithmic"
+        The law of the number of runs (see the module docstring).
+    expected_runs : float >= 1, optional
+        The mean number of runs; default 2 x len(alphas).
+    score_fraction : float in (0, 1), default 0.1
+    accountant : BudgetAccountant, optional; checked before and charged PureEvent(epsilon)
+        after (only on success).
+    random_state : None, int or numpy Generator; a seed voids the guarantee (warns; refused
+        with an accountant).
+    """
+    from sklearn.base import clone
+
+    epsilon = check_epsilon(epsilon, "epsilon")
+    grid = _check_alphas(alphas)
+    if expected_runs is None:
+        expected_runs = 2.0 * len(grid)
+    if isinstance(expected_runs, (bool, np.bool_)) or not isinstance(expected_runs, numbers.Real) \
+            or not (math.isfinite(float(expected_runs)) and float(expected_runs) >= 1.0):
+        raise ValueError(f"expected_runs: must be a number >= 1, got {expected_runs!r}")
+    expected_runs = float(expected_runs)
+    if runs not in _RUN_FACTORS:
+        raise ValueError(f"runs: must be one of {sorted(_RUN_FACTORS)}, got {runs!r}")
+    if isinstance(score_fraction, (bool, np.bool_)) or not isinstance(score_fraction, numbers.Real) \
+            or not 0.0 < float(score_fraction) < 1.0:
+        raise ValueError(f"score_fraction: must be in (0, 1), got {score_fraction!r}")
+    if accountant is not None and not isinstance(accountant, BudgetAccountant):
+        raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
+                        f"{type(accountant).__name__}")
+    params = _check_estimator(estimator)
+    X, y, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False, frames=True)
+    y = np.asarray(y)
+    warn_if_seeded(random_state, accountant=accountant)
+    event = PureEvent(epsilon)
+    if accountant is not None:
+        accountant.check(event)
+
+    rng = check_random_state(random_state)
+    eps_run = epsilon / _RUN_FACTORS[runs]
+    eps_model = (1.0 - float(score_fraction)) * eps_run
+    eps_score = float(score_fraction) * eps_run
+    if runs == "logarithmic":           # K drawn before any data is read
+        gamma = _logarithmic_gamma(expected_runs)
+        n_runs = 1 if gamma is None else int(rng.logseries(1.0 - gamma))
+    best = None
+    tried = []
+    while True:
+        alpha = grid[int(rng.integers(len(grid)))]
+        est = clone(estimator)
+        settings = {"epsilon": eps_model, "alpha": alpha, "random_state": spawn_generator(rng)}
+        if "accountant" in params:
+            settings["accountant"] = None           # charged once, below
+        est.set_params(**settings)
+        est.fit(X, y)
+        est.set_params(random_state=None)           # no generator left in a released model
+        # a count of mistakes moves by at most 1 with one row: Laplace(1 / eps_score)
+        score = _oracle.count_mistakes(est, X, y) + rng.laplace(0.0, 1.0 / eps_score)
+        tried.append((alpha, float(score)))
+        if best is None or score < best[1]:
+            best = (est, score, alpha)
+        if runs == "logarithmic":
+            if len(tried) >= n_runs:
+                break
+        elif rng.uniform() < 1.0 / expected_runs:   # geometric: stop with probability gamma
+            break
+    if accountant is not None:
+        accountant.spend(event, label=f"select_alpha({type(estimator).__name__}, "
+                                      f"{len(grid)} alphas)")
+    return SelectionResult(best_estimator_=best[0], best_alpha_=best[2], alphas=grid,
+                           epsilon=epsilon, epsilon_model=eps_model, epsilon_score=eps_score,
+                           expected_runs=expected_runs, n_runs=len(tried), runs=runs,
+                           fit_diagnostics_={"runs": tried})
