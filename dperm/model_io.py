@@ -21,7 +21,9 @@ Format (``"format": "dperm.linear-model"``):
   ``dperm predict`` refuses it (it reads CSV cells through a schema).
 
 Versions 2 and 3 encode a row with the public schema (``PublicSchema.encode``, norm <= 1;
-an unknown category is an all-zero group when predicting) and score it as
+an unknown category is an error naming its column, as in ``dperm predict``, unless the
+model is loaded with ``unknown="ignore"``, the all-zero group of ``--unknown zero``) and
+score it as
 ``x @ coef + intercept``: the computation of ``dperm predict``, which
 :class:`LoadedModel` repeats so that both give the same numbers bit for bit.
 """
@@ -106,7 +108,7 @@ def _preprocessing(schema, **extra):
     return {
         "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
         "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
-        "unknown_category": "error when fitting; all-zero group when predicting",
+        "unknown_category": "an error; all-zero group with predict --unknown zero",
         "row_divisor": schema.row_divisor,
         "row_norm_bound": 1.0,
         **extra,
@@ -487,7 +489,10 @@ class LoadedModel:
     ReleaseRecord read back) and ``privacy_`` (its serialised dict), ``training``.
     """
 
-    def __init__(self, obj: dict) -> None:
+    def __init__(self, obj: dict, unknown: str = "error") -> None:
+        if unknown not in ("error", "ignore"):
+            raise ValueError(f"unknown: must be 'error' or 'ignore', got {unknown!r}")
+        self.unknown = unknown
         self._obj = obj
         self.schema = obj["schema"]
         self.task = obj.get("task", "classification")
@@ -513,7 +518,8 @@ class LoadedModel:
     # ----------------------------------------------------------------- predicting
     def transform(self, X: Any) -> np.ndarray:
         """The rows the coefficients apply to: the schema's encoding (an unknown
-        category is an all-zero group, as in ``dperm predict``), or (no schema) the
+        category is an error, or with ``unknown="ignore"`` an all-zero group, as
+        ``dperm predict`` and its ``--unknown zero``), or (no schema) the
         feature rows, shrunk onto the norm bound."""
         if self.schema is None:
             from dperm.data.validation import apply_norm_bound
@@ -527,7 +533,7 @@ class LoadedModel:
             return np.asarray(apply_norm_bound(arr, bound, "clip"))
         if isinstance(X, np.ndarray):
             X = {f"x{j}": X[:, j] for j in range(X.shape[1])}
-        return self.schema.encode(X, unknown="ignore")
+        return self.schema.encode(X, unknown=self.unknown)
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Scores x @ coef + intercept: (n,) for two classes or a regression, (n, K)."""
@@ -561,7 +567,7 @@ class LoadedModel:
         return np.exp(s - logsumexp(s, axis=1, keepdims=True))
 
 
-def load_model(path: str | os.PathLike) -> LoadedModel:
+def load_model(path: str | os.PathLike, *, unknown: str = "error") -> LoadedModel:
     """Read a model file written by ``dperm fit`` or :func:`save_model` (format versions 1 to 4).
 
     Categories and classes keep the types the file holds.
@@ -570,6 +576,10 @@ def load_model(path: str | os.PathLike) -> LoadedModel:
     ----------
     path : str or os.PathLike
         The model file.
+    unknown : {"error", "ignore"}, default "error"
+        A category the model's schema does not list, met when predicting: an error
+        naming the column and value (as ``dperm predict``), or ``"ignore"``: an
+        all-zero group for that column (as ``dperm predict --unknown zero``).
 
     Returns
     -------
@@ -599,4 +609,4 @@ def load_model(path: str | os.PathLike) -> LoadedModel:
     >>> same
     True
     """
-    return LoadedModel(read_model(path, categories_as_text=False))
+    return LoadedModel(read_model(path, categories_as_text=False), unknown=unknown)

@@ -64,7 +64,10 @@ def _write(frame, path):
 
 
 def _cli_predictions(model_path, csv_path, out_path):
-    assert cli_main(["predict", str(model_path), str(csv_path), "-o", str(out_path)]) == 0
+    # the rows to predict hold an unknown category: zero-encoded by --unknown zero and by
+    # load_model(unknown="ignore"); both refuse it by default (one rule, issue 29 item 9)
+    assert cli_main(["predict", str(model_path), str(csv_path), "--unknown", "zero",
+                     "-o", str(out_path)]) == 0
     with open(out_path, newline="") as fh:
         return list(csv.DictReader(fh))
 
@@ -110,7 +113,7 @@ def test_cli_model_loads_and_predicts_as_dperm_predict(tmp_path, capsys, task, e
                      "--epsilon", "2", *extra, "-o", str(tmp_path / "m.json")]) == 0
     rows = _cli_predictions(tmp_path / "m.json", tmp_path / "test.csv", tmp_path / "p.csv")
     capsys.readouterr()
-    model = load_model(tmp_path / "m.json")
+    model = load_model(tmp_path / "m.json", unknown="ignore")
     _same_as_cli(model, rows, test, classes)
     # the record read back is the one the file holds
     assert model.privacy_ == json.loads((tmp_path / "m.json").read_text())["privacy"]
@@ -135,7 +138,7 @@ def test_saved_pipeline_predicts_like_the_pipeline_and_like_dperm_predict(tmp_pa
     test = _frame(n=150, seed=1, classes=classes, regression=kind == "regression")
     pipe = _pipeline(kind).fit(train[["a", "b", "color"]], train["y"])
     save_model(pipe, tmp_path / "m.json")
-    model = load_model(tmp_path / "m.json")
+    model = load_model(tmp_path / "m.json", unknown="ignore")
     X = test[["a", "b", "color"]]
     if kind == "regression":
         np.testing.assert_allclose(model.predict(X), pipe.predict(X), rtol=1e-12, atol=1e-12)
@@ -165,7 +168,7 @@ def test_transformer_data_norm_scales_the_saved_coefficients(tmp_path):
     pipe.fit(train[["a", "b", "color"]], train["y"])
     save_model(pipe, tmp_path / "m.json")
     X = _frame(n=100, seed=2)[["a", "b", "color"]]
-    np.testing.assert_allclose(load_model(tmp_path / "m.json").decision_function(X),
+    np.testing.assert_allclose(load_model(tmp_path / "m.json", unknown="ignore").decision_function(X),
                                pipe.decision_function(X), rtol=1e-12, atol=1e-12)
     # a transformer bound above the estimator's: the estimator would clip again
     pipe.set_params(privatelinearclassifier__data_norm=1.0).fit(train[["a", "b", "color"]],
@@ -186,7 +189,7 @@ def test_bare_estimator_is_saved_without_a_schema(tmp_path, capsys, kind):
     save_model(est, tmp_path / "m.json")
     obj = json.loads((tmp_path / "m.json").read_text())
     assert obj["format_version"] == 4 and obj["schema"] is None
-    model = load_model(tmp_path / "m.json")
+    model = load_model(tmp_path / "m.json", unknown="ignore")
     Z = rng.normal(size=(50, 4))                  # rows beyond data_norm: shrunk alike
     if kind == "classifier":
         np.testing.assert_allclose(model.decision_function(Z), est.decision_function(Z),
@@ -300,3 +303,26 @@ def test_fitted_transformer_and_pipeline_pickle_and_predict_the_same():
         # a pickle is the analyst's copy: it carries the diagnostics and the record
         assert p[-1].fit_diagnostics_ == pipe[-1].fit_diagnostics_
         assert p[-1].privacy_ == pipe[-1].privacy_
+
+
+def test_loaded_model_refuses_an_unknown_category_as_dperm_predict_does(tmp_path, capsys):
+    """One rule for a category the schema does not list (issue 29, item 9): `dperm
+    predict` and a loaded model both refuse it by default, naming the column and value;
+    --unknown zero and unknown="ignore" both give the all-zero group."""
+    classes = ("no", "yes")
+    train = _frame(classes=classes)
+    test = _frame(n=150, seed=1, classes=classes)
+    assert (test["color"] == "purple").any()
+    (tmp_path / "s.json").write_text(json.dumps(dict(SCHEMA, label={"column": "y",
+                                                                    "classes": list(classes)})))
+    _write(train, tmp_path / "train.csv")
+    _write(test, tmp_path / "test.csv")
+    assert cli_main(["fit", str(tmp_path / "train.csv"), "--schema", str(tmp_path / "s.json"),
+                     "--epsilon", "2", "-o", str(tmp_path / "m.json")]) == 0
+    assert cli_main(["predict", str(tmp_path / "m.json"), str(tmp_path / "test.csv"),
+                     "-o", str(tmp_path / "p.csv")]) == 2
+    assert "purple" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="purple|color"):
+        load_model(tmp_path / "m.json").predict(test)
+    with pytest.raises(ValueError, match="unknown"):
+        load_model(tmp_path / "m.json", unknown="zero")

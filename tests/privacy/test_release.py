@@ -693,14 +693,28 @@ def test_every_relation_estimate_bounds(relation):
     assert list(a) == list(b)
 
 
-@pytest.mark.xfail(strict=True, reason="fixed on branch bounds (columns=None reads the "
-                                       "DataFrame's inferred dtypes)")
 def test_every_relation_estimate_bounds_frame_with_a_missing_marker():
+    """One cell changed to "?" must never silently drop its column from the release
+    (issue 29, item 3): without `columns` the frame with the marker is refused, naming
+    `columns`; with the public list of columns both release the same record."""
     X, y = _base_data(True, n=400)
     frame = pd.DataFrame(X * 10 + 50, columns=list("abcd"))
     other = frame.astype(object)
     other.iloc[0, 1] = "?"
-    assert _quiet_bounds(frame, 1.0).privacy_ == _quiet_bounds(other, 1.0).privacy_
+    with pytest.raises(ValueError, match="columns"):
+        _quiet_bounds(other, 1.0)
+    cols = list("abcd")
+    other = other.replace("?", np.nan).astype(float)
+    a = _quiet_bounds_cols(frame, 1.0, cols)
+    b = _quiet_bounds_cols(other, 1.0, cols)
+    assert a.privacy_ == b.privacy_
+    assert list(a) == list(b) == cols
+
+
+def _quiet_bounds_cols(X, eps, columns):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dperm.estimate_bounds(X, eps, columns=columns)
 
 
 def _quiet_bounds(X, eps):
