@@ -39,7 +39,7 @@ _LAZY = {
     "estimate_bounds": ("dperm.privacy.quantiles", "estimate_bounds"),
     "PrivateTuningResult": ("dperm.privacy.tuning", "PrivateTuningResult"),
     "private_tuning": ("dperm.privacy.tuning", "private_tuning"),
-    "PublicBoundsTransformer": ("dperm.schema", "PublicBoundsTransformer"),
+    "PublicBoundsTransformer": ("dperm.sklearn.transformer", "PublicBoundsTransformer"),
     "PublicSchema": ("dperm.schema", "PublicSchema"),
     "PrivateLinearClassifier": ("dperm.sklearn.classifier", "PrivateLinearClassifier"),
     "RandomFourierFeatures": ("dperm.sklearn.features", "RandomFourierFeatures"),

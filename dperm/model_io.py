@@ -175,9 +175,9 @@ def _steps(model):
     """(transformer or None, estimator) of a fitted estimator or Pipeline."""
     from sklearn.pipeline import Pipeline
 
-    from dperm.schema import PublicBoundsTransformer
     from dperm.sklearn.classifier import PrivateLinearClassifier
     from dperm.sklearn.regressor import PrivateLinearRegression
+    from dperm.sklearn.transformer import PublicBoundsTransformer
 
     kinds = (PrivateLinearClassifier, PrivateLinearRegression)
     if isinstance(model, Pipeline):

@@ -8,7 +8,9 @@ and how missing values are filled.  :class:`PublicSchema` holds these, checks
 them, reads and writes them as JSON, and encodes raw columns into rows of norm
 <= R, each row on its own.  It is the one implementation behind the command
 line (``dperm fit --schema``), the Adult loader (``load_adult("public")``) and
-the scikit-learn transformer :class:`PublicBoundsTransformer`.
+the scikit-learn transformer :class:`~dperm.PublicBoundsTransformer`
+(dperm/sklearn/transformer.py).  What kind of container holds the columns (a
+mapping of arrays, a DataFrame) is asked of dperm/data/columns.py.
 
 The encoding of a row (d = number of encoded columns, k = number of schema
 columns, numeric then categorical, in schema order):
@@ -34,11 +36,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
 
+from dperm.data.columns import column_array, plain_list
 from dperm.data.norms import shrink_to
 
-__all__ = ["PublicSchema", "PublicBoundsTransformer", "CategoryCodes"]
+__all__ = ["PublicSchema", "CategoryCodes"]
 
 _SCHEMA_KEYS = ("numeric", "categorical", "label", "fill")
 _NA_TYPE_NAMES = frozenset({"NAType", "NaTType"})
@@ -123,8 +125,7 @@ def _text(v, where):
 def _check_classes(classes, what):
     """The label's classes as a tuple of K >= 2 distinct plain scalars (see `_scalar`);
     errors name `what` ("classes", or "label.classes" in the JSON form)."""
-    if isinstance(classes, np.ndarray):
-        classes = classes.tolist()
+    classes = plain_list(classes)
     if isinstance(classes, (str, bytes)) or not isinstance(classes, (list, tuple)) \
             or len(classes) < 2:
         raise ValueError(f"{what} must list at least two different labels ([negative, "
@@ -155,19 +156,6 @@ def _column_name(c, what):
 
 def _default_where(i):
     return f"row index {i}"
-
-
-def _to_1d(values, c, n=None):
-    """A column as a 1-D numpy array (a pandas Series via its to_numpy)."""
-    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
-        arr = values.to_numpy()
-    else:
-        arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise ValueError(f"column {c!r} must be 1-D (one value per row), got shape {arr.shape}")
-    if n is not None and arr.shape[0] != n:
-        raise ValueError(f"column {c!r} has {arr.shape[0]} values, the other columns have {n}")
-    return arr
 
 
 # ----------------------------------------------------------------------------- schema
@@ -244,8 +232,7 @@ class PublicSchema:
         num = {}
         for c, b in numeric.items():
             _column_name(c, "numeric")
-            if isinstance(b, np.ndarray):
-                b = b.tolist()
+            b = plain_list(b)
             if _is_real(b):
                 b = [0.0, b]  # a single number is the upper bound of [0, high]
             if not (isinstance(b, (list, tuple)) and len(b) == 2 and all(_is_real(v) for v in b)):
@@ -257,8 +244,7 @@ class PublicSchema:
         cat = {}
         for c, cats in categorical.items():
             _column_name(c, "categorical")
-            if isinstance(cats, np.ndarray):
-                cats = cats.tolist()
+            cats = plain_list(cats)
             if isinstance(cats, (str, bytes)) or not isinstance(cats, (list, tuple)) or not cats:
                 raise ValueError(f"categorical[{c!r}] must be a non-empty list of categories, "
                                  f"got {cats!r}")
@@ -547,7 +533,7 @@ class PublicSchema:
                                      f"columns have {n}")
                 got[c] = values
             else:
-                got[c] = _to_1d(values, c, n)
+                got[c] = column_array(values, c, n)
             n = len(got[c])
         if lacking:
             raise ValueError(f"the data lacks column(s) {lacking} of the schema")
@@ -898,383 +884,7 @@ class PublicSchema:
                 "value (fill={column: value}) or drop such rows before encoding")
 
 
-# ----------------------------------------------------------------------------- transformer
+# ----------------------------------------------------------------------------- pickling
 def _rebuild_schema(numeric, categorical, label, classes, fill):
     """A PublicSchema from its pickled parts (PublicSchema.__reduce__)."""
     return PublicSchema(numeric, categorical, label=label, classes=classes, fill=fill)
-
-
-def _frame_info(X):
-    """(column labels or None, number of columns) without reading any value."""
-    cols = getattr(X, "columns", None)
-    if cols is not None and not isinstance(X, np.ndarray):
-        labels = list(cols)
-        return labels, len(labels)
-    shape = getattr(X, "shape", None)
-    if shape is None:
-        shape = np.shape(X)
-    if len(shape) != 2:
-        raise ValueError(f"X: expected a 2-D array or DataFrame (n_samples, n_features), got "
-                         f"shape {tuple(shape)}")
-    return None, int(shape[1])
-
-
-def _is_dask_frame(X):
-    """A dask DataFrame (without importing dask)."""
-    return type(X).__module__.startswith("dask.") and hasattr(X, "map_partitions") \
-        and hasattr(X, "columns")
-
-
-def _is_pair(v):
-    return (isinstance(v, (list, tuple)) and len(v) == 2 and all(_is_real(x) for x in v))
-
-
-class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
-    """Scale features by PUBLIC bounds so every row has norm <= data_norm.
-
-    The scikit-learn face of :class:`PublicSchema`: put it in front of
-    :class:`~dperm.PrivateLinearClassifier` instead of a scaler that learns
-    from the data (StandardScaler, MinMaxScaler read means, variances or
-    extremes of the private rows; their output also exceeds the norm bound,
-    so the classifier would clip nearly every row).  ``fit`` reads nothing
-    from the data but the column names (DataFrame) or the number of columns
-    (array); ``transform`` maps each row on its own.
-
-    Parameters
-    ----------
-    numeric : mapping column -> (low, high), or a single (low, high) pair
-        Public range of each numeric column, in the column's own units
-        (e.g. years for an age).  Keys are column names for a DataFrame and
-        integer column indices (0-based) for a 2-D array; a single pair
-        applies to every column (of a DataFrame: every column not in
-        ``categorical``).  Values are clipped to [low, high] and mapped to
-        [0, 1].  Columns not named are dropped.
-    categorical : mapping column -> list of categories, optional
-        Public category lists (DataFrame columns); one-hot encoded in list
-        order after the numeric columns.
-    fill : mapping column -> value, or a number, optional
-        Public replacement of missing values (None, NaN, pandas' NA): a
-        number for a numeric column, a listed category for a categorical
-        one; a single number fills every numeric column.  Without it a
-        missing value is an error naming the column and the first such row.
-    data_norm : float > 0, default 1.0
-        The public row-norm bound R; use the same value as the classifier's
-        ``data_norm``.
-    unknown : {"error", "ignore"}, default "error"
-        A category not in the public list is an error naming the column, the
-        first such value and how many rows hold one (cells and categories are
-        compared after stripping surrounding spaces); "ignore" encodes it as an
-        all-zero group, silently: only when that is what you want.
-    sparse_output : bool, default False
-        Return a ``scipy.sparse.csr_array`` built directly (never through a
-        dense array): the numeric columns and one entry per categorical
-        column are stored, so a row has at most ``schema_.stored_per_row``
-        entries.  Worth it when the category lists are long
-        (``schema_.density`` well below 1).
-
-    Attributes
-    ----------
-    schema_ : PublicSchema
-        The schema used (array columns are named ``x0``, ``x1``, ... or by
-        the input feature names).
-    n_features_in_ : int
-        Number of columns of X seen in fit.
-    feature_names_in_ : ndarray of str, shape (n_features_in,)
-        Column names, when X was a DataFrame with string column names.
-
-    Notes
-    -----
-    A fitted transformer (and a :class:`PublicSchema`) can be pickled, dumped with
-    joblib and deep-copied; it holds public values only.  A pickle of a whole fitted
-    pipeline also carries the estimator's ``fit_diagnostics_`` (analyst-only):
-    publish a model with :func:`dperm.save_model` instead.
-
-    ``transform(X)`` returns a float64 array (CSR with ``sparse_output``) of shape
-    (n_samples, d), d =
-    #numeric + sum of the category list lengths, whose rows have norm <=
-    ``data_norm``: each row is the concatenation of the mapped numeric values
-    and the one-hot groups, divided by sqrt(#numeric + #categorical) and
-    multiplied by ``data_norm``.  The input is never modified.
-
-    Examples
-    --------
-    >>> from sklearn.pipeline import make_pipeline
-    >>> from dperm import PrivateLinearClassifier, PublicBoundsTransformer
-    >>> model = make_pipeline(
-    ...     PublicBoundsTransformer(numeric={"age": (17, 90), "hours": (0, 99)},
-    ...                             categorical={"sex": ["Female", "Male"]},
-    ...                             fill={"hours": 40}),
-    ...     PrivateLinearClassifier(epsilon=1.0, classes=[0, 1]))
-    >>> model.fit(frame, y)                             # doctest: +SKIP
-    """
-
-    def __init__(self, numeric: Any = None, categorical: Mapping | None = None,
-                 fill: Any = None, data_norm: float = 1.0, unknown: str = "error",
-                 sparse_output: bool = False) -> None:
-        self.numeric = numeric
-        self.categorical = categorical
-        self.fill = fill
-        self.data_norm = data_norm
-        self.unknown = unknown
-        self.sparse_output = sparse_output
-
-    @classmethod
-    def from_schema(cls, schema: PublicSchema, *, data_norm: float = 1.0, unknown: str = "error",
-                    sparse_output: bool = False) -> PublicBoundsTransformer:
-        """A transformer applying a :class:`PublicSchema` to the feature columns.
-
-        The schema's label and classes are not used here: y passes through
-        the transformer untouched (no recoding to 0/1 or -1/+1), so two or
-        K > 2 classes reach the classifier as they are.  Give the classifier
-        the schema's public label set, in its order:
-        ``PrivateLinearClassifier(classes=list(schema.classes))`` (two classes:
-        [negative, positive]; K > 2: the order of its scores and ``classes_``).
-
-        Parameters
-        ----------
-        schema : PublicSchema
-            The public bounds, category lists and fill values.
-        data_norm : float, default 1.0
-            R: every encoded row has norm <= R.
-        unknown : {"error", "ignore"}, default "error"
-            A category not in the public list: an error, or an all-zero group.
-        sparse_output : bool, default False
-            Return CSR rows instead of dense ones.
-
-        Returns
-        -------
-        PublicBoundsTransformer
-        """
-        if not isinstance(schema, PublicSchema):
-            raise TypeError(f"schema must be a PublicSchema, got {type(schema).__name__}")
-        return cls(numeric={c: tuple(b) for c, b in schema.numeric.items()},
-                   categorical={c: list(v) for c, v in schema.categorical.items()},
-                   fill=dict(schema.fill) or None, data_norm=data_norm, unknown=unknown,
-                   sparse_output=sparse_output)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.categorical = True
-        tags.input_tags.string = True
-        return tags
-
-    # ------------------------------------------------------------------ fit
-    def _resolve(self, labels, n_cols):
-        """The selection [(schema name, key)] and the schema, from the parameters only."""
-        names_in = labels if labels is not None and all(isinstance(c, str) for c in labels) \
-            else None
-
-        def locate(key, what):
-            if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
-                j = int(key)
-                if not 0 <= j < n_cols:
-                    raise ValueError(f"{what}: column index {j} is out of range; X has "
-                                     f"{n_cols} column(s)")
-                return j, (names_in[j] if names_in is not None else f"x{j}")
-            if isinstance(key, str):
-                if labels is None:
-                    raise ValueError(f"{what}: column {key!r} is named, but X is an array "
-                                     "without column names; pass a DataFrame or use integer "
-                                     "column indices")
-                if key not in labels:
-                    raise ValueError(f"{what}: column {key!r} is not in X (X has columns: "
-                                     f"{_short(labels, 12)[1:-1]})")
-                return key, key
-            raise ValueError(f"{what}: column keys must be names (str) or indices (int), "
-                             f"got {key!r}")
-
-        categorical = {} if self.categorical is None else self.categorical
-        if not isinstance(categorical, Mapping):
-            raise ValueError("categorical must map column -> list of categories, got "
-                             f"{type(categorical).__name__}")
-        numeric = {} if self.numeric is None else self.numeric
-        if _is_pair(numeric) or isinstance(numeric, np.ndarray) and numeric.shape == (2,):
-            pair = tuple(float(v) for v in np.asarray(numeric, dtype=np.float64))
-            cat_keys = {locate(k, "categorical")[0] for k in categorical}
-            if labels is None:
-                keys = [j for j in range(n_cols) if j not in cat_keys]
-            else:
-                keys = [c if isinstance(c, str) else j for j, c in enumerate(labels)
-                        if c not in cat_keys and j not in cat_keys]
-            numeric = {k: pair for k in keys}
-        elif not isinstance(numeric, Mapping):
-            raise ValueError("numeric must map column -> (low, high), or be one (low, high) "
-                             f"pair for every column; got {numeric!r}")
-        selection, by_key = [], {}
-        num_s, cat_s = {}, {}
-        for what, spec, out in (("numeric", numeric, num_s), ("categorical", categorical, cat_s)):
-            for key, value in spec.items():
-                k, name = locate(key, what)
-                if k in by_key or name in num_s or name in cat_s:
-                    raise ValueError(f"{what}: column {key!r} is listed twice (numeric and "
-                                     "categorical, or by name and by index)")
-                by_key[k] = name
-                out[name] = value
-                selection.append((name, k))
-        fill = self.fill
-        if fill is None:
-            fill_s = {}
-        elif _is_real(fill):
-            fill_s = {name: fill for name in num_s}
-        elif isinstance(fill, Mapping):
-            fill_s = {}
-            for key, value in fill.items():
-                _, name = locate(key, "fill")
-                if name not in num_s and name not in cat_s:
-                    raise ValueError(f"fill: column {key!r} is neither in numeric nor in "
-                                     "categorical")
-                fill_s[name] = value
-        else:
-            raise ValueError(f"fill must map column -> value or be one number, got {fill!r}")
-        return selection, PublicSchema(num_s, cat_s, fill=fill_s)
-
-    def fit(self, X: Any, y: Any = None) -> PublicBoundsTransformer:
-        """Check the parameters against X's column names / count; reads no values.
-
-        Parameters
-        ----------
-        X : DataFrame or array_like of shape (n_samples, n_features)
-            The feature columns (only their names or count are read).
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        PublicBoundsTransformer
-            self.
-        """
-        if self.unknown not in ("ignore", "error"):
-            raise ValueError(f"unknown={self.unknown!r} is not valid; choose 'ignore' or 'error'")
-        if not isinstance(self.sparse_output, (bool, np.bool_)):
-            raise ValueError(f"sparse_output must be True or False, got {self.sparse_output!r}")
-        R = self.data_norm
-        if not (_is_real(R) and math.isfinite(R) and R > 0):
-            raise ValueError(f"data_norm must be a positive finite number, got {R!r}")
-        labels, n_cols = _frame_info(X)
-        selection, schema = self._resolve(labels, n_cols)
-        self._selection = selection
-        self.schema_ = schema
-        self.n_features_in_ = n_cols
-        if labels is not None and labels and all(isinstance(c, str) for c in labels):
-            self.feature_names_in_ = np.asarray(labels, dtype=object)
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        return self
-
-    # ------------------------------------------------------------------ transform
-    def transform(self, X: Any) -> Any:
-        """Encode X, with row norms <= data_norm.
-
-        Parameters
-        ----------
-        X : DataFrame or array_like of shape (n_samples, n_features)
-            The same columns as in :meth:`fit`.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, d) or scipy.sparse.csr_array
-            float64 rows; CSR with ``sparse_output``.
-
-        Raises
-        ------
-        ValueError
-            A category not in the public list (with ``unknown="error"``), or a missing value
-            with no public fill value, naming the column and the row.
-        """
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, "schema_")
-        if _is_dask_frame(X):
-            return self._transform_dask(X)
-        labels, n_cols = _frame_info(X)
-        positional = [k for _, k in self._selection if not isinstance(k, str)]
-        named = [k for _, k in self._selection if isinstance(k, str)]
-        if named and labels is None:
-            raise ValueError("X: this transformer selects columns by name; pass a DataFrame "
-                             "with the columns " + _short(named, 12))
-        if labels is not None and named:
-            lacking = [c for c in named if c not in labels]
-            if lacking:
-                raise ValueError(f"X lacks column(s) {lacking} (it has: "
-                                 f"{_short(labels, 12)[1:-1]})")
-        if positional and n_cols != self.n_features_in_:
-            raise ValueError(f"X has {n_cols} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input")
-        if labels is not None:
-            iloc: Any = getattr(X, "iloc", None)
-            columns = {name: (X[k] if isinstance(k, str) else iloc[:, k])
-                       for name, k in self._selection}
-            index = getattr(X, "index", None)
-        else:
-            arr = np.asarray(X)
-            columns = {name: arr[:, k] for name, k in self._selection}
-            index = None
-
-        def where(i):
-            text = f"row index {i}"
-            if index is not None:
-                try:
-                    lab = index[i]
-                except Exception:  # pragma: no cover - exotic index
-                    return text
-                if not (isinstance(lab, (int, np.integer)) and int(lab) == i):
-                    text += f", index label {_plain(lab)!r}"
-            return text
-
-        return self.schema_.encode(columns, unknown=self.unknown,
-                                   data_norm=float(self.data_norm), describe_row=where,
-                                   sparse=bool(self.sparse_output))
-
-    def _transform_dask(self, X):
-        """A dask DataFrame -> a Dask array whose row chunks are its (non-empty)
-        partitions, each encoded on a worker by `transform` (public and row-wise: it
-        reads nothing but the row itself)."""
-        import dask.array as da
-        from dask import delayed
-
-        # the columns are checked here, on the empty frame that describes the partitions
-        # (no row is read); it also gives the output's width and type
-        meta = self.transform(X._meta)
-        # Partition lengths are counts of private rows per partition: computed only for
-        # bookkeeping (the chunk sizes a Dask array needs; their sum, n, is public to the
-        # fit anyway), never released.
-        lengths = [int(k) for k in X.map_partitions(len).compute()]
-        blocks = [da.from_delayed(delayed(self.transform)(part), shape=(k, meta.shape[1]),
-                                  dtype=meta.dtype, meta=meta)
-                  for part, k in zip(X.to_delayed(), lengths) if k > 0]
-        if not blocks:
-            return da.zeros((0, meta.shape[1]), dtype=meta.dtype, chunks=((0,), (meta.shape[1],)))
-        return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
-
-    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """Names of the output columns: ``col`` and ``col=category``.
-
-        Parameters
-        ----------
-        input_features : array_like of str, optional
-            Ignored beyond scikit-learn's check against ``feature_names_in_``.
-
-        Returns
-        -------
-        ndarray of str
-        """
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, "schema_")
-        rename = {}
-        if input_features is not None:
-            input_features = np.asarray(input_features, dtype=object)
-            if input_features.shape != (self.n_features_in_,):
-                raise ValueError(f"input_features should have length equal to number of "
-                                 f"features ({self.n_features_in_}), got "
-                                 f"{input_features.shape[0]}")
-            fitted = getattr(self, "feature_names_in_", None)
-            if fitted is not None and np.any(input_features != fitted):
-                raise ValueError("input_features is not equal to feature_names_in_")
-            rename = {name: str(input_features[k]) for name, k in self._selection
-                      if not isinstance(k, str)}
-        s = self.schema_
-        out = [rename.get(c, c) for c in s.numeric]
-        out += [f"{rename.get(c, c)}={v}" for c, cats in s.categorical.items() for v in cats]
-        return np.asarray(out, dtype=object)

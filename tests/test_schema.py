@@ -1,5 +1,5 @@
-"""dperm.schema: the one public schema (PublicSchema) and its scikit-learn face
-(PublicBoundsTransformer)."""
+"""dperm.schema: the one public schema (PublicSchema); and its scikit-learn face
+(PublicBoundsTransformer, dperm/sklearn/transformer.py)."""
 import json
 import math
 import os
@@ -517,6 +517,33 @@ def test_public_names_and_no_pandas_needed():
             "assert abs(X[0, 0] - 0.25) < 1e-15\n"
             "print('ok')\n")
     # run in tests/: in the checkout's root `import dperm` would find the source tree
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=os.path.dirname(os.path.abspath(__file__)))
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+def test_transformer_lives_with_the_estimators_and_the_schema_needs_no_sklearn():
+    """Issue 27, item 5: PublicBoundsTransformer's home is dperm.sklearn (exported there and
+    from dperm), with no alias left at the old path; the encoder, dperm.schema, imports
+    neither scikit-learn nor pandas nor dask (the command line's fits and the Adult loader
+    use it without them)."""
+    import dperm.schema
+    import dperm.sklearn
+    from dperm.sklearn.transformer import PublicBoundsTransformer as T
+
+    assert dperm.PublicBoundsTransformer is dperm.sklearn.PublicBoundsTransformer is T
+    assert T.__module__ == "dperm.sklearn.transformer"
+    assert not hasattr(dperm.schema, "PublicBoundsTransformer")
+    assert "PublicBoundsTransformer" not in dperm.schema.__all__
+    code = ("import sys\n"
+            "import dperm.schema\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('sklearn', 'pandas', 'dask', 'distributed'))\n"
+            "assert not bad, bad\n"
+            "s = dperm.schema.PublicSchema({'a': (0, 10)}, {'c': ['x', 'y']})\n"
+            "X = s.encode({'a': [5.0], 'c': ['y']})\n"
+            "assert abs(X[0, 0] - 0.5 / 2 ** 0.5) < 1e-15\n"
+            "print('ok')\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, cwd=os.path.dirname(os.path.abspath(__file__)))
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
