@@ -86,7 +86,7 @@ class _Source:
     """The source rows (a DataFrame of (x array<double>, y double)), their partitions'
     public layout and the blocks' digests."""
 
-    def __init__(self, frame, task, classes, label_bound, cache_dir, n_threads):
+    def __init__(self, frame, task, classes, label_bound, cache_dir, n_threads, bound=None):
         self.frame = frame
         self.sc = frame.sparkSession.sparkContext
         self.key = uuid.uuid4().hex
@@ -95,6 +95,10 @@ class _Source:
         self.label_bound = label_bound
         self.cache_dir = cache_dir
         self.n_threads = n_threads
+        #: (data_norm, norm_policy) applied to the raw rows in the build job (the count of
+        #: rows clipped, an "error" check): the fit's first bound_rows needs no job
+        self.bound = bound
+        self.rows_clipped = 0
         self._index = None
         stats = self._build_all()
         P = frame.rdd.getNumPartitions()
@@ -110,6 +114,7 @@ class _Source:
                 widths.add(st["d"])
                 self.digests[p] = st["digest"]
             self.labels_clipped += st["labels_clipped"]
+            self.rows_clipped += st["rows_clipped"]
         if len(widths) > 1:
             raise ValueError(f"featuresCol: the vectors have different lengths in different "
                              f"partitions ({sorted(widths)}); every row needs the same number "
@@ -125,7 +130,8 @@ class _Source:
     def _build_all(self):
         import functools
 
-        out = self.frame.mapInArrow(functools.partial(_build_task, self._spec(), None),
+        out = self.frame.mapInArrow(functools.partial(_build_task, self._spec(), None,
+                                                      self.bound),
                                     "p long, payload binary").collect()
         return {int(r.p): pickle.loads(r.payload) for r in out}
 
@@ -152,8 +158,9 @@ class _Source:
         for _ in range(MAX_REBUILDS):
             if not missing:
                 break
-            rdd = self.frame.mapInArrow(functools.partial(_build_task, self._spec(), pass_spec),
-                                        "p long, payload binary").rdd
+            rdd = self.frame.mapInArrow(
+                functools.partial(_build_task, self._spec(), pass_spec, None),
+                "p long, payload binary").rdd
             res = self.sc.runJob(rdd, _rows_out, partitions=sorted(missing))
             missing = []
             for p, payload in res:
@@ -242,7 +249,9 @@ class SparkRows:
     task "binary": labels must be one of `classes` (two public values; classes[1] is the
     positive class, +1 for the kernels); "regression": real targets, clipped to
     [-label_bound, label_bound] (the count, `labels_clipped`, is for the analyst only).
-    n_threads: the kernels' threads per task (None: spark.task.cpus).
+    n_threads: the kernels' threads per task (None: spark.task.cpus).  bound: None, or
+    (data_norm, norm_policy), the fit's first `bound_rows` on these rows, done in the
+    build job (its count and its "error" check), so that it needs no job of its own.
 
     shape is public (n, d + intercept column); `ops` are the public row maps replayed
     on the executors.  `value_grad` / `hess_vec` are the objective oracle.
@@ -252,7 +261,7 @@ class SparkRows:
 
     def __init__(self, df=None, features_col="features", label_col="label", *, task="binary",
                  classes=(0.0, 1.0), label_bound=None, n_threads=None, cache_dir=None,
-                 ops=(), _source=None):
+                 bound=None, ops=(), _source=None):
         self.ops = tuple(ops)
         if _source is None:
             if not is_spark_frame(df):
@@ -270,9 +279,14 @@ class SparkRows:
             frame = _frame(df, features_col, label_col)
             if n_threads is None:
                 n_threads = int(df.sparkSession.sparkContext.getConf().get("spark.task.cpus", "1"))
+            if bound is not None:
+                from dperm.data.validation import check_choice, check_data_norm
+
+                bound = (float(check_data_norm(bound[0], "data_norm")),
+                         check_choice(bound[1], "norm_policy", {"clip", "error"}))
             _source = _Source(frame, task, classes if task == "binary" else None,
                               None if label_bound is None else float(label_bound), cache_dir,
-                              int(n_threads))
+                              int(n_threads), bound)
         self._source = _source
 
     # --- the public shape of the design -----------------------------------------
@@ -335,6 +349,8 @@ class SparkRows:
         out = self._with(("clip", float(data_norm), norm_policy, name))
         if norm_policy == "clip" and not return_clipped:
             return out
+        if not self.ops and name == "X" and self._source.bound == (float(data_norm), norm_policy):
+            return (out, self._source.rows_clipped) if return_clipped else out
         _, S = self._source.reduce("prepare", out.ops, None, 0, 1.0, None)
         return (out, int(S)) if return_clipped else out
 
@@ -479,15 +495,24 @@ def _read_partition(spec, p, batches):
     return X, np.ascontiguousarray(y), clipped, None
 
 
-def _build_task(spec, pass_spec, batches):
+def _build_task(spec, pass_spec, bound, batches):
     """mapInArrow over the source: read, validate and store this partition's block;
-    without pass_spec, yield its statistics (rows, d, digest, labels clipped, error);
+    without pass_spec, yield its statistics (rows, d, digest, labels clipped, rows
+    clipped by `bound` = (data_norm, norm_policy) when given, error);
     with it, yield ("rebuilt", the pass's answer, digest) or ("error", text)."""
     import pyarrow as pa
     from pyspark import TaskContext
 
     p = TaskContext.get().partitionId()
     X, y, clipped, err = _read_partition(spec, p, batches)
+    rows_clipped = 0
+    if bound is not None and err is None and X.shape[0]:
+        from dperm.data.validation import bound_rows
+
+        try:   # the same code as on one machine (and as the passes' row maps)
+            rows_clipped = bound_rows(X, bound[0], bound[1], return_clipped=True)[1]
+        except ValueError as exc:   # norm_policy="error"
+            err = f"{exc} (partition {p})"
     if err is None and X.shape[0]:
         folder = _block_dir(spec)
         os.makedirs(folder, exist_ok=True)
@@ -496,7 +521,7 @@ def _build_task(spec, pass_spec, batches):
     if pass_spec is None:
         out = {"rows": 0 if err else int(X.shape[0]), "d": 0 if err else int(X.shape[1]),
                "digest": None if err or not X.shape[0] else _digest(X, y),
-               "labels_clipped": clipped, "error": err}
+               "labels_clipped": clipped, "rows_clipped": rows_clipped, "error": err}
     elif err is not None:
         out = ("error", err)
     else:

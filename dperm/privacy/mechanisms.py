@@ -713,7 +713,7 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     """Algorithm 2: argmin J(f) + b.f/n + (Delta/2)||f||^2 with the constants of docs/specification.md.
 
     delta = 0: the paper's mechanism (b with density ~ exp(-beta ||b||)).  delta > 0:
-    b ~ N(0, sigma^2 I) with sigma and Delta given by dperm.privacy.calibration
+    b ~ N(0, sigma^2 I) with sigma and Delta from dperm.privacy.calibration
     (objective_gaussian_calibration: the tight bound of docs/privacy_analysis.md).
     Every (alpha, draw) pair is one problem of a single batched solve.  The logistic,
     Huber and smoothed-hinge losses all qualify (abs(phi') <= 1, 0 <= phi'' <= c), so does

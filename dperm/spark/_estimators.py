@@ -282,8 +282,10 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
     def _fit(self, dataset):
         local = self._local_class(**self._local_params())
         local._check_params()
+        # the fit's clipping onto dataNorm is counted (or refused) as the rows are read
         rows = SparkRows(dataset, self.getFeaturesCol(), self.getLabelCol(), **self._rows_kw(),
-                         n_threads=self.getOrDefault("threadsPerTask"))
+                         n_threads=self.getOrDefault("threadsPerTask"),
+                         bound=(local.data_norm, local.norm_policy))
         try:
             self._fit_local(local, rows)
         finally:
