@@ -4,7 +4,7 @@ mechanism, with calibration and held-out data sets kept apart.
 
 The estimator's path is reproduced in batch: rows clipped to R = 1, the public intercept
 feature appended (`augment_intercept`), every (Lambda, draw) pair solved as one batched
-problem (`dperm.erm.minimize`, with Algorithm 2's linear term and Delta for objective
+problem (`dperm.optim.erm.minimize`, with Algorithm 2's linear term and Delta for objective
 perturbation), the released coefficients scored on held-out rows.  The noise of each
 draw is shared by every Lambda (common random numbers: the same direction and Gamma(d)
 radius, scaled by each Lambda's 1 / beta), so the accuracy differences between Lambdas,
@@ -211,7 +211,7 @@ def _scores(coef, X):
 
 
 def _unit_draws(rng, d, n_draws):
-    """The scale-free part of the l2-Laplace noise (dperm.noise.sample_l2_laplace):
+    """The scale-free part of the l2-Laplace noise (dperm.privacy.noise.sample_l2_laplace):
     radius Gamma(d, 1) times a uniform direction, (n_draws, d).  Scaled by 1 / beta(Lambda)
     it is Algorithm 1's or 2's noise for that Lambda."""
     g = rng.gamma(shape=d, scale=1.0, size=n_draws)
@@ -225,7 +225,7 @@ def _private_coef(mech, Xtr, t, alphas, eps, n_draws, rng, loss):
     (common random numbers): the noise law for each Lambda is the mechanism's, and the
     difference between two Lambdas is not blurred by independent draws."""
     from dperm.losses import get_loss
-    from dperm.mechanisms import objective_perturbation_constants, output_perturbation_constants
+    from dperm.privacy.mechanisms import objective_perturbation_constants, output_perturbation_constants
     n, d = Xtr.shape
     z = _unit_draws(rng, d, n_draws)
     if mech == "output":

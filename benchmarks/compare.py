@@ -13,7 +13,7 @@ scikit-learn; (c) per-problem cost at k = 64 <= 1/10 of k = 1.
 
 Timings are medians of several repetitions (time.perf_counter).  The kernel is
 timed through dperm._core._objective.value_grad, the compiled pass that
-dperm.erm.objective and the solver call; erm.objective adds an O(n d) input
+dperm.optim.erm.objective and the solver call; erm.objective adds an O(n d) input
 check (finite values) per call, shown separately in (a) for reference.
 """
 import argparse
@@ -152,7 +152,7 @@ def part_b_d(reps, all_threads, alpha, tol):
         f_dp, g_dp = logistic_objective(X, y, w_dp, alpha)
         print(f"{'scikit-learn LogisticRegression':<34} {nt:>7} {t_sk * 1e3:>9.1f} "
               f"{f_sk:>22.16f} {np.linalg.norm(g_sk):>11.2e} {'':>9}")
-        print(f"{'dperm.erm.minimize':<34} {nt:>7} {t_dp * 1e3:>9.1f} {f_dp:>22.16f} "
+        print(f"{'dperm.optim.erm.minimize':<34} {nt:>7} {t_dp * 1e3:>9.1f} {f_dp:>22.16f} "
               f"{np.linalg.norm(g_dp):>11.2e} {t_sk / t_dp:>8.2f}x")
         print(f"{'':<34} {'':>7} {'':>9} |diff| = {abs(f_sk - f_dp):.1e}, "
               f"max|coef diff| = {np.abs(w_sk - w_dp).max():.1e}")
@@ -179,7 +179,7 @@ def part_b_d(reps, all_threads, alpha, tol):
               f"{np.linalg.norm(g):>11.2e}")
     w_dp = fit_dperm(1)
     f, g = logistic_objective(X, y, w_dp, alpha)
-    print(f"{'dperm.erm.minimize (1 thread)':<34} {'':>7} {t_dp * 1e3:>9.1f} {f:>22.16f} "
+    print(f"{'dperm.optim.erm.minimize (1 thread)':<34} {'':>7} {t_dp * 1e3:>9.1f} {f:>22.16f} "
           f"{np.linalg.norm(g):>11.2e}")
     return out
 

@@ -14,7 +14,7 @@ workers for the Dask runs, in this process for the local run (the same numbers).
 Cluster: distributed.LocalCluster with --workers single-threaded worker
 processes (the issue's setting: 2).  Timed:
 
-  * local: dperm.erm.minimize(X, y, alpha, n_threads=1 and =workers) on the
+  * local: dperm.optim.erm.minimize(X, y, alpha, n_threads=1 and =workers) on the
     numpy array (tol 1e-10, the default);
   * dperm on dask: the same call on the Dask array; "load" (generate + persist
     the blocks, build the per-worker shards: once per data set) apart from "fit";
@@ -28,7 +28,7 @@ processes (the issue's setting: 2).  Timed:
     n f(w), the matched objective (by default it standardizes the columns first,
     which puts the penalty on other coefficients: a different objective, 8% above
     f's minimum at 200,000 rows); its default tol (1e-4 on the projected gradient
-    of n f) and max_iter (100).  Every solution is scored by dperm.erm.objective
+    of n f) and max_iter (100).  Every solution is scored by dperm.optim.erm.objective
     (float64) and the gap to the best is reported.
 
 Fits are timed --fit-reps times (the minimum is reported: the machine may be

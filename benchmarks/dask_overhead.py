@@ -19,6 +19,21 @@ every row to --out (JSON, or CSV if the name ends in .csv).  On a machine with
 fewer cores than P + 2 the worker processes wait for a core, so the numbers are upper
 bounds of the overhead and say little about its growth with P.
 
+With --baseline OLD.py (a copy of dperm/data/dask_rows.py from another commit), the
+same passes run through both implementations on the same cluster and rows, alternating
+pass by pass (tree mode, or --mode), and the table compares them: minimum and median
+wall time per pass and client CPU per pass of each, the ratio new / old of the medians,
+and a check that both return the same bits:
+
+    git show HEAD~1:dperm/data/dask_rows.py > /tmp/old_dask_rows.py
+    python benchmarks/dask_overhead.py --baseline /tmp/old_dask_rows.py --workers 1,2,4,8
+
+With --tasks, a pass of the regression loss (pseudo-Huber, real targets on the workers)
+against a pass of the classification loss (logistic, labels in {-1, +1}) over the same
+rows, alternating pass by pass, --rows rows per worker (100: overhead; 100000: compute):
+
+    python benchmarks/dask_overhead.py --tasks --workers 2 --rows 100,100000 --m 1,8
+
 The cost model fitted (non-negative least squares) to the minimum wall times, per m, the
 minimum over the runs given: flat, a + b (P - 1) (the client
 handles P answers in turn); tree, a + L levels(P) + c children(P), along the slowest path
@@ -111,7 +126,16 @@ def main():
                     help="only fit the cost model to the rows of these JSON files (a,b,...)")
     ap.add_argument("--fit-max-workers", type=int, default=None,
                     help="fit the model to the settings with at most this many workers")
+    ap.add_argument("--baseline", default=None,
+                    help="compare with this copy of dask_rows.py, passes interleaved")
+    ap.add_argument("--tasks", action="store_true",
+                    help="compare a regression pass with a classification pass")
+    ap.add_argument("--rows", default="100", help="--tasks: rows per worker (a,b,...)")
     args = ap.parse_args()
+    if args.baseline:
+        return compare(args)
+    if args.tasks:
+        return compare_tasks(args)
     if args.model:
         rows = []
         for name in args.model.split(","):
@@ -170,7 +194,7 @@ def main():
                         ts[mode].append(time.perf_counter() - t0)
                         cpu[mode] += time.process_time() - c0
                 # CPU time of the worker processes per pass, each mode on its own
-                root = rows._state.shards[0][0]._address
+                root = rows._state.shards[0][3]
                 wcpu = {}
                 for mode in modes:
                     _dask.REDUCTION = mode
@@ -211,6 +235,150 @@ def main():
             else:
                 json.dump(rows_out, f, indent=1)
         print(f"wrote {args.out}")
+
+
+def _add_path(path):
+    import sys
+
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
+def _scattered_rows(client, mod, P, d, rng):
+    """Rows of P blocks of 100 x d, block i scattered to worker i, as mod's DaskRows."""
+    import dask.array as da
+
+    X = rng.standard_normal((100 * P, d)) / np.sqrt(d) / 2
+    y = np.where(rng.random(100 * P) < 0.5, -1.0, 1.0)
+    workers = sorted(client.scheduler_info()["workers"])
+    xs = [client.scatter(X[100 * i:100 * (i + 1)], workers=[w]) for i, w in enumerate(workers)]
+    ys = [client.scatter(y[100 * i:100 * (i + 1)], workers=[w]) for i, w in enumerate(workers)]
+    Xd = da.concatenate([da.from_delayed(f, shape=(100, d), dtype=X.dtype) for f in xs])
+    yd = da.concatenate([da.from_delayed(f, shape=(100,), dtype=y.dtype) for f in ys])
+    return mod.as_rows(Xd, yd)
+
+
+def compare_tasks(args):
+    """--tasks: regression (pseudo-Huber) against classification (logistic) passes."""
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from dperm.data import dask_rows as _dask
+    from dperm.losses import get_loss
+
+    ids = {"classification": get_loss("logistic").kernel_id,
+           "regression": get_loss("pseudo_huber").kernel_id}
+    print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}, d = {args.d}")
+    print("| workers | rows per worker | m | classification median (ms) | regression median "
+          "(ms) | regression / classification, medians | minima (ms) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    out = []
+    for P in [int(v) for v in args.workers.split(",")]:
+        with LocalCluster(n_workers=P, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            client.wait_for_workers(P)
+            for r in [int(v) for v in args.rows.split(",")]:
+                rng = np.random.default_rng(0)
+                X = rng.standard_normal((r * P, args.d)) / np.sqrt(args.d) / 2
+                t = X @ rng.standard_normal(args.d)
+                Xd = da.from_array(X, chunks=(r, -1))
+                rows = {"classification": _dask.as_rows(Xd, np.where(t > 0, 1.0, -1.0)),
+                        "regression": _dask.as_rows(Xd, t, regression=True)}
+                for m in [int(v) for v in args.m.split(",")]:
+                    W = rng.standard_normal((m, args.d)) * 0.01
+                    l2 = np.full(m, 1e-3)
+                    for k, rw in rows.items():      # warm up (the shards' Data)
+                        rw.value_grad(W, l2, None, ids[k], 0.5)
+                    ts = {k: [] for k in rows}
+                    for rep in range(args.reps):
+                        order = list(rows) if rep % 2 == 0 else list(rows)[::-1]
+                        for k in order:
+                            t0 = time.perf_counter()
+                            rows[k].value_grad(W, l2, None, ids[k], 0.5)
+                            ts[k].append(time.perf_counter() - t0)
+                    med = {k: float(np.median(v)) * 1e3 for k, v in ts.items()}
+                    mins = {k: min(v) * 1e3 for k, v in ts.items()}
+                    row = {"workers": P, "rows_per_worker": r, "m": m, "d": args.d,
+                           "reps": args.reps, "median_ms": med, "min_ms": mins,
+                           "ratio_median": med["regression"] / med["classification"]}
+                    out.append(row)
+                    print(f"| {P} | {r} | {m} | {med['classification']:.2f} | "
+                          f"{med['regression']:.2f} | {row['ratio_median']:.2f} | "
+                          f"{mins['classification']:.2f} / {mins['regression']:.2f} |",
+                          flush=True)
+                del rows
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+        print(f"wrote {args.out}")
+
+
+def compare(args):
+    """--baseline: this checkout's dask_rows against another copy, interleaved."""
+    import importlib
+    import sys
+
+    from distributed import Client, LocalCluster
+
+    from dperm.data import dask_rows as new
+
+    path = os.path.abspath(args.baseline)
+    folder, name = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
+    _add_path(folder)
+    old = importlib.import_module(name)
+    mode = args.mode.split(",")[0] if args.mode != "flat,tree" else "tree"
+    print(f"cores: {os.cpu_count()}, fan-in {args.fan_in}, mode {mode}, load average "
+          f"{os.getloadavg()[0]:.1f}; new = this checkout, old = {args.baseline}")
+    print("| workers | m | old min (ms) | new min (ms) | old median (ms) | new median (ms) "
+          "| new / old, medians | client CPU old / new (ms) | same bits |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    out = []
+    for P in [int(v) for v in args.workers.split(",")]:
+        with LocalCluster(n_workers=P, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            client.wait_for_workers(P)
+            client.run(_add_path, folder)
+            impls = {}
+            for label, mod in (("old", old), ("new", new)):
+                mod.TREE_FAN_IN = args.fan_in
+                mod.REDUCTION = mode
+                impls[label] = (mod, _scattered_rows(client, mod, P, args.d,
+                                                     np.random.default_rng(0)))
+            for m in [int(v) for v in args.m.split(",")]:
+                rng = np.random.default_rng(1)
+                W = rng.standard_normal((m, args.d)) * 0.01
+                l2 = np.full(m, 1e-3)
+                ans = {k: r.value_grad(W, l2, None, 0, 0.5) for k, (_, r) in impls.items()}
+                same = all(a.tobytes() == b.tobytes() for a, b in zip(ans["old"], ans["new"]))
+                ts = {k: [] for k in impls}
+                cpu = {k: 0.0 for k in impls}
+                for rep in range(args.reps):
+                    order = ("old", "new") if rep % 2 == 0 else ("new", "old")
+                    for k in order:
+                        rows = impls[k][1]
+                        c0, t0 = time.process_time(), time.perf_counter()
+                        rows.value_grad(W, l2, None, 0, 0.5)
+                        ts[k].append(time.perf_counter() - t0)
+                        cpu[k] += time.process_time() - c0
+                med = {k: float(np.median(v)) * 1e3 for k, v in ts.items()}
+                row = {"workers": P, "m": m, "d": args.d, "mode": mode, "reps": args.reps,
+                       "old_min_ms": min(ts["old"]) * 1e3, "new_min_ms": min(ts["new"]) * 1e3,
+                       "old_median_ms": med["old"], "new_median_ms": med["new"],
+                       "ratio_median": med["new"] / med["old"],
+                       "old_client_cpu_ms": cpu["old"] / args.reps * 1e3,
+                       "new_client_cpu_ms": cpu["new"] / args.reps * 1e3, "same_bits": same}
+                out.append(row)
+                print(f"| {P} | {m} | {row['old_min_ms']:.2f} | {row['new_min_ms']:.2f} | "
+                      f"{med['old']:.2f} | {med['new']:.2f} | {row['ratio_median']:.2f} | "
+                      f"{row['old_client_cpu_ms']:.2f} / {row['new_client_cpu_ms']:.2f} | "
+                      f"{'yes' if same else 'NO'} |", flush=True)
+            del impls
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+        print(f"wrote {args.out}")
+    if not all(r["same_bits"] for r in out):
+        sys.exit("the two implementations returned different bits")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Cost of an (epsilon, delta) Gaussian fit beside a pure-epsilon fit of the same size.
 
 Both mechanisms run the same batched solver; they differ in the noise and its
-calibration (dperm.calibration, a bisection on public numbers).  This times
+calibration (dperm.privacy.calibration, a bisection on public numbers).  This times
 PrivateLinearClassifier.fit (CPU seconds, one thread) for each mechanism on the same
 data and Lambda, --reps noise draws each (seeds 0..reps-1, the same for every
 mechanism), and prints the mean CPU time, the mean iterations and the time per

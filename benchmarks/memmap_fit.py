@@ -13,7 +13,7 @@
 2. In a fresh subprocess: imports dperm, loads y, opens X with
    np.load(path, mmap_mode="r"), measures the baseline anonymous memory
    (RssAnon in /proc/self/status), then runs
-   dperm.erm.minimize(X, y, loss="logistic", alpha=1e-4, tol=1e-10) while a
+   dperm.optim.erm.minimize(X, y, loss="logistic", alpha=1e-4, tol=1e-10) while a
    background thread samples RssAnon every 20 ms (the solver runs without the
    GIL, so the sampler keeps running); reports the fit time and the peak
    RssAnon minus the baseline. File-backed pages of the map (RssFile) are

@@ -1,6 +1,6 @@
 """The constant of PrivateLinearRegression's alpha="auto" rule, measured.
 
-The rule (dperm.regularization, loss "pseudo_huber") is Lambda = C R^2 (h / B) / (n eps),
+The rule (dperm.privacy.regularization, loss "pseudo_huber") is Lambda = C R^2 (h / B) / (n eps),
 then raised by the public safeguards.  For each data set, epsilon and mechanism this
 script sweeps Lambda over a grid (held-out R^2, averaged over noise draws), reports the
 best Lambda in hindsight as C_best = Lambda_best n eps / (R^2 h / B), and the held-out

@@ -5,7 +5,7 @@ Side by side in one process, one thread each (n_threads=1): for the same rows X 
 * estimator: PrivateLinearRegression(method="objective") on a real target against
   PrivateLinearClassifier(perturbation="objective") on a +-1 label (both pure epsilon,
   alpha="auto", the same epsilon), the whole fit() as a user calls it;
-* pass: one value-and-gradient pass of the compiled kernels (dperm.erm.objective),
+* pass: one value-and-gradient pass of the compiled kernels (dperm.optim.erm.objective),
   pseudo-Huber against logistic, at the same point: the per-iteration cost.
 
 Each timing is the median of --repeats runs; the ratio is regression / classification.

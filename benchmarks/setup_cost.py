@@ -1,4 +1,4 @@
-"""What a one-shot call costs beyond its pass: dperm.erm.objective / hessian_vector on CSR.
+"""What a one-shot call costs beyond its pass: dperm.optim.erm.objective / hessian_vector on CSR.
 
     python benchmarks/setup_cost.py [--n 200000] [--reps 15]
 
@@ -6,7 +6,7 @@ make_onehot_classification(n, 400, 30) float64 CSR, logistic, one thread.  Times
 seconds of this process, best of --reps) of: the bare compiled pass
 (dperm._core._objective.value_grad / hess_vec on a prepared Data), the set-up's one
 read of the entries (csr_scan), the whole validation (dperm.data.validation.check_X),
-and the one-shot calls dperm.erm.objective and dperm.erm.hessian_vector; each also in
+and the one-shot calls dperm.optim.erm.objective and dperm.optim.erm.hessian_vector; each also in
 passes (its time / the bare value-and-gradient pass).
 """
 import argparse

@@ -2,7 +2,7 @@
 
     python benchmarks/softmax_pass.py [--reps 7] [--threads 1]
 
-One value + gradient pass of dperm._multinomial.multinomial_value_grad on dense
+One value + gradient pass of dperm.optim.softmax.multinomial_value_grad on dense
 KDDCup99 five-class rows (public preprocessing, 56,000 x 122, K = 5; dense and as CSR)
 and on synthetic 200,000 x 100 rows with K = 10; side by side in one run, min over --reps: the compiled
 pass (dperm._core._objective.softmax_sums, the default for dense rows), the numpy

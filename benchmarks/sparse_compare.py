@@ -12,7 +12,7 @@ non-zeros per row, shaped like a one-hot census extract) and (ii) KDDCup99
 groups; returned dense and converted to CSR here).
 
 Solvers, each on ONE thread (OMP_NUM_THREADS=1, BLAS limited by threadpoolctl):
-  * dperm.erm.minimize(X_csr, y, alpha, n_threads=1) at its default tol 1e-10
+  * dperm.optim.erm.minimize(X_csr, y, alpha, n_threads=1) at its default tol 1e-10
     (gradient norm; the tolerance the privacy proofs need) and at the loosest
     tol of a ladder that reaches the target gap ("matched");
   * liblinear-official ``-s 0 -c C -B -1 -e eps`` (trust-region Newton,
@@ -22,7 +22,7 @@ Solvers, each on ONE thread (OMP_NUM_THREADS=1, BLAS limited by threadpoolctl):
     fit_intercept=False, tol=...), BLAS limited to one thread.
 
 Matched objective: every solution is scored by the same float64 numpy/scipy
-objective f above (cross-checked against dperm.erm.objective), and each
+objective f above (cross-checked against dperm.optim.erm.objective), and each
 solver's relative gap (f - f_best) / f_best to the best value found by any
 solver is reported. Each peer gets the LOOSEST tolerance of its ladder whose
 gap is <= 1e-8 (--target-gap); its time is the median at that tolerance.
@@ -98,10 +98,10 @@ def run_dataset(name, X, y, alpha, reps, target, dperm, log):
     t, (w_ref, info) = median_time(lambda: dperm.fit(Xd, y, alpha, 1e-10), reps)
     f_ref = score(w_ref)
     sols = {"dperm tol=1e-10, 1 thr": (t, w_ref, info, 1e-10)}
-    f_dp, g_dp = dperm.erm.objective(Xd, y, w_ref, alpha=alpha, n_threads=1)
+    f_dp, g_dp = dperm.optim.erm.objective(Xd, y, w_ref, alpha=alpha, n_threads=1)
     res["objective_crosscheck_rel"] = abs(float(f_dp) - f_ref) / abs(f_ref)
     log(f"  dperm 1e-10: {t:.3f} s, {info['n_iter']} it, f = {f_ref:.15g} "
-        f"(dperm.erm.objective agrees to {res['objective_crosscheck_rel']:.1e})")
+        f"(dperm.optim.erm.objective agrees to {res['objective_crosscheck_rel']:.1e})")
 
     def ladder(label, ladder_tols, fit_once):
         """Loosest tol reaching the target gap against f_ref; returns (tol, w, info)."""
@@ -208,7 +208,7 @@ def print_markdown(res):
     if "liblinear_problem_build_s" in res:
         print(f"- liblinear problem construction from CSR (not in its time): "
               f"{res['liblinear_problem_build_s']:.2f} s")
-    print(f"- objective cross-check numpy vs dperm.erm.objective: "
+    print(f"- objective cross-check numpy vs dperm.optim.erm.objective: "
           f"{res['objective_crosscheck_rel']:.1e} relative")
 
 

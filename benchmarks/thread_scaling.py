@@ -12,7 +12,7 @@ may use are skipped):
   ``n_threads=T``), best of --reps, wall clock:
     - dense n x 100 float64, k = 1 and k = 64 weight vectors,
     - CSR ``make_onehot_classification(n, 400, 30)`` float64, k = 1 and k = 64;
-* whole fits (``dperm.erm.minimize(..., n_threads=T)``, non-private logistic,
+* whole fits (``dperm.optim.erm.minimize(..., n_threads=T)``, non-private logistic,
   tol 1e-10), best of 2: CSR alpha = 1e-4 (k = 1), dense alpha = 1e-3 (k = 1),
   and the 64-problem dense batch (alpha = 1e-3, a random linear term per problem,
   objective perturbation's shape; benchmarks/batch_fit.py's set-up).

@@ -3,37 +3,67 @@
 After Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
 Minimization", JMLR 12 (2011).
 """
-from dperm import _moved
+import importlib
 
-_moved.install()   # the flat layout's module paths (dperm.erm, ...) stay importable
-
-from dperm import datasets, losses
-from dperm._config import get_config, show_config
 from dperm._core._build_info import VERSION as __version__  # meson.build's version
-from dperm.exceptions import (
-    BudgetExceededError,
-    ClippingWarning,
-    ConvergenceWarning,
-    DataNormWarning,
-    NoiseDominatedWarning,
-    PrivacyLeakWarning,
-)
-from dperm.optim import erm
-from dperm.privacy import calibration, exact_noise, mechanisms, noise, regularization
-from dperm.privacy.accountant import (
-    ApproxEvent,
-    BudgetAccountant,
-    GaussianEvent,
-    ObjectiveGaussianEvent,
-    PureEvent,
-)
-from dperm.privacy.mechanisms import objective_perturbation, output_perturbation
-from dperm.privacy.quantiles import PrivateBounds, estimate_bounds
-from dperm.privacy.tuning import PrivateTuningResult, private_tuning
-from dperm.schema import PublicBoundsTransformer, PublicSchema
-from dperm.sklearn.classifier import PrivateLinearClassifier
-from dperm.sklearn.features import RandomFourierFeatures
-from dperm.sklearn.regressor import PrivateLinearRegression
+
+# The public names, imported on first use (PEP 562) so that `import dperm` and the
+# command line's start do not import scikit-learn, SciPy's statistics and pandas until
+# something needs them (`dperm info` and `dperm predict` start in a fraction of a
+# second). name -> (module, attribute; None: the module itself)
+_LAZY = {
+    "get_config": ("dperm._config", "get_config"),
+    "show_config": ("dperm._config", "show_config"),
+    "BudgetExceededError": ("dperm.exceptions", "BudgetExceededError"),
+    "ClippingWarning": ("dperm.exceptions", "ClippingWarning"),
+    "ConvergenceWarning": ("dperm.exceptions", "ConvergenceWarning"),
+    "DataNormWarning": ("dperm.exceptions", "DataNormWarning"),
+    "NoiseDominatedWarning": ("dperm.exceptions", "NoiseDominatedWarning"),
+    "PrivacyLeakWarning": ("dperm.exceptions", "PrivacyLeakWarning"),
+    "datasets": ("dperm.datasets", None),
+    "losses": ("dperm.losses", None),
+    "erm": ("dperm.optim.erm", None),
+    "calibration": ("dperm.privacy.calibration", None),
+    "exact_noise": ("dperm.privacy.exact_noise", None),
+    "mechanisms": ("dperm.privacy.mechanisms", None),
+    "noise": ("dperm.privacy.noise", None),
+    "regularization": ("dperm.privacy.regularization", None),
+    "ApproxEvent": ("dperm.privacy.accountant", "ApproxEvent"),
+    "BudgetAccountant": ("dperm.privacy.accountant", "BudgetAccountant"),
+    "GaussianEvent": ("dperm.privacy.accountant", "GaussianEvent"),
+    "ObjectiveGaussianEvent": ("dperm.privacy.accountant", "ObjectiveGaussianEvent"),
+    "PureEvent": ("dperm.privacy.accountant", "PureEvent"),
+    "objective_perturbation": ("dperm.privacy.mechanisms", "objective_perturbation"),
+    "output_perturbation": ("dperm.privacy.mechanisms", "output_perturbation"),
+    "PrivateBounds": ("dperm.privacy.quantiles", "PrivateBounds"),
+    "estimate_bounds": ("dperm.privacy.quantiles", "estimate_bounds"),
+    "PrivateTuningResult": ("dperm.privacy.tuning", "PrivateTuningResult"),
+    "private_tuning": ("dperm.privacy.tuning", "private_tuning"),
+    "PublicBoundsTransformer": ("dperm.schema", "PublicBoundsTransformer"),
+    "PublicSchema": ("dperm.schema", "PublicSchema"),
+    "PrivateLinearClassifier": ("dperm.sklearn.classifier", "PrivateLinearClassifier"),
+    "RandomFourierFeatures": ("dperm.sklearn.features", "RandomFourierFeatures"),
+    "PrivateLinearRegression": ("dperm.sklearn.regressor", "PrivateLinearRegression"),
+    "save_model": ("dperm.model_io", "save_model"),
+    "load_model": ("dperm.model_io", "load_model"),
+}
+
+
+def __getattr__(name):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'dperm' has no attribute {name!r}") from None
+    value = importlib.import_module(module)
+    if attr is not None:
+        value = getattr(value, attr)
+    globals()[name] = value      # later look-ups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "__version__", "get_config", "show_config",
@@ -44,6 +74,7 @@ __all__ = [
     "PrivateLinearClassifier", "PrivateLinearRegression", "RandomFourierFeatures",
     "PublicSchema", "PublicBoundsTransformer",
     "private_tuning", "PrivateTuningResult", "estimate_bounds", "PrivateBounds",
+    "save_model", "load_model",
     "calibration", "datasets", "erm", "exact_noise", "losses", "mechanisms", "noise",
     "regularization",
 ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import platform
 
-from dperm.data.validation import default_threads
+from dperm.data.validation import default_threads, team_limit
 
 __all__ = ["get_config", "show_config"]
 
@@ -16,6 +16,15 @@ def get_config() -> dict:
     dict
         version, whether the kernels were built with OpenMP, threads a fit uses, and the
         SIMD kernel level in use (with the levels built and those this CPU runs).
+
+    Examples
+    --------
+    >>> import dperm
+    >>> config = dperm.get_config()
+    >>> config["version"] == dperm.__version__
+    True
+    >>> config["simd"] in config["simd_built"]
+    True
     """
     import numpy as np
 
@@ -29,8 +38,12 @@ def get_config() -> dict:
         "openmp": omp,
         "openmp_built": bool(_build_info.OPENMP_BUILT),
         "openmp_max_threads": max_threads(),
-        # a fit with n_threads=None uses every core the process may run on
+        # a fit with n_threads=None splits each pass into one part per core the process
+        # may run on (the result depends on this number only) ...
         "default_n_threads": default_threads() if omp else 1,
+        # ... and runs the parts with at most this many threads now: the cores other
+        # processes leave free (DPERM_LOAD_AWARE=0: all of them at once, 0 here)
+        "team_limit": team_limit() if omp else 1,
         # the kernel level chosen at import (DPERM_SIMD forces a lower one)
         "simd": _core.level,
         "simd_vector_width": vector_width(),
@@ -48,6 +61,12 @@ def show_config() -> None:
     Returns
     -------
     None
+
+    Examples
+    --------
+    >>> import dperm
+    >>> dperm.show_config()  # doctest: +ELLIPSIS
+                 version: ...
     """
     for key, value in get_config().items():
         print(f"{key:>20}: {value}")

@@ -36,29 +36,14 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from dperm.data.norms import shrink_to
+
 __all__ = ["PublicSchema", "PublicBoundsTransformer", "CategoryCodes"]
 
 _SCHEMA_KEYS = ("numeric", "categorical", "label", "fill")
 _NA_TYPE_NAMES = frozenset({"NAType", "NaTType"})
-# A factor 1 - 8 eps absorbs the rounding of any caller's norm computation.
-_SHRINK = 1.0 - 8 * np.finfo(np.float64).eps
-
 
 # ----------------------------------------------------------------------------- helpers
-def _row_norms(X):
-    """Row norms, the larger of two summation orders (so callers' checks agree)."""
-    return np.maximum(np.sqrt(np.einsum("ij,ij->i", X, X)), np.linalg.norm(X, axis=1))
-
-
-def _shrink_to(X, bound):
-    """In place: rows a rounding error above `bound` are shrunk by 1 - 8 eps."""
-    for _ in range(4):
-        over = _row_norms(X) > bound
-        if not over.any():
-            break
-        X[over] *= _SHRINK
-
-
 def _is_real(v):
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
@@ -218,6 +203,8 @@ class PublicSchema:
         number for a numeric column, one of the listed categories for a
         categorical one.  Columns without a fill value refuse missing values.
 
+    Notes
+    -----
     The schema is immutable; :meth:`replace` returns a modified copy.
     ``PublicSchema.from_dict`` / ``to_dict`` read and write the JSON format
     of ``dperm fit --schema``::
@@ -227,10 +214,14 @@ class PublicSchema:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from dperm import PublicSchema
     >>> s = PublicSchema(numeric={"age": (17, 90)}, categorical={"color": ["red", "blue"]})
     >>> s.feature_names()
     ['age', 'color=red', 'color=blue']
-    >>> X = s.encode({"age": [17.0, 200.0], "color": ["blue", "red"]})   # shape (2, 3)
+    >>> X = s.encode({"age": [17.0, 200.0], "color": ["blue", "red"]})
+    >>> X.shape, bool((np.linalg.norm(X, axis=1) <= 1).all())
+    ((2, 3), True)
     """
 
     __slots__ = ("_numeric", "_categorical", "_label", "_classes", "_fill")
@@ -346,7 +337,19 @@ class PublicSchema:
                                       for v in cats]
 
     def replace(self, **changes: Any) -> PublicSchema:
-        """A copy with some of numeric, categorical, label, classes, fill replaced."""
+        """A copy with some of numeric, categorical, label, classes, fill replaced.
+
+        Parameters
+        ----------
+        **changes
+            New values by field name (``numeric``, ``categorical``, ``label``, ``classes``,
+            ``fill``), as the constructor takes them.
+
+        Returns
+        -------
+        PublicSchema
+            A new, validated schema; this one is unchanged.
+        """
         unknown = set(changes) - set(_SCHEMA_KEYS) - {"classes"}
         if unknown:
             raise TypeError(f"replace() got unexpected keyword argument(s) {sorted(unknown)}")
@@ -354,6 +357,16 @@ class PublicSchema:
                   classes=self._classes, fill=self._fill)
         kw.update(changes)
         return PublicSchema(dict(kw.pop("numeric")), dict(kw.pop("categorical")), **kw)
+
+    def __reduce__(self):
+        # pickle, joblib, copy and deepcopy: the read-only views (mappingproxy) cannot be
+        # pickled, so the schema is rebuilt from plain copies of its public values (and
+        # checked again, as any schema is)
+        return (_rebuild_schema, (dict(self._numeric),
+                                  {c: list(v) for c, v in self._categorical.items()},
+                                  self._label,
+                                  None if self._classes is None else list(self._classes),
+                                  dict(self._fill)))
 
     def _key(self):
         return (tuple(self._numeric.items()), tuple(self._categorical.items()), self._label,
@@ -392,13 +405,40 @@ class PublicSchema:
         return out
 
     def to_json(self, **kwargs: Any) -> str:
-        """``json.dumps(self.to_dict(), **kwargs)`` (indent=2 unless given)."""
+        """``json.dumps(self.to_dict(), **kwargs)`` (indent=2 unless given).
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`json.dumps`.
+
+        Returns
+        -------
+        str
+        """
         kwargs.setdefault("indent", 2)
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
     @classmethod
     def from_json(cls, text: str, *, where: str = "schema") -> PublicSchema:
-        """Parse the JSON text written by :meth:`to_json` (or by hand)."""
+        """Parse the JSON text written by :meth:`to_json` (or by hand).
+
+        Parameters
+        ----------
+        text : str
+            The JSON document.
+        where : str, default "schema"
+            The prefix of error messages (e.g. the file's name).
+
+        Returns
+        -------
+        PublicSchema
+
+        Raises
+        ------
+        ValueError
+            Invalid JSON or an invalid schema, the message starting with ``where``.
+        """
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -409,11 +449,30 @@ class PublicSchema:
     @classmethod
     def from_dict(cls, obj: dict, *, where: str = "schema",
                   categories_as_text: bool = False) -> PublicSchema:
-        """Read the JSON form; errors are ValueError starting with `where`.
+        """Read the JSON form; errors are ValueError starting with ``where``.
 
         With ``categories_as_text`` (the command line, which reads every cell
         as text) categories, classes and categorical fill values must be
         strings; JSON integers are accepted and turned into strings.
+
+        Parameters
+        ----------
+        obj : dict
+            The schema's JSON form (keys ``numeric``, ``categorical``, ``label``, ``classes``,
+            ``fill``).
+        where : str, default "schema"
+            The prefix of error messages.
+        categories_as_text : bool, default False
+            Read categories, classes and categorical fill values as strings.
+
+        Returns
+        -------
+        PublicSchema
+
+        Raises
+        ------
+        ValueError
+            An invalid schema.
         """
         def bad(msg):
             return ValueError(f"{where}: {msg}")
@@ -496,7 +555,18 @@ class PublicSchema:
 
     def _numeric_values(self, c, arr, where):
         """Float64 with NaN for missing values (a float64 array as it is: never written
-        to); an error for anything else."""
+        to); an error for anything else, +-inf included (as numpy input and the command
+        line: an infinite value is refused, never clipped to the public range)."""
+        out = self._numeric_floats(c, arr, where)
+        bad = np.flatnonzero(np.isinf(out))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"non-finite value {float(out[i])!r} in numeric column {c!r} "
+                             f"({where(i)}): remove or replace it (a missing value is NaN "
+                             f"or None, filled with the column's public fill value)")
+        return out
+
+    def _numeric_floats(self, c, arr, where):
         if arr.dtype.kind in "fiub":
             return arr.astype(np.float64, copy=False)
         if arr.dtype.kind in "OUS":
@@ -560,8 +630,20 @@ class PublicSchema:
     def missing_mask(self, columns, *, by_column=False, describe_row=None):
         """Rows with a missing value in a column that has no public fill value.
 
-        Returns a bool array of shape (n,), or with ``by_column`` a dict
-        column -> bool array for the columns that have missing values.
+        Parameters
+        ----------
+        columns : mapping or DataFrame
+            Column name -> 1-D array of n values.
+        by_column : bool, default False
+            Return one mask per column instead of one for the rows.
+        describe_row : callable, optional
+            int -> str, how messages name a row (e.g. with its line in a file).
+
+        Returns
+        -------
+        ndarray of shape (n,) or dict
+            A bool array, or with ``by_column`` a dict column -> bool array for the columns
+            that have missing values.
         """
         where = describe_row or _default_where
         _, n, num, cat = self._prepare(columns, where)
@@ -648,27 +730,44 @@ class PublicSchema:
             X[hit, j + k[hit]] = 1.0
             j += len(cats)
         X /= self.row_divisor
-        _shrink_to(X, 1.0)
+        shrink_to(X, 1.0)
         if data_norm != 1.0:
             X *= float(data_norm)
-            _shrink_to(X, float(data_norm))
+            shrink_to(X, float(data_norm))
         return np.ascontiguousarray(X)
 
     def encode_with_constant(self, columns, *, scale, unknown="error", describe_row=None,
                              out=None):
-        """Dense rows ``[encode(x), 1] * scale`` (shape (n, d + 1), float64, C order): the
-        same bits as ``X = self.encode(columns)`` followed by appending a column of ones
-        and multiplying the whole matrix by ``scale`` (as
-        :func:`dperm.data.design.augment_intercept` does with data_norm 1), written
-        block by block into one array, with no (n, d) intermediate, no copy of it and no
-        norm check of every row.
+        """Dense rows ``[encode(x), 1] * scale``, shape (n, d + 1), float64, C order.
+
+        The same bits as ``X = self.encode(columns)`` followed by appending a column of ones
+        and multiplying the whole matrix by ``scale`` (as ``dperm.data.design.augment_intercept``
+        does with data_norm 1), written block by block into one array, with no (n, d) intermediate,
+        no copy of it and no norm check of every row.
 
         Each value takes the same floating-point operations as in :meth:`encode`.  Only
         a row whose squared norm is within 1e-9 of 1 can be shrunk by the norm check
         of :meth:`encode` (any two summation orders of <= d + 1 terms differ by a few
-        ulps), so that check runs, exactly as there, on those rows alone.  ``out``: a
-        float64 C-ordered array of at least n rows and d + 1 columns to write into (the
-        first n rows are returned), e.g. one buffer reused for every chunk of a file.
+        ulps), so that check runs, exactly as there, on those rows alone.
+
+        Parameters
+        ----------
+        columns : mapping or DataFrame
+            Column name -> 1-D array of n values.
+        scale : float
+            The factor every entry is multiplied by.
+        unknown : {"error", "ignore"}, default "error"
+            A category not in the public list: an error naming the column and row, or an
+            all-zero group.
+        describe_row : callable, optional
+            int -> str, how messages name a row.
+        out : ndarray, optional
+            A float64 C-ordered array of at least n rows and d + 1 columns to write into (the
+            first n rows are returned), e.g. one buffer reused for every chunk of a file.
+
+        Returns
+        -------
+        ndarray of shape (n, d + 1)
         """
         if unknown not in ("error", "ignore"):
             raise ValueError(f"unknown={unknown!r} is not valid; choose 'error' or 'ignore'")
@@ -717,7 +816,7 @@ class PublicSchema:
                     kk = k[r0:r1][near]
                     hit = np.flatnonzero(kk >= 0)
                     X[hit, j + kk[hit]] = one
-                _shrink_to(X, 1.0)
+                shrink_to(X, 1.0)
                 blk[near, :d] = X * s
         return out
 
@@ -778,10 +877,10 @@ class PublicSchema:
             p += 1
             j += len(cats)
         vals /= self.row_divisor
-        _shrink_to(vals, 1.0)   # the row norms of the stored values are the row norms
+        shrink_to(vals, 1.0)   # the row norms of the stored values are the row norms
         if data_norm != 1.0:
             vals *= data_norm
-            _shrink_to(vals, data_norm)
+            shrink_to(vals, data_norm)
         counts = present.sum(axis=1)
         nnz = int(counts.sum())
         itype = np.int32 if max(d, nnz) < np.iinfo(np.int32).max else np.int64
@@ -800,6 +899,11 @@ class PublicSchema:
 
 
 # ----------------------------------------------------------------------------- transformer
+def _rebuild_schema(numeric, categorical, label, classes, fill):
+    """A PublicSchema from its pickled parts (PublicSchema.__reduce__)."""
+    return PublicSchema(numeric, categorical, label=label, classes=classes, fill=fill)
+
+
 def _frame_info(X):
     """(column labels or None, number of columns) without reading any value."""
     cols = getattr(X, "columns", None)
@@ -875,11 +979,16 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         the input feature names).
     n_features_in_ : int
         Number of columns of X seen in fit.
-    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+    feature_names_in_ : ndarray of str, shape (n_features_in,)
         Column names, when X was a DataFrame with string column names.
 
     Notes
     -----
+    A fitted transformer (and a :class:`PublicSchema`) can be pickled, dumped with
+    joblib and deep-copied; it holds public values only.  A pickle of a whole fitted
+    pipeline also carries the estimator's ``fit_diagnostics_`` (analyst-only):
+    publish a model with :func:`dperm.save_model` instead.
+
     ``transform(X)`` returns a float64 array (CSR with ``sparse_output``) of shape
     (n_samples, d), d =
     #numeric + sum of the category list lengths, whose rows have norm <=
@@ -920,6 +1029,21 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         the schema's public label set, in its order:
         ``PrivateLinearClassifier(classes=list(schema.classes))`` (two classes:
         [negative, positive]; K > 2: the order of its scores and ``classes_``).
+
+        Parameters
+        ----------
+        schema : PublicSchema
+            The public bounds, category lists and fill values.
+        data_norm : float, default 1.0
+            R: every encoded row has norm <= R.
+        unknown : {"error", "ignore"}, default "error"
+            A category not in the public list: an error, or an all-zero group.
+        sparse_output : bool, default False
+            Return CSR rows instead of dense ones.
+
+        Returns
+        -------
+        PublicBoundsTransformer
         """
         if not isinstance(schema, PublicSchema):
             raise TypeError(f"schema must be a PublicSchema, got {type(schema).__name__}")
@@ -1008,7 +1132,17 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
     def fit(self, X: Any, y: Any = None) -> PublicBoundsTransformer:
         """Check the parameters against X's column names / count; reads no values.
 
-        X : DataFrame or array of shape (n_samples, n_features); y is ignored.
+        Parameters
+        ----------
+        X : DataFrame or array_like of shape (n_samples, n_features)
+            The feature columns (only their names or count are read).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        PublicBoundsTransformer
+            self.
         """
         if self.unknown not in ("ignore", "error"):
             raise ValueError(f"unknown={self.unknown!r} is not valid; choose 'ignore' or 'error'")
@@ -1030,8 +1164,24 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ transform
     def transform(self, X: Any) -> Any:
-        """Encode X: float64 array (n_samples, d), or CSR with ``sparse_output``, with
-        row norms <= data_norm."""
+        """Encode X, with row norms <= data_norm.
+
+        Parameters
+        ----------
+        X : DataFrame or array_like of shape (n_samples, n_features)
+            The same columns as in :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, d) or scipy.sparse.csr_array
+            float64 rows; CSR with ``sparse_output``.
+
+        Raises
+        ------
+        ValueError
+            A category not in the public list (with ``unknown="error"``), or a missing value
+            with no public fill value, naming the column and the row.
+        """
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "schema_")
@@ -1052,7 +1202,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
             raise ValueError(f"X has {n_cols} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input")
         if labels is not None:
-            iloc = getattr(X, "iloc", None)
+            iloc: Any = getattr(X, "iloc", None)
             columns = {name: (X[k] if isinstance(k, str) else iloc[:, k])
                        for name, k in self._selection}
             index = getattr(X, "index", None)
@@ -1098,7 +1248,17 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """Names of the output columns: ``col`` and ``col=category``."""
+        """Names of the output columns: ``col`` and ``col=category``.
+
+        Parameters
+        ----------
+        input_features : array_like of str, optional
+            Ignored beyond scikit-learn's check against ``feature_names_in_``.
+
+        Returns
+        -------
+        ndarray of str
+        """
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "schema_")

@@ -86,6 +86,119 @@ def test_registry_and_constants():
         get_loss("hinge")
 
 
+# ------------------------------------------------------ one declaration per loss
+def test_kernel_ids_are_the_declared_ones():
+    """The compiled kernels' loss ids (_rows.h's enum, as _objective exports it) are the
+    ones dperm/losses.py declares, name by name, and no more."""
+    from dperm._core import _objective
+
+    assert _objective.KERNEL_LOSS_IDS == {n: lo.kernel_id for n, lo in LOSSES.items()}
+    assert _objective.N_KERNEL_LOSSES == len(LOSSES)
+    assert sorted(lo.kernel_id for lo in LOSSES.values()) == list(range(len(LOSSES)))
+    for name, lo in LOSSES.items():
+        assert lo.name == name and get_loss(name) is lo
+
+
+@pytest.mark.parametrize("bad", [-1, 4, 7, 2**31 - 1])
+def test_unknown_kernel_id_is_refused_by_every_entry_point(bad):
+    """An id no loss declares is an error at the Python entry points of the kernels (it
+    used to run the smoothed hinge's code, with no error)."""
+    from dperm._core import _lbfgs, _objective
+
+    z = np.array([0.5, 1.0, 2.0])
+    X = np.array([[1.0, 0.5], [0.2, -0.3], [0.0, 1.0], [-0.5, 0.5]])
+    s = np.array([1.0, -1.0, 1.0, -1.0])
+    D = _objective.Data(X, s)
+    W = np.zeros((1, 2))
+    l2 = np.ones(1)
+    calls = [
+        lambda: _objective.per_sample(bad, z, 0.5),
+        lambda: _objective.value_grad(D, W, l2, None, bad, 0.5, 1),
+        lambda: _objective.hess_vec(D, W, W.copy(), l2, bad, 0.5, 1),
+        lambda: _objective.hessian(X, s, W, l2, bad, 0.5, 1),
+        lambda: _lbfgs.lbfgs(D, bad, 0.5, W, l2, None, 1e-8, 10, 5, 1),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="not a kernel loss id.*logistic.*pseudo_huber"):
+            call()
+
+
+@pytest.mark.parametrize("bad", [-1, 4, 7])
+def test_unknown_kernel_id_gives_nan_below_the_checks(bad):
+    """Under the entry points' check, the C dispatchers (dperm_loss_vd / _d2) and the
+    Cython one (_losses.pxd's loss_second) give NaN for an unknown id: never another
+    loss's values."""
+    from dperm._core import _objective
+
+    z = np.linspace(-3.0, 3.0, 37)
+    for out in _objective._per_sample_unchecked(bad, z, 0.5):
+        assert np.all(np.isnan(out))
+    for name, lo in LOSSES.items():       # the known ids, through the same path
+        v, d1, d2, s2 = _objective._per_sample_unchecked(lo.kernel_id, z, 0.5)
+        rv, rd1, rd2 = lo.per_sample(z, 0.5)
+        assert np.array_equal(v, rv) and np.array_equal(d1, rd1) and np.array_equal(d2, rd2)
+        np.testing.assert_allclose(s2, rd2, rtol=1e-12, atol=1e-14, err_msg=name)
+
+
+def test_a_loss_declares_everything_or_is_refused():
+    """A Loss subclass that leaves out an attribute is refused when it is defined; one
+    that leaves out a bound cannot be made; an id the kernels lack is refused when the
+    loss is evaluated; the registry refuses a name or an id declared twice."""
+    from dperm.losses import Huber, Loss, _registry
+
+    with pytest.raises(TypeError, match="kernel_id"):
+        class NoId(Loss):                      # noqa: F841
+            name = "no_id"
+            uses_h = False
+
+    class NoCurvature(Loss):
+        name, kernel_id, uses_h = "no_curvature", 9, False
+
+        def lipschitz(self, h=0.5):
+            return 1.0
+
+    with pytest.raises(TypeError, match="abstract"):
+        NoCurvature()
+    with pytest.raises(TypeError, match="abstract"):
+        Loss()
+
+    class NewLoss(NoCurvature):
+        def unit_curvature(self, h=0.5):
+            return 1.0
+
+    with pytest.raises(ValueError, match="9 is not a kernel loss id"):
+        NewLoss().per_sample([0.0])
+    with pytest.raises(TypeError, match="declared twice"):
+        _registry(Huber, Huber)
+
+    class Twin(Huber):
+        name = "twin"
+
+    with pytest.raises(TypeError, match="declared twice"):
+        _registry(Huber, Twin)
+    with pytest.raises(AttributeError, match="immutable"):
+        LOSSES["huber"].kernel_id = 2
+
+
+def test_each_loss_declares_its_own_bounds():
+    """The bounds come from each loss's own declaration (no name comparison with a
+    fallback): every loss, at several h and R."""
+    expect = {"logistic": (lambda h: 1.0, lambda h: 0.25),
+              "huber": (lambda h: 1.0, lambda h: 1 / (2 * h)),
+              "smooth_hinge": (lambda h: 1.0, lambda h: 3 / (4 * h)),
+              "pseudo_huber": (lambda h: h, lambda h: 1.0)}
+    assert set(expect) == set(LOSSES)
+    for name, (lip, curv) in expect.items():
+        lo = LOSSES[name]
+        for h in HS:
+            for R in (0.5, 1.0, 3.0):
+                assert lo.lipschitz(h) == pytest.approx(lip(h), rel=1e-15)
+                assert lo.curvature(h, R) == pytest.approx(curv(h) * R * R, rel=1e-15)
+                assert lo.gradient_bound(R, h) == pytest.approx(lip(h) * R, rel=1e-15)
+    with pytest.raises(ValueError, match="choose one of.*huber.*logistic"):
+        get_loss("hinge")
+
+
 @pytest.mark.parametrize("name", MARGIN)
 @pytest.mark.parametrize("h", HS)
 def test_values_match_closed_form(name, h):

@@ -5,18 +5,24 @@ Each mutant below replaces one exact piece of source text (found wherever it liv
 dperm/, so the list survives files moving between folders) by a deliberately wrong one:
 a sensitivity halved, a noise law changed, a slack dropped, a clip too loose. For each, the
 privacy, mechanism, calibration, accountant, noise, release and design tests run against
-the mutated tree; a mutant is KILLED when they fail. The source is restored after each run
-(also on Ctrl-C). Run from the repository root, with dperm installed in editable mode
+the mutated tree; a mutant is KILLED only when tests FAIL (pytest exit code 1 with failed
+tests).  An import or collection error, an internal error, no tests collected (exit codes
+2-5) or a timeout is "NOT KILLED (error)": the suite did not show that a test notices the
+mutation, so it counts against the kill rate like a survivor.  The source is restored after
+each run (also on Ctrl-C). Run from the repository root, with dperm installed in editable mode
 (`pip install --no-build-isolation -e .`) so that the mutated Python is what is imported:
 
     python tools/mutation_test.py            # default suite (pytest's 'not slow')
     python tools/mutation_test.py --slow     # the slow audits too
     python tools/mutation_test.py --only beta_add_remove_doubled,output_factor_halved
+    python tools/mutation_test.py --only adassp_ridge_from_true_lambda_min \
+        --files test_adassp.py                # a quick run over some test files only
 
 Prints one line per mutant and the kill rate; exits 1 if any mutant survives.
 """
 import argparse
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -80,8 +86,8 @@ MUTANTS = [
     # float-rounding fix-up rescales any row still above R, so that path cannot be broken
     # by this one line; the kernels' path below, used by the estimator, can)
     ("clip_factor_too_loose", "validation: bound_rows lets rows reach 2R",
-     "factor[over] = rx / base[over] * (1.0 - 2.0**-40)",
-     "factor[over] = 2.0 * rx / base[over] * (1.0 - 2.0**-40)"),
+     "factor[over] = rx / base[over] * FACTOR_MARGIN",
+     "factor[over] = 2.0 * rx / base[over] * FACTOR_MARGIN"),
     ("x_radius_ignores_constant", "design: the intercept column's radius not subtracted",
      "r2 = (data_norm / self.scale) ** 2 - (self.constant or 0.0) ** 2",
      "r2 = (data_norm / self.scale) ** 2"),
@@ -140,6 +146,24 @@ MUTANTS = [
      "_EM_DIVISOR = 2.0", "_EM_DIVISOR = 1.0"),
     ("rank_sensitivity_halved", "private bounds: rank sensitivity 1 -> 1/2",
      "RANK_SENSITIVITY = 1.0", "RANK_SENSITIVITY = 0.5"),
+    ("adassp_norm_check_against_one", "AdaSSP: rows checked against 1, not data_norm",
+     "if np.any(norms > data_norm):", "if np.any(norms > 1.0):"),
+    ("adassp_norm_check_against_square", "AdaSSP: rows checked against data_norm^2",
+     "if np.any(norms > data_norm):", "if np.any(norms > data_norm ** 2):"),
+    ("adassp_ridge_from_true_lambda_min", "AdaSSP: the ridge from the true lambda_min",
+     "lam_low = max(lam_noisy - cal.shift, 0.0)",
+     "lam_low = max(_statistics(Xa, ya)[0] - cal.shift, 0.0)"),
+    ("row_norm_overflow", "row norms: a sum of squares that overflows left at inf",
+     "out = np.sqrt(out)\n    big = np.flatnonzero(np.isinf(out))",
+     "out = np.sqrt(out)\n    big = np.flatnonzero(np.isinf(out) & False)"),
+    ("row_norm_limit_dropped", "norms: rows too large to clip in float64 not refused",
+     "bad = np.flatnonzero(norms > MAX_ROW_NORM)", "bad = np.flatnonzero(norms > np.inf)"),
+    ("unconverged_objective_released", "objective perturbation: a non-converged minimiser released",
+     'if perturbation == "objective" and not np.all(res.converged):',
+     "if False:"),
+    ("dataframe_inf_clipped", "schema: an infinite cell clipped to the public range",
+     "bad = np.flatnonzero(np.isinf(out))\n        if bad.size:\n            i = int(bad[0])",
+     "bad = np.flatnonzero(np.isinf(out) & False)\n        if bad.size:\n            i = int(bad[0])"),
     ("quantile_no_split_over_columns", "private bounds: epsilon not split over the columns",
      "eps_col = epsilon / len(cols)", "eps_col = epsilon"),
     ("quantile_flat_prior", "private bounds: no prior for narrow intervals (ties drift)",
@@ -160,7 +184,8 @@ TEST_FILES = ("test_privacy_whitebox.py", "test_privacy_blackbox.py", "test_priv
               "test_accountant.py", "test_noise.py", "test_exact_noise.py", "test_release.py",
               "test_design.py", "test_tuning.py", "test_losses.py", "test_multinomial.py",
               "test_quantiles.py", "test_adassp.py", "test_privacy_regression.py",
-              "test_release_regression.py", "test_regressor.py", "test_selection.py")
+              "test_release_regression.py", "test_regressor.py", "test_bounds_separation.py",
+              "test_norms.py", "test_nonfinite.py", "test_selection.py")
 
 
 def locate(text):
@@ -174,27 +199,44 @@ def locate(text):
     return hits[0][0]
 
 
-def tests():
+def tests(names=TEST_FILES):
     found = {}
     for p in sorted((ROOT / "tests").rglob("test_*.py")):
         found.setdefault(p.name, p)
-    return [str(found[n]) for n in TEST_FILES if n in found]
+    return [str(found[n]) for n in names if n in found]
 
 
-def run_one(name, old, new, slow, timeout):
+#: pytest's exit codes (pytest.ExitCode): only TESTS_FAILED shows a test noticing a mutant
+TESTS_FAILED = 1
+
+
+def verdict(returncode, output):
+    """"killed" only for failed tests; "error" for anything else that is not a pass
+    (interrupted by a collection or import error, internal error, usage error, no tests)."""
+    if returncode == 0:
+        return "survived"
+    if returncode == TESTS_FAILED and re.search(r"\b\d+ failed\b", output):
+        return "killed"
+    return "error"
+
+
+def run_one(name, old, new, slow, timeout, files=TEST_FILES):
     path = locate(old)
     src = path.read_text()
     path.write_text(src.replace(old, new))
     try:
         cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-               "-W", "ignore"] + (["-m", ""] if slow else []) + tests()
+               "-W", "ignore"] + (["-m", ""] if slow else []) + tests(files)
         t0 = time.perf_counter()
         try:
             r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-            killed, last = r.returncode != 0, (r.stdout.strip().splitlines() or [""])[-1]
+            last = (r.stdout.strip().splitlines() or [""])[-1]
+            result = verdict(r.returncode, r.stdout[-2000:])
+            if result == "error":
+                last = f"pytest exit code {r.returncode}: {last}"
         except subprocess.TimeoutExpired:
-            killed, last = True, f"timed out after {timeout} s (counted as killed)"
-        return killed, time.perf_counter() - t0, last, path.relative_to(ROOT)
+            result, last = "error", f"timed out after {timeout} s"
+        return result, time.perf_counter() - t0, last, path.relative_to(ROOT)
     finally:
         path.write_text(src)
 
@@ -205,7 +247,10 @@ def main(argv=None):
     ap.add_argument("--only", default="", help="comma-separated mutant names")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per mutant")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--files", default="", help="comma-separated test file names to run "
+                    "instead of the default list (a quicker, partial check)")
     args = ap.parse_args(argv)
+    files = tuple(f for f in args.files.split(",") if f) or TEST_FILES
     chosen = [m for m in MUTANTS if not args.only or m[0] in args.only.split(",")]
     if args.list:
         for name, what, old, _ in chosen:
@@ -213,13 +258,17 @@ def main(argv=None):
         return 0
     for _, _, old, _ in chosen:          # fail fast on a stale mutant, before any run
         locate(old)
-    killed = 0
+    label = {"killed": "KILLED            ", "survived": "SURVIVED          ",
+             "error": "NOT KILLED (error)"}
+    counts = {"killed": 0, "survived": 0, "error": 0}
     for name, what, old, new in chosen:
-        k, sec, last, path = run_one(name, old, new, args.slow, args.timeout)
-        killed += k
-        print(f"{'KILLED  ' if k else 'SURVIVED'} {name:<32} {sec:6.1f} s  {path}: {what}  [{last}]",
-              flush=True)
-    print(f"kill rate: {killed}/{len(chosen)} = {killed / max(len(chosen), 1):.0%}")
+        result, sec, last, path = run_one(name, old, new, args.slow, args.timeout, files)
+        counts[result] += 1
+        print(f"{label[result]} {name:<34} {sec:6.1f} s  {path}: {what}  [{last}]", flush=True)
+    killed = counts["killed"]
+    print(f"kill rate: {killed}/{len(chosen)} = {killed / max(len(chosen), 1):.0%} "
+          f"({counts['survived']} survived, {counts['error']} not killed by an error or a "
+          f"timeout)")
     return 0 if killed == len(chosen) else 1
 
 

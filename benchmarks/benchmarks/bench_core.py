@@ -20,7 +20,7 @@ def _data(n, d, dtype, seed=0):
 
 
 class ObjectiveKernel:
-    """dperm.erm.objective: value and gradient of k problems in one pass over X."""
+    """dperm.optim.erm.objective: value and gradient of k problems in one pass over X."""
 
     params = ([20, 100, 500], ["float64", "float32"], [1, 64])
     param_names = ["d", "dtype", "k"]
@@ -42,7 +42,7 @@ class ObjectiveKernel:
 
 
 class HessianVector:
-    """dperm.erm.hessian_vector for k directions in one pass."""
+    """dperm.optim.erm.hessian_vector for k directions in one pass."""
 
     params = ([100], [1, 16])
     param_names = ["d", "k"]
@@ -58,7 +58,7 @@ class HessianVector:
 
 
 class Solver:
-    """dperm.erm.minimize to the default tight tolerance (synthetic data)."""
+    """dperm.optim.erm.minimize to the default tight tolerance (synthetic data)."""
 
     params = (["logistic", "huber", "smooth_hinge"], [(20_000, 20), (50_000, 100)], [1, 8])
     param_names = ["loss", "n_d", "k"]

@@ -37,7 +37,7 @@ def _onehot(n, dtype):
 
 
 class SparseSolver:
-    """dperm.erm.minimize on CSR one-hot data (n = 50,000, d = 400, ~30 nnz/row), tol 1e-10."""
+    """dperm.optim.erm.minimize on CSR one-hot data (n = 50,000, d = 400, ~30 nnz/row), tol 1e-10."""
 
     params = (["float64", "float32"], [1, None])
     param_names = ["dtype", "n_threads"]
@@ -59,7 +59,7 @@ class SparseSolver:
 
 
 class SparseObjective:
-    """One value + gradient pass (dperm.erm.objective) over CSR data for k problems at once."""
+    """One value + gradient pass (dperm.optim.erm.objective) over CSR data for k problems at once."""
 
     params = ([1, 64], ["float64", "float32"])
     param_names = ["k", "dtype"]
@@ -79,7 +79,7 @@ class SparseObjective:
 
 
 class MemmapSolver:
-    """dperm.erm.minimize from a 200,000 x 100 float32 np.load(mmap_mode="r") map vs in RAM."""
+    """dperm.optim.erm.minimize from a 200,000 x 100 float32 np.load(mmap_mode="r") map vs in RAM."""
 
     params = (["memmap", "ram"],)
     param_names = ["input"]

@@ -334,7 +334,7 @@ static int dperm_csr_pass_##SUF(int mode, const VT *data, const IT *ind,        
         }                                                                            \
     }                                                                                \
     const int64_t nnz = (int64_t)indptr[n];                                          \
-    _Pragma("omp parallel for schedule(static) num_threads(nt)")                     \
+    _Pragma("omp parallel for schedule(static) num_threads(dperm_team(nt))")         \
     for (int t = 0; t < nt; ++t) {                                                   \
         const ptrdiff_t i0 = t == 0 ? 0 : dperm_csr_split_##IT(indptr, n, nnz * t / nt); \
         const ptrdiff_t i1 = t == nt - 1 ? n                                         \

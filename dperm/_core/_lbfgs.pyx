@@ -20,6 +20,7 @@ from libc.math cimport sqrt, fabs, isfinite
 from libc.string cimport memcpy
 
 from dperm._core._objective cimport Data, data_pass, PASS_VALUE_GRAD
+from dperm._core._objective import check_loss_id
 
 cnp.import_array()
 
@@ -114,6 +115,8 @@ def lbfgs(X, int loss, double h,
     where status is 1 converged, 2 max_iter, 3 line search failure.
     """
     cdef Data data = X if isinstance(X, Data) else None
+    if data is not None:
+        check_loss_id(loss)
     oracle = None if data is not None else X
     if oracle is not None and not callable(oracle):
         raise TypeError("lbfgs: X must be a Data or an oracle callable")

@@ -3,13 +3,13 @@
 # A regression loss (pseudo-Huber) is a function of the residual r = f.x - y: the
 # score and the label, through residual(); |rho'| <= h and 0 <= rho'' <= 1 (the bounds
 # in dperm/losses.py).  Stable for |z| up to 1e4 and beyond: no overflow, no NaN.
-from libc.math cimport exp, log1p, fabs, sqrt
+# The loss ids are _rows.h's (one enum for the C and the Cython kernels); an unknown id
+# gives NaN here, never another loss's values.
+from libc.math cimport exp, log1p, fabs, sqrt, NAN
 
-cdef enum:
-    LOSS_LOGISTIC = 0
-    LOSS_HUBER = 1
-    LOSS_SMOOTH_HINGE = 2
-    LOSS_PSEUDO_HUBER = 3
+from dperm._core._rows cimport (
+    DPERM_LOSS_LOGISTIC as LOSS_LOGISTIC, DPERM_LOSS_HUBER as LOSS_HUBER,
+    DPERM_LOSS_SMOOTH_HINGE as LOSS_SMOOTH_HINGE, DPERM_LOSS_PSEUDO_HUBER as LOSS_PSEUDO_HUBER)
 
 
 cdef inline double residual(double score, double label) noexcept nogil:
@@ -55,6 +55,9 @@ cdef inline double loss_value_deriv(int loss, double z, double h, double* deriv)
         e = exp(z)
         deriv[0] = -1.0 / (1.0 + e)
         return -z + log1p(e)
+    if loss != LOSS_HUBER and loss != LOSS_SMOOTH_HINGE:
+        deriv[0] = NAN
+        return NAN
     u = 1.0 - z
     if u < -h:          # z > 1 + h
         deriv[0] = 0.0
@@ -81,6 +84,8 @@ cdef inline double loss_second(int loss, double z, double h) noexcept nogil:
     if loss == LOSS_LOGISTIC:
         e = exp(-fabs(z))
         return e / ((1.0 + e) * (1.0 + e))
+    if loss != LOSS_HUBER and loss != LOSS_SMOOTH_HINGE:
+        return NAN
     u = 1.0 - z
     if u < -h or u > h:
         return 0.0

@@ -17,9 +17,11 @@ from libc.string cimport memcpy
 
 from dperm._core._rows cimport (
     floating, row_dot, row_syr, read_rows, dperm_openmp_enabled, dperm_max_threads,
+    dperm_team, dperm_set_team_limit,
     dperm_vector_width, dperm_padded_dim, dperm_rows_per_block, dperm_block_dots,
     dperm_block_gemm, dperm_loss_vd, dperm_loss_d2, dperm_add_rows, dperm_mul,
-    dperm_softmax_block, dperm_sub_labels)
+    dperm_softmax_block, dperm_sub_labels, dperm_loss_known, DPERM_LOSS_LOGISTIC,
+    DPERM_LOSS_HUBER, DPERM_LOSS_SMOOTH_HINGE, DPERM_LOSS_PSEUDO_HUBER, DPERM_N_LOSSES)
 from dperm._core._losses cimport loss_second, residual
 from libc.stdint cimport int32_t, int64_t
 
@@ -38,6 +40,34 @@ cdef extern from "_csr.h" nogil:
 # The block kernels of the row-access seam (declared here; _rows.pxd holds the
 # single-row helpers used by the full Hessian).
 cnp.import_array()
+
+
+#: the loss ids as compiled into these kernels (_rows.h's enum), by the name dperm/losses.py
+#: declares each loss under; tests/test_losses.py checks the two tables agree
+KERNEL_LOSS_IDS = {
+    "logistic": DPERM_LOSS_LOGISTIC,
+    "huber": DPERM_LOSS_HUBER,
+    "smooth_hinge": DPERM_LOSS_SMOOTH_HINGE,
+    "pseudo_huber": DPERM_LOSS_PSEUDO_HUBER,
+}
+#: how many loss ids the kernels know (0 .. N_KERNEL_LOSSES - 1)
+N_KERNEL_LOSSES = DPERM_N_LOSSES
+
+
+def check_loss_id(int loss):
+    """ValueError unless `loss` is a kernel loss id (the C dispatchers would give NaN)."""
+    if not dperm_loss_known(loss):
+        raise ValueError(f"loss: {loss} is not a kernel loss id; the kernels know "
+                         f"{sorted(KERNEL_LOSS_IDS.items(), key=lambda kv: kv[1])} "
+                         f"(dperm.losses.LOSSES)")
+
+
+def set_team_limit(int limit):
+    """The largest OpenMP team a pass starts from now on (0: no limit); returns the
+    previous limit.  Results do not depend on it (a pass's parts are set by n_threads
+    and the data's shape, and summed in order): it only keeps a busy machine's
+    descheduled threads from being waited for (dperm.data.validation.team_limit)."""
+    return dperm_set_team_limit(limit)
 
 
 def openmp_enabled():
@@ -156,7 +186,7 @@ cdef int objective_pass(
         if mode == PASS_HESS_VEC:
             memcpy(Vp + j * ldx, V + idx[j] * d, d * sizeof(double))
 
-    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+    for t in prange(nt, nogil=True, schedule='static', num_threads=dperm_team(nt)):
         xb = buf + t * per
         gacc = xb + rb * ldx
         lacc = gacc + m * ldx
@@ -273,7 +303,7 @@ cdef int softmax_pass(const floating* X, const double* s, const int64_t* cls, Py
     cdef double acc
     for j in range(mK):
         memcpy(Wp + j * ldx, W + j * d, d * sizeof(double))
-    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+    for t in prange(nt, nogil=True, schedule='static', num_threads=dperm_team(nt)):
         xb = buf + t * per
         gacc = xb + rb * ldx
         lacc = gacc + mK * ldx
@@ -323,7 +353,7 @@ cdef int hessian_pass(const floating* X, const double* y, Py_ssize_t n, Py_ssize
     cdef Py_ssize_t t, i, p, q
     cdef double z, acc
     cdef const floating* xr
-    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+    for t in prange(nt, nogil=True, schedule='static', num_threads=dperm_team(nt)):
         for i in range((t * n) // nt, ((t + 1) * n) // nt):
             xr = X + i * d
             z = y[i] * row_dot(xr, w, d)
@@ -350,7 +380,7 @@ cdef class Data:
     Data(X, s, intercept=0): X a C-contiguous float32/float64 ndarray (numpy.memmap included:
     read in place), or a scipy.sparse CSR matrix/array with float32/float64 data
     and int32/int64 indices (indices and indptr of one dtype); s float64 (n,).
-    Inputs must already be validated (dperm._validation.check_X): this class only
+    Inputs must already be validated (dperm.data.validation.check_X): this class only
     holds references (so the buffers outlive every pass) and the raw pointers.
     intercept: None, or a float64 (n,) array: row i gains a last column of value
     intercept[i], virtually (the kernels add it as they read a row); the model then
@@ -482,7 +512,7 @@ cdef int data_pass(
 
 
 # ----------------------------------------------------------------------------
-# Python entry points (inputs already validated by dperm.erm / dperm.losses).
+# Python entry points (inputs already validated by dperm.optim.erm / dperm.losses).
 
 def value_grad(Data X, const double[:, ::1] W, const double[::1] l2, B, int loss, double h,
                int n_threads, double[:, ::1] curv=None):
@@ -490,6 +520,7 @@ def value_grad(Data X, const double[:, ::1] W, const double[::1] l2, B, int loss
 
     curv: None, or a (k, n) float64 array that receives phi''(margins) for a later
     hess_vec(..., curv=curv) at the same W (Newton-CG's inner loop)."""
+    check_loss_id(loss)
     cdef Py_ssize_t d = X.view.d, k = W.shape[0]
     if W.shape[1] != d:
         raise ValueError("value_grad: W must have X's number of columns")
@@ -521,6 +552,7 @@ def hess_vec(Data X, const double[:, ::1] W, const double[:, ::1] V, const doubl
 
     curv: None, or the (k, n) curvatures value_grad wrote at these same W (then W
     is not read: the pass skips the margins and the loss derivatives)."""
+    check_loss_id(loss)
     cdef Py_ssize_t d = X.view.d, k = W.shape[0]
     if W.shape[1] != d or V.shape[0] != k or V.shape[1] != d:
         raise ValueError("hess_vec: W and V must be (k, d) with X's d")
@@ -581,6 +613,7 @@ def softmax_sums(Data X, const int64_t[::1] y, const double[:, ::1] W, Py_ssize_
 def hessian(const floating[:, ::1] X, const double[::1] y, const double[:, ::1] W,
             const double[::1] l2, int loss, double h, int n_threads, labels=None):
     """Full Hessians, shape (k, d, d); labels as for Data (a regression loss)."""
+    check_loss_id(loss)
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = W.shape[0], j
     cdef cnp.ndarray[double, ndim=3] H = np.zeros((k, d, d))
     cdef int rc = 0
@@ -603,6 +636,7 @@ def hessian(const floating[:, ::1] X, const double[::1] y, const double[:, ::1] 
 def per_sample(int loss, const double[::1] z, double h):
     """phi(z), phi'(z), phi''(z) elementwise, by the same vectorized code the
     objective kernels use (for tests and audits)."""
+    check_loss_id(loss)
     cdef Py_ssize_t n = z.shape[0]
     cdef cnp.ndarray[double, ndim=1] v = np.empty(n)
     cdef cnp.ndarray[double, ndim=1] d1 = np.empty(n)
@@ -612,6 +646,24 @@ def per_sample(int loss, const double[::1] z, double h):
             dperm_loss_vd(loss, h, n, &z[0], <double*> v.data, <double*> d1.data)
             dperm_loss_d2(loss, h, n, &z[0], <double*> d2.data)
     return v, d1, d2
+
+
+def _per_sample_unchecked(int loss, const double[::1] z, double h):
+    """per_sample without the id check, and phi'' also from _losses.pxd's scalar
+    loss_second (the full Hessian's): what the C and Cython dispatchers themselves do
+    with an id (tests only: an unknown id must give NaN, not another loss)."""
+    cdef Py_ssize_t n = z.shape[0], i
+    cdef cnp.ndarray[double, ndim=1] v = np.empty(n)
+    cdef cnp.ndarray[double, ndim=1] d1 = np.empty(n)
+    cdef cnp.ndarray[double, ndim=1] d2 = np.empty(n)
+    cdef cnp.ndarray[double, ndim=1] s2 = np.empty(n)
+    if n > 0:
+        with nogil:
+            dperm_loss_vd(loss, h, n, &z[0], <double*> v.data, <double*> d1.data)
+            dperm_loss_d2(loss, h, n, &z[0], <double*> d2.data)
+            for i in range(n):
+                s2[i] = loss_second(loss, z[i], h)
+    return v, d1, d2, s2
 
 
 def csr_scan(data, indices, indptr, Py_ssize_t d, int n_threads=1):

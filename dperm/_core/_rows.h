@@ -42,6 +42,24 @@ static inline int dperm_openmp_enabled(void) {
 #endif
 }
 
+/* The largest OpenMP team a pass may start (0: no limit), set by
+ * dperm._core._objective.set_team_limit.  A pass splits its rows into nt parts (a
+ * function of the data's shape and n_threads only, and summed in part order, so the
+ * result never depends on the team); the team that runs the parts is min(nt, limit):
+ * on a busy machine fewer threads than parts run them in turn rather than waiting for
+ * descheduled team mates (docs: BENCHMARKS.md, "Threads on a busy machine"). */
+static int dperm_team_limit = 0;
+
+static inline int dperm_team(ptrdiff_t nt) {
+    return (dperm_team_limit > 0 && dperm_team_limit < nt) ? dperm_team_limit : (int)nt;
+}
+
+static inline int dperm_set_team_limit(int limit) {
+    const int old = dperm_team_limit;
+    dperm_team_limit = limit > 0 ? limit : 0;
+    return old;
+}
+
 static inline int dperm_max_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
@@ -451,15 +469,32 @@ static void dperm_block_gemm(const double *restrict x, ptrdiff_t nr, ptrdiff_t d
 
 /* ------------------------------------------------------------------------
  * Margin losses over a block of margins z (already multiplied by y), vectorized.
- * Same definitions as _losses.pxd; ids 0 logistic, 1 huber, 2 smooth_hinge; id 3,
- * pseudo-Huber, is a regression loss of the residual (the pass subtracts the labels
- * from the scores first, dperm_sub_labels).
+ * Same definitions as _losses.pxd; the ids are the enum below; pseudo-Huber is a
+ * regression loss of the residual (the pass subtracts the labels from the scores
+ * first, dperm_sub_labels).
  * exp and log1p are evaluated here with polynomials (libm has no vector
  * versions in an ISO build), accurate to a few ulp, for any finite z.
  * Each step works on NU independent vectors (a compile-time constant after
  * inlining): one vector's polynomial chains (~160 cycles deep) are latency-
  * bound, eight interleaved keep the FMA ports busy.
  */
+/* The kernel ids of the losses.  Each loss is declared once, in dperm/losses.py (its id,
+ * name, gradient and curvature bounds); these ids are checked against that table by
+ * tests/test_losses.py (through dperm._core._objective.KERNEL_LOSS_IDS).  An id outside
+ * them is no loss: the dispatchers below write NaN for it, never another loss's values,
+ * and the Python entry points refuse it (dperm_loss_known). */
+enum {
+    DPERM_LOSS_LOGISTIC = 0,
+    DPERM_LOSS_HUBER = 1,
+    DPERM_LOSS_SMOOTH_HINGE = 2,
+    DPERM_LOSS_PSEUDO_HUBER = 3,
+    DPERM_N_LOSSES = 4
+};
+
+static inline int dperm_loss_known(int loss) {
+    return loss >= 0 && loss < DPERM_N_LOSSES;
+}
+
 #if DPERM_VW == 8
 #define DPERM_LU 8
 #else
@@ -523,7 +558,7 @@ static inline __attribute__((always_inline)) void dv_loss(
         const int NU, int loss, double h, int want_val, const dperm_v *z,
         dperm_v *val, dperm_v *d1, dperm_v *d2) {
     const dperm_v zero = dv_zero(), one = dv_set1(1.0), mone = dv_set1(-1.0);
-    if (loss == 0) {
+    if (loss == DPERM_LOSS_LOGISTIC) {
         /* log(1 + e^-z) = max(-z, 0) + log1p(e), e = e^-|z|; one reciprocal */
         dperm_v a[DPERM_LU], e[DPERM_LU], q[DPERM_LU], s[DPERM_LU], lp[DPERM_LU];
         DPERM_EACH(u) a[u] = dv_abs(z[u]);
@@ -545,7 +580,7 @@ static inline __attribute__((always_inline)) void dv_loss(
         }
         return;
     }
-    if (loss == 3) {
+    if (loss == DPERM_LOSS_PSEUDO_HUBER) {
         /* pseudo-Huber of the residual r = z: rho = h^2 (sqrt(1 + t^2) - 1), t = r / h,
          * written h |r| |t| / (s + 1), s = sqrt(1 + t^2) (no cancellation at small r);
          * rho' = h t / s in [-h, h], rho'' = 1 / s^3 in [0, 1].  t is clamped to
@@ -573,14 +608,14 @@ static inline __attribute__((always_inline)) void dv_loss(
         const dperm_m hi = dv_gt(uu, hv);                     /* z < 1 - h: linear */
         const dperm_m lo = dv_gt(dv_sub(zero, hv), uu);       /* z > 1 + h: zero */
         dperm_v vm = zero, gm = zero, cm;
-        if (loss == 1) {
+        if (loss == DPERM_LOSS_HUBER) {
             /* (1 + h - z)^2 / (4h) */
             if (want_val) {
                 vm = dv_mul(dv_mul(a, a), dv_set1(1.0 / (4.0 * h)));
                 gm = dv_mul(a, dv_set1(-1.0 / (2.0 * h)));
             }
             cm = dv_set1(1.0 / (2.0 * h));
-        } else {
+        } else {            /* DPERM_LOSS_SMOOTH_HINGE (only known ids get here) */
             /* the quartic of eq. 38 factored: (u + h)^3 (3h - u) / (16 h^3); the
              * factored form is >= 0 and exactly 0 at u = -h (no cancellation) */
             if (want_val) {
@@ -740,22 +775,53 @@ static void dperm_mul(double *restrict c, const double *restrict s, ptrdiff_t cn
     for (ptrdiff_t q = 0; q < cnt; ++q) c[q] *= s[q];
 }
 
-/* val[q] = phi(z[q]) and d1[q] = phi'(z[q]) for q < cnt. */
-static void dperm_loss_vd(int loss, double h, ptrdiff_t cnt, const double *restrict z,
-                          double *restrict val, double *restrict d1) {
-    if (loss == 0) dperm_loss_loop(0, 1, h, cnt, z, val, d1, NULL);
-    else if (loss == 3) dperm_loss_loop(3, 1, h, cnt, z, val, d1, NULL);
-    else if (loss == 1) dperm_loss_loop(1, 1, h, cnt, z, val, d1, NULL);
-    else dperm_loss_loop(2, 1, h, cnt, z, val, d1, NULL);
+/* q < cnt: NaN (an unknown loss id: no loss's values stand in for it). */
+static void dperm_fill_nan(double *restrict v, ptrdiff_t cnt) {
+    for (ptrdiff_t q = 0; q < cnt; ++q) v[q] = NAN;
 }
 
-/* d2[q] = phi''(z[q]) for q < cnt. */
+/* val[q] = phi(z[q]) and d1[q] = phi'(z[q]) for q < cnt (NaN for an unknown id).  The
+ * switch runs once per block; each case is the loop compiled for that one loss. */
+static void dperm_loss_vd(int loss, double h, ptrdiff_t cnt, const double *restrict z,
+                          double *restrict val, double *restrict d1) {
+    switch (loss) {
+    case DPERM_LOSS_LOGISTIC:
+        dperm_loss_loop(DPERM_LOSS_LOGISTIC, 1, h, cnt, z, val, d1, NULL);
+        break;
+    case DPERM_LOSS_PSEUDO_HUBER:
+        dperm_loss_loop(DPERM_LOSS_PSEUDO_HUBER, 1, h, cnt, z, val, d1, NULL);
+        break;
+    case DPERM_LOSS_HUBER:
+        dperm_loss_loop(DPERM_LOSS_HUBER, 1, h, cnt, z, val, d1, NULL);
+        break;
+    case DPERM_LOSS_SMOOTH_HINGE:
+        dperm_loss_loop(DPERM_LOSS_SMOOTH_HINGE, 1, h, cnt, z, val, d1, NULL);
+        break;
+    default:
+        dperm_fill_nan(val, cnt);
+        dperm_fill_nan(d1, cnt);
+    }
+}
+
+/* d2[q] = phi''(z[q]) for q < cnt (NaN for an unknown id). */
 static void dperm_loss_d2(int loss, double h, ptrdiff_t cnt, const double *restrict z,
                           double *restrict d2) {
-    if (loss == 0) dperm_loss_loop(0, 0, h, cnt, z, NULL, NULL, d2);
-    else if (loss == 3) dperm_loss_loop(3, 0, h, cnt, z, NULL, NULL, d2);
-    else if (loss == 1) dperm_loss_loop(1, 0, h, cnt, z, NULL, NULL, d2);
-    else dperm_loss_loop(2, 0, h, cnt, z, NULL, NULL, d2);
+    switch (loss) {
+    case DPERM_LOSS_LOGISTIC:
+        dperm_loss_loop(DPERM_LOSS_LOGISTIC, 0, h, cnt, z, NULL, NULL, d2);
+        break;
+    case DPERM_LOSS_PSEUDO_HUBER:
+        dperm_loss_loop(DPERM_LOSS_PSEUDO_HUBER, 0, h, cnt, z, NULL, NULL, d2);
+        break;
+    case DPERM_LOSS_HUBER:
+        dperm_loss_loop(DPERM_LOSS_HUBER, 0, h, cnt, z, NULL, NULL, d2);
+        break;
+    case DPERM_LOSS_SMOOTH_HINGE:
+        dperm_loss_loop(DPERM_LOSS_SMOOTH_HINGE, 0, h, cnt, z, NULL, NULL, d2);
+        break;
+    default:
+        dperm_fill_nan(d2, cnt);
+    }
 }
 
 #endif

@@ -2,8 +2,19 @@
 from libc.stdint cimport int64_t
 
 cdef extern from "_rows.h" nogil:
+    # the kernel ids of the losses (declared once in dperm/losses.py, checked against it
+    # by tests/test_losses.py); any other id gives NaN, never another loss
+    enum:
+        DPERM_LOSS_LOGISTIC
+        DPERM_LOSS_HUBER
+        DPERM_LOSS_SMOOTH_HINGE
+        DPERM_LOSS_PSEUDO_HUBER
+        DPERM_N_LOSSES
+    int dperm_loss_known(int loss)
     int dperm_openmp_enabled()
     int dperm_max_threads()
+    int dperm_team(Py_ssize_t nt)
+    int dperm_set_team_limit(int limit)
     double dperm_dot_d(const double* x, const double* w, Py_ssize_t d)
     double dperm_dot_f(const float* x, const double* w, Py_ssize_t d)
     void dperm_syr_d(const double* x, double a, double* H, Py_ssize_t d)

@@ -25,6 +25,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from dperm.cli._common import CLIError, parse_delimiter  # noqa: F401  (this module's API)
+from dperm.model_io import (  # the model format (re-exported: the command line's names)
+    MODEL_FORMAT,
+    MODEL_FORMAT_VERSION,
+    MODEL_FORMAT_VERSION_RAW,
+    MODEL_FORMAT_VERSION_REGRESSION,
+    MODEL_FORMAT_VERSIONS,
+    PRIVACY_KEYS,
+    ModelFormatError,
+    check_format_header,
+    model_to_json,
+    read_model,
+    upgrade_v1,
+)
 from dperm.schema import CategoryCodes, PublicSchema
 
 __all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normalize_schema",
@@ -33,31 +47,19 @@ __all__ = ["CLIError", "Table", "read_csv", "CSVReader", "load_schema", "normali
            "distinct_values", "numeric_cells", "apply_missing",
            "missing_masks", "parse_delimiter", "MISSING_MARKERS", "model_to_json", "load_model",
            "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "MODEL_FORMAT_VERSIONS",
-           "MODEL_FORMAT_VERSION_REGRESSION"]
-
-MODEL_FORMAT = "dperm.linear-model"
-#: version 2: the privacy record of (epsilon, delta) mechanisms ("delta" is the DP
-#: parameter, the paper's extra regulariser Delta is "extra_l2"; noise, neighbouring,
-#: sigma, ...), the estimator's delta / neighbouring / n_public, and K > 2 classes.
-MODEL_FORMAT_VERSION = 2
-#: version 3: a regression model ("task": "regression", "classes": null, one coef vector,
-#: a float intercept, the label bound); classifiers are still written as version 2, so
-#: every file an older dperm reads is unchanged, and an older dperm refuses a regression
-#: file by its version instead of misreading it
-MODEL_FORMAT_VERSION_REGRESSION = 3
-#: versions load_model reads (version 1 records are mapped to version 2 semantics; a
-#: file without "task" is a classifier)
-MODEL_FORMAT_VERSIONS = (1, 2, 3)
+           "MODEL_FORMAT_VERSION_REGRESSION", "MODEL_FORMAT_VERSION_RAW", "PRIVACY_KEYS",
+           "check_format_header", "upgrade_v1"]
 
 # Cells read as a missing value (compared case-insensitively, after stripping).
 # In a categorical column a marker that the schema lists as a category is that
 # category, not a missing value.
 MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "none", "?", "#n/a"})
-_DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 
 
-class CLIError(Exception):
-    """A user-facing error: printed as one line on stderr, exit status 2."""
+
+
+class _NeedsHandler(Exception):
+    """CSVReader: the threaded pass met a row that needs the Python row handler."""
 
 
 # ----------------------------------------------------------------------------- CSV
@@ -121,15 +123,6 @@ def _is_number(s):
         return math.isfinite(float(s))
     except ValueError:
         return False
-
-
-def parse_delimiter(s):
-    """--delimiter: one character, or tab / comma / semicolon / pipe / \\t."""
-    d = _DELIMITER_NAMES.get(s.lower(), s) if isinstance(s, str) else s
-    if not (isinstance(d, str) and len(d) == 1) or d in "\"\r\n" or d.isalnum() or d == " ":
-        raise ValueError(f"--delimiter must be one character such as ';' or '|' (or 'tab'), "
-                         f"got {s!r}")
-    return d
 
 
 def _show_delimiter(d):
@@ -220,7 +213,33 @@ class CSVReader:
 
     def _batches(self):
         """Arrow record batches of the data rows: every column as text, rows of blank
-        cells only (a line of spaces or delimiters) skipped, other problems CLIErrors."""
+        cells only (a line of spaces or delimiters) skipped, other problems CLIErrors.
+
+        Arrow's threads never hold a Python object: the first pass parses with Arrow's
+        thread pool and no Python callback. A row Arrow cannot take (a line of spaces,
+        a ragged row) ends that pass; the file is then read again on this thread alone,
+        with a Python invalid_row_handler, and the rows already yielded are skipped.
+        (A callback held by a pool thread is released there, taking the GIL; when that
+        happened while the interpreter was exiting, the process aborted with "terminate
+        called without an active exception": pyarrow's OwnedRefNoGIL, GH-38626.)"""
+        done = 0
+        try:
+            for batch in self._arrow_batches(threads=True):
+                done += batch.num_rows
+                yield batch
+            return
+        except _NeedsHandler:
+            pass
+        skip = done
+        for batch in self._arrow_batches(threads=False):
+            if skip >= batch.num_rows:
+                skip -= batch.num_rows
+                continue
+            if skip:
+                batch, skip = batch.slice(skip), 0
+            yield batch
+
+    def _arrow_batches(self, threads):
         names = [f"f{j}" for j in range(len(self.header))]
         ragged = []
 
@@ -230,16 +249,19 @@ class CSVReader:
             ragged.append(row.text)
             return "error"
 
+        parse = dict(delimiter=self.delimiter, newlines_in_values=True)
+        if not threads:
+            parse["invalid_row_handler"] = odd_row
         src = pa.OSFile(self._file)
+        reader = None
         try:
             src.seek(self._offset)
             try:
                 reader = pacsv.open_csv(
                     src,
-                    read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK),
-                    parse_options=pacsv.ParseOptions(delimiter=self.delimiter,
-                                                     newlines_in_values=True,
-                                                     invalid_row_handler=odd_row),
+                    read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK,
+                                                   use_threads=threads),
+                    parse_options=pacsv.ParseOptions(**parse),
                     convert_options=pacsv.ConvertOptions(
                         column_types=dict.fromkeys(names, pa.string()),
                         strings_can_be_null=False, quoted_strings_can_be_null=False))
@@ -248,8 +270,12 @@ class CSVReader:
             except pa.ArrowInvalid as exc:
                 if str(exc).startswith("Empty CSV file"):
                     return   # nothing after the header but blank lines
+                if threads and "Expected" in str(exc) and "columns, got" in str(exc):
+                    raise _NeedsHandler() from None
                 raise self._parse_error(exc, ragged) from None
         finally:
+            if reader is not None:
+                reader.close()
             src.close()
 
     def _parse_error(self, exc, ragged):
@@ -549,6 +575,7 @@ def _check_header(header, path, delimiter=","):
         if h in seen and dup is None:
             dup = h
         seen.add(h)
+    header = list(header)
     numbers = sum(_is_number(h) for h in header)
     # a first line of numbers (or one that repeats a number) is data: the file has no header
     if numbers == len(header) or (dup is not None and (_is_number(dup) or 2 * numbers >= len(header))):
@@ -562,6 +589,20 @@ def _check_header(header, path, delimiter=","):
             "`(echo 'age,income,...'; cat FILE) > WITH_HEADER.csv`")
     if dup is not None:
         raise CLIError(f"{path}: column name {dup!r} appears twice in the header row")
+
+
+def header_hint(header):
+    """'' or the end of a "column not found" message when the header row holds numbers:
+    a column name is rarely a number, so that row is probably data and the file has no
+    header row (mixed rows of words and numbers pass _check_header's test)."""
+    header = list(header)
+    numbers = sum(_is_number(h) for h in header)
+    if not numbers:
+        return ""
+    shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
+    return (f". The first row ({shown}) looks like data, not a header row ({numbers} of its "
+            f"{len(header)} values are numbers): the file needs a first line naming the "
+            "columns, e.g. `(echo 'age,income,...'; cat FILE) > WITH_HEADER.csv`")
 
 
 # ----------------------------------------------------------------------------- schema
@@ -801,7 +842,7 @@ def _check_columns(table, schema):
     missing = [c for c in schema.columns if c not in table.columns]
     if missing:
         raise CLIError(f"{table.name}: column(s) {missing} of the schema are missing "
-                       f"(the file has: {', '.join(table.header)})")
+                       f"(the file has: {', '.join(table.header)}){header_hint(table.header)}")
 
 
 def _cells(table, schema):
@@ -894,8 +935,8 @@ def encode_rows(table, schema, unknown="error", sparse=False):
     See :meth:`dperm.schema.PublicSchema.encode`: numeric column c with public
     range [lo, hi] is clipped to [lo, hi] and mapped to (v - lo) / (hi - lo);
     a categorical column is one-hot encoded against the public list (a value
-    outside it is an error with unknown="error", used when training, or an
-    all-zero group with unknown="zero", used when predicting); each row is
+    outside it is an error with unknown="error", the default of fit and predict,
+    or an all-zero group with unknown="zero", `dperm predict --unknown zero`); each row is
     divided by sqrt(#numeric + #categorical). A missing cell takes the
     schema's fill value, else it is an error (callers run apply_missing first
     for a message with advice). Nothing is read from the other rows. With
@@ -925,7 +966,7 @@ def encode_rows_with_constant(table, schema, scale, out=None):
 def resolve_label(table, label):
     if label not in table.columns:
         raise CLIError(f"{table.name}: label column {label!r} not found (the file has: "
-                       f"{', '.join(table.header)})")
+                       f"{', '.join(table.header)}){header_hint(table.header)}")
     return table.columns[label]
 
 
@@ -961,163 +1002,23 @@ def label_codes(table, label, classes):
 
 
 # ----------------------------------------------------------------------------- model JSON
-def _jsonable(v):
-    """Plain JSON values; non-finite floats become the strings 'inf', '-inf', 'nan'."""
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        return v if math.isfinite(v) else repr(v)
-    if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
-    return v
-
-
-def model_to_json(model):
-    return json.dumps(_jsonable(model), indent=2, allow_nan=False) + "\n"
-
-
-def check_format_header(obj, fmt, version, keys, bad, hint=""):
-    """A JSON document's 'format', 'format_version' and required keys (models and the
-    streamed binaries' manifests); `version` is one int or a collection of the versions
-    read; `bad(msg)` builds the error to raise."""
-    if not isinstance(obj, dict) or obj.get("format") != fmt:
-        raise bad(f"'format' must be {fmt!r}{hint}")
-    versions = (version,) if isinstance(version, int) else tuple(version)
-    got = obj.get("format_version")
-    if isinstance(got, bool) or got not in versions:
-        reads = (f"version {versions[0]}" if len(versions) == 1 else
-                 f"versions {', '.join(map(str, versions))}")
-        raise bad(f"unsupported format_version {got!r} (this dperm reads {reads})")
-    for key in keys:
-        if key not in obj:
-            raise bad(f"missing key {key!r}")
-
-
-def _is_num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-#: the keys of a version 2 privacy record (dperm.mechanisms.PrivateFit.record() and the
-#: estimator's additions); a version 1 record is read into this form
-PRIVACY_KEYS = ("mechanism", "noise", "loss", "neighbouring", "epsilon", "delta",
-                "epsilon_prime", "extra_l2", "beta", "sigma", "sigma_output", "grid", "alpha",
-                "data_norm", "h", "n_samples", "curvature", "n_classes", "multiclass",
-                "epsilon_total", "delta_total")
-
-
-def upgrade_v1(obj):
-    """A version 1 model read with version 2 semantics: its privacy record's "delta" was
-    the paper's extra regulariser Delta (now "extra_l2"); every version 1 model is a pure
-    epsilon-DP (delta = 0), replace-one, binary fit with Laplace-type noise."""
-    obj = dict(obj)
-    rec = obj.get("privacy")
-    if isinstance(rec, dict):
-        rec = dict(rec)
-        mech = rec.get("mechanism")
-        rec["extra_l2"] = rec.pop("delta", None)
-        private = mech in ("objective", "output")
-        rec.update(delta=0.0, neighbouring="replace_one",
-                   noise="l2_laplace" if private else None, sigma=None, sigma_output=None,
-                   grid=None, n_classes=2, multiclass=None,
-                   epsilon_total=rec.get("epsilon"), delta_total=0.0)
-        obj["privacy"] = {k: rec.get(k) for k in PRIVACY_KEYS} | {
-            k: v for k, v in rec.items() if k not in PRIVACY_KEYS}
-    est = obj.get("estimator")
-    if isinstance(est, dict):
-        obj["estimator"] = dict(est, delta=0.0, neighbouring="replace_one", n_public=None)
-    return obj
+# The model format belongs to the library (dperm.model_io: save_model / load_model);
+# the command line reads it through load_model below, which words a bad file as a
+# CLIError (exit status 2).
 
 
 def load_model(path):
-    """Read and check a model written by `dperm fit` (format version 1 or 2); returns
-    the dict with a normalized `schema`, numpy `coef` ((d,) for two classes, (K, d) for
-    K > 2) and `intercept` (a float, or (K,)).  A version 1 file is returned with its
-    privacy record and estimator in version 2 terms (upgrade_v1)."""
-    where = f"model {path}"
-    obj = _load_json(path, "model", lambda detail: f"{where}: not a dperm model ({detail})")
-
-    def bad(msg):
-        return CLIError(f"{where}: not a valid dperm model: {msg}")
-
-    check_format_header(obj, MODEL_FORMAT, MODEL_FORMAT_VERSIONS,
-                        ("coef", "intercept", "classes", "feature_names", "schema", "estimator"),
-                        bad, hint=" (write models with `dperm fit`)")
-    if obj["format_version"] == 1:
-        obj = upgrade_v1(obj)
-    if obj.get("task", "classification") == "regression":
-        return _load_regression(obj, bad)
-    if obj["format_version"] > 2 or "task" in obj and obj["task"] != "classification":
-        raise bad("'task' must be 'classification' or (format version 3) 'regression'")
-    classes = obj["classes"]
-    if not (isinstance(classes, list) and len(classes) >= 2
-            and all(isinstance(c, str) for c in classes) and len(set(classes)) == len(classes)):
-        raise bad("'classes' must list two or more different labels ([negative, positive] "
-                  "for two)")
-    if len(classes) > 2 and obj["format_version"] < 2:
-        raise bad("a version 1 model has exactly two classes")
-    schema, names = _model_schema(obj, bad)
-    coef, b, K = obj["coef"], obj["intercept"], len(classes)
-    if K == 2:
-        if not (isinstance(coef, list) and all(_is_num(v) for v in coef)):
-            raise bad("'coef' must be a list of numbers")
-        if len(coef) != len(names):
-            raise bad(f"'coef' has {len(coef)} entries but there are {len(names)} features")
-        if not _is_num(b):
-            raise bad("'intercept' must be a number")
-    else:
-        if not (isinstance(coef, list) and len(coef) == K and all(
-                isinstance(row, list) and all(_is_num(v) for v in row) for row in coef)):
-            raise bad(f"'coef' must be a list of {K} lists of numbers (one per class)")
-        if any(len(row) != len(names) for row in coef):
-            raise bad(f"each row of 'coef' must have {len(names)} entries (one per feature)")
-        if not (isinstance(b, list) and len(b) == K and all(_is_num(v) for v in b)):
-            raise bad(f"'intercept' must be a list of {K} numbers (one per class)")
-    est = obj["estimator"]
-    if not isinstance(est, dict) or not isinstance(est.get("loss"), str):
-        raise bad("'estimator' must be an object with the 'loss'")
-    coef = np.asarray(coef, dtype=np.float64)
-    b = float(b) if K == 2 else np.asarray(b, dtype=np.float64)
-    if not np.isfinite(coef).all() or not np.isfinite(b).all():
-        raise bad("coefficients must be finite")
-    obj = dict(obj, coef=coef, intercept=b, schema=schema)
-    return obj
-
-
-def _model_schema(obj, bad):
-    """A model file's preprocessing schema and its feature names, checked to agree."""
+    """Read and check a model file for `dperm predict` (dperm.model_io.read_model, with
+    categories and classes as text, as CSV cells are read); a bad file is a CLIError.
+    A model saved without a schema (format version 4) is refused: its rows are not CSV
+    cells a schema encodes."""
     try:
-        schema = normalize_schema(obj["schema"], where="schema")
-    except CLIError as exc:
-        raise bad(str(exc)) from None
-    names = obj["feature_names"]
-    if names != feature_names(schema):
-        raise bad("'feature_names' do not match the preprocessing schema")
-    return schema, names
-
-
-def _load_regression(obj, bad):
-    """The checks of load_model for a regression model (format version 3)."""
-    if obj["format_version"] != MODEL_FORMAT_VERSION_REGRESSION:
-        raise bad(f"a regression model has format_version {MODEL_FORMAT_VERSION_REGRESSION}")
-    schema, names = _model_schema(obj, bad)
-    coef, b = obj["coef"], obj["intercept"]
-    if not (isinstance(coef, list) and all(_is_num(v) for v in coef)):
-        raise bad("'coef' must be a list of numbers")
-    if len(coef) != len(names):
-        raise bad(f"'coef' has {len(coef)} entries but there are {len(names)} features")
-    if not _is_num(b):
-        raise bad("'intercept' must be a number")
-    est = obj["estimator"]
-    if not isinstance(est, dict) or not isinstance(est.get("loss"), str):
-        raise bad("'estimator' must be an object with the 'loss'")
-    coef = np.asarray(coef, dtype=np.float64)
-    if not np.isfinite(coef).all() or not math.isfinite(b):
-        raise bad("coefficients must be finite")
-    return dict(obj, coef=coef, intercept=float(b), schema=schema)
+        obj = read_model(path, categories_as_text=True)
+    except ModelFormatError as exc:
+        raise CLIError(str(exc)) from None
+    if obj["format_version"] == MODEL_FORMAT_VERSION_RAW:
+        raise CLIError(f"model {path}: saved from an estimator without a schema (format "
+                       f"version {MODEL_FORMAT_VERSION_RAW}): dperm predict encodes CSV cells "
+                       "with a schema; predict in Python with dperm.load_model, or save a "
+                       "Pipeline(PublicBoundsTransformer, estimator)")
+    return obj

@@ -10,11 +10,12 @@ The binary is a directory holding the rows exactly as the solver sees them:
                                     CSR layout: values, int64 column indices, int64
                                     row pointers (n + 1)
     y.npy                           int8 labels: k = classes[k] (two classes: 0 negative,
-                                    1 positive)
+                                    1 positive); a regression binary ("task":
+                                    "regression" in the manifest): float64 targets
 
 Each row is the public schema's encoding (norm <= 1), then, with the intercept, the
 constant feature appended and the row scaled by 1/sqrt(2) (the estimator's own
-augmentation, dperm.estimators.augment_intercept), then held to norm <= 1 (the same
+augmentation, dperm.data.design.augment_intercept), then held to norm <= 1 (the same
 public clip as the estimator's). Every step maps a row on its own, so a chunk of rows
 gives exactly the rows the whole table gives: a streamed fit equals the in-memory one.
 
@@ -34,8 +35,8 @@ import numpy as np
 from dperm.cli._io import CLIError, check_format_header
 
 __all__ = ["parse_size", "format_size", "design_rows", "encoded_design_rows", "DesignWriter",
-           "open_design", "chunk_rows", "BINARY_FORMAT", "BINARY_FORMAT_VERSION", "MANIFEST",
-           "DEFAULT_BUDGET", "SPARSE_DENSITY"]
+           "open_design", "chunk_rows", "stream_regression_rows", "BINARY_FORMAT",
+           "BINARY_FORMAT_VERSION", "MANIFEST", "DEFAULT_BUDGET", "SPARSE_DENSITY"]
 
 BINARY_FORMAT = "dperm.design-binary"
 BINARY_FORMAT_VERSION = 1
@@ -192,8 +193,10 @@ class _NpyAppender:
 class DesignWriter:
     """Appends chunks of design rows (dense or CSR) and labels to a binary directory."""
 
-    def __init__(self, directory, layout, dtype, n_columns):
+    def __init__(self, directory, layout, dtype, n_columns, regression=False):
         self.dir, self.layout, self.n_columns = directory, layout, n_columns
+        #: real targets (float64) instead of int8 class codes
+        self.regression = bool(regression)
         self.dtype = np.dtype(dtype)
         self.n_samples = 0
         self.nnz = 0
@@ -205,7 +208,7 @@ class DesignWriter:
             self.indices = self._open("indices.npy", np.int64)
             self.indptr = self._open("indptr.npy", np.int64)
             self.indptr.append(np.zeros(1, dtype=np.int64))
-        self.y = self._open("y.npy", np.int8)
+        self.y = self._open("y.npy", np.float64 if self.regression else np.int8)
 
     def _open(self, name, dtype, width=None):
         f = _NpyAppender(os.path.join(self.dir, name), dtype, width)
@@ -238,6 +241,8 @@ class DesignWriter:
                         n_columns=self.n_columns, files=dict(files, y="y.npy"))
         if self.layout == "csr":
             manifest.update(index_dtype="int64", nnz=self.nnz)
+        if self.regression:
+            manifest.update(task="regression")
         tmp = os.path.join(self.dir, MANIFEST + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(manifest, fh, indent=2)
@@ -265,7 +270,8 @@ def remove_binary(directory, created_dir):
 
 def open_design(directory):
     """(X, y, manifest) of a finished binary: X a read-only memory map (dense) or a
-    csr_array over memory maps, y an int8 memory map; nothing is read into memory."""
+    csr_array over memory maps, y an int8 memory map (a regression binary's: float64
+    targets); nothing is read into memory."""
     where = f"binary {directory}"
     if not os.path.isdir(directory):
         raise CLIError(f"{where}: not found (give the directory written by --keep-binary)")
@@ -310,7 +316,7 @@ def open_design(directory):
                       f"{np.dtype(want_dtype)} {tuple(want_shape)}")
         return arr
 
-    y = load("y", np.int8, (n,))
+    y = load("y", np.float64 if man.get("task") == "regression" else np.int8, (n,))
     if layout == "dense":
         X = load("X", dtype, (n, d))
     else:
@@ -326,3 +332,42 @@ def open_design(directory):
 
         X = _csr_from_parts(data, indices, indptr, (n, d))
     return X, y, man
+
+
+# ----------------------------------------------------------------------------- regression
+def stream_regression_rows(reader, writer, rows, schema, label, layout, dtype, intercept,
+                           missing, targets):
+    """`dperm fit --task regression` streamed: one pass over the CSV in chunks of `rows`,
+    each chunk as the in-memory fit treats the whole table -- the missing-value rule
+    (the schema's columns and the label: "error" stops at the first, "drop" removes the
+    rows), the targets (`targets(table, label)`: finite floats, an error naming the
+    first bad cell), the public encoding with the intercept's constant column
+    (`encoded_design_rows`: the bits of design_rows(encode_rows(...))) -- appended to
+    the binary (a DesignWriter with regression=True).  Every step maps a row on its
+    own, so the binary holds exactly the in-memory fit's rows and targets.  Returns
+    (rows dropped, the columns that had missing values)."""
+    from dperm.cli._io import missing_error, missing_masks
+
+    dropped, missing_cols, buf = 0, {}, None
+    for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
+        masks = missing_masks(table, schema, label, schema.classes)
+        if masks:
+            if missing == "error":
+                raise missing_error(table, masks, schema, label)
+            drop = np.zeros(table.n_rows, dtype=bool)
+            for m in masks.values():
+                drop |= m
+            missing_cols.update(dict.fromkeys(masks))
+            dropped += int(drop.sum())
+            table = table.take(np.flatnonzero(~drop))
+            if table.n_rows == 0:
+                continue
+        y = targets(table, label)
+        if buf is None and layout == "dense" and intercept:   # reused by every chunk
+            buf = np.empty((rows, schema.n_features + 1))
+        Xa = encoded_design_rows(table, schema, intercept, dtype, sparse=layout == "csr",
+                                 out=buf)
+        writer.append(Xa, y)
+        # nothing of this chunk may stay alive while the next one is read
+        del table, masks, Xa, y
+    return dropped, missing_cols

@@ -46,7 +46,14 @@ def _numbers(table, c):
 
 
 def cmd_bounds(args):
-    from dperm.cli._io import CLIError, infer_schema, load_schema, model_to_json, read_csv
+    from dperm.cli._io import (
+        CLIError,
+        header_hint,
+        infer_schema,
+        load_schema,
+        model_to_json,
+        read_csv,
+    )
     from dperm.exceptions import PrivacyLeakWarning
     from dperm.privacy.quantiles import estimate_bounds
     from dperm.schema import PublicSchema
@@ -60,7 +67,7 @@ def cmd_bounds(args):
     label = args.label if args.label is not None else (base.label if base else None)
     if label is not None and label not in table.header:
         raise CLIError(f"{table.name}: no label column {label!r} (columns: "
-                       f"{', '.join(table.header[:12])})")
+                       f"{', '.join(table.header[:12])}){header_hint(table.header)}")
     leaks = []
     inferred = None
     if args.columns is not None:
@@ -78,7 +85,7 @@ def cmd_bounds(args):
     lacking = [c for c in columns if c not in table.header]
     if lacking:
         raise CLIError(f"{table.name}: no column(s) {lacking} (columns: "
-                       f"{', '.join(table.header[:12])})")
+                       f"{', '.join(table.header[:12])}){header_hint(table.header)}")
     if label in columns:
         raise _UsageError(f"--columns: {label!r} is the label column")
     categorical = {c: list(v) for c, v in (base.categorical.items() if base else ())

@@ -39,21 +39,10 @@ def _adult_table():
     return table, schema
 
 
-def _preprocessing(schema, **extra):
-    """The model file's description of the public preprocessing (public values only)."""
-    return {
-        "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
-        "categorical": "one-hot in the order of the schema's lists, after the numeric columns",
-        "unknown_category": "error when fitting; all-zero group when predicting",
-        "row_divisor": schema.row_divisor,
-        "row_norm_bound": 1.0,
-        **extra,
-    }
-
-
 def _labelled_table(args, table, schema, leaks):
     """The label column, the schema (inferred from the data, with the leak noted in
-    `leaks`, when none is given) and the table with the missing-value rule applied."""
+    `leaks`, when none is given), the table with the missing-value rule applied and the
+    count of rows read before it (public_rows)."""
     from dperm.cli._io import infer_schema
 
     label = _resolve_label(args, schema, table.columns, table.name)
@@ -62,7 +51,20 @@ def _labelled_table(args, table, schema, leaks):
         leaks += ["numeric bounds", "categories"]
     else:
         _check_schema_columns(args, schema, label, table.header)
-    return _missing_rows(table, schema, label, args.missing), schema, label
+    n_read = table.n_rows if args.missing == "drop" else None
+    return _missing_rows(table, schema, label, args.missing), schema, label, n_read
+
+
+def _normalising_count(args, n_read):
+    """The public count that normalises the fit (the estimator's n_public): --n-public
+    when given; else, when rows with a missing value were dropped (--missing drop, now
+    or when a binary was written: `n_read` is then the count of rows READ, before the
+    drop), that count, so that a row whose missing cell drops it changes nothing
+    released (docs/privacy_analysis.md, "Rows dropped for missing values"); else None
+    (the estimator's rule: the row count)."""
+    if args.n_public is not None:
+        return args.n_public
+    return None if n_read is None else int(n_read)
 
 
 def _resolve_classes(args, table, label, schema, leaks):
@@ -114,7 +116,7 @@ def _check_output(args):
 
 def _resolve_label(args, schema, header, name):
     """The label column: --label and the schema's must agree; it must be in the file."""
-    from dperm.cli._io import CLIError
+    from dperm.cli._io import CLIError, header_hint
 
     label = args.label
     if schema is not None and schema.label is not None:
@@ -126,7 +128,7 @@ def _resolve_label(args, schema, header, name):
         raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
     if label not in header:
         raise CLIError(f"{name}: label column {label!r} not found (the file has: "
-                       f"{', '.join(header)})")
+                       f"{', '.join(header)}){header_hint(header)}")
     return label
 
 
@@ -212,7 +214,7 @@ def cmd_fit(args):
         table = read_csv(args.data, delimiter=args.delimiter)
         schema = load_schema(args.schema) if args.schema is not None else None
         source = os.path.basename(args.data)
-    table, schema, label = _labelled_table(args, table, schema, leaks)
+    table, schema, label, n_read = _labelled_table(args, table, schema, leaks)
     classes = _resolve_classes(args, table, label, schema, leaks)
     schema = schema.replace(label=label, classes=classes)
     if leaks:
@@ -233,18 +235,18 @@ def cmd_fit(args):
     if Xa.shape[0] < 2:
         raise CLIError(f"{table.name}: at least 2 data rows are needed, found {Xa.shape[0]}")
     shape = (Xa.shape[0], schema.n_features)
-    return _fit_and_write(args, Xa, y, schema, names, leaks, source, table.name, shape)
+    return _fit_and_write(args, Xa, y, schema, names, leaks, source, table.name, shape, n_read)
 
 
-def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape):
+def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape, n_read):
     """Fit on the design rows Xa (intercept column included when fitting one) and int8
     labels y (k = classes[k]; two classes: 1 = the positive class); print the record,
     write the model."""
     import numpy as np
 
-    from dperm._core._build_info import VERSION
-    from dperm.cli._io import MODEL_FORMAT, MODEL_FORMAT_VERSION, model_to_json, schema_to_json
+    from dperm.cli._io import model_to_json
     from dperm.exceptions import PrivacyLeakWarning
+    from dperm.model_io import model_file
     from dperm.sklearn.classifier import PrivateLinearClassifier, split_intercept
 
     classes = list(schema.classes)
@@ -256,23 +258,32 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
     # in place instead of copied to append a column.
     K = len(classes)
     delta = args.delta if args.perturbation != "none" else 0.0
+    n_public = _normalising_count(args, n_read)
     clf = PrivateLinearClassifier(
         loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, delta=delta,
-        neighbouring=args.neighbouring, n_public=args.n_public, alpha=args.alpha,
+        neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha,
         h=args.h, data_norm=1.0, fit_intercept=False, classes=list(range(K)),
         n_threads=args.threads, random_state=args.seed)
     if args.neighbouring == "add_remove" and args.n_public is None \
             and args.perturbation != "none":
         warnings.warn(
             f"--n-public not given: under --neighbouring add_remove the objective is "
-            f"normalised by the row count of the data ({shape[0]}), so the guarantee covers "
+            f"normalised by the row count of the data ({n_public or shape[0]}), so the guarantee covers "
             "neighbouring data sets of that size only. Give --n-public N (a public count, "
             "e.g. the planned sample size) for the full add/remove guarantee.",
             PrivacyLeakWarning, stacklevel=2)
     t0 = time.perf_counter()
+    only = classes[int(y[0])] if len(y) and (np.asarray(y) == y[0]).all() else None
+    if only is not None:
+        warnings.warn(f"every label of {shown_name} is {only!r}: none of the other classes "
+                      f"{[c for c in classes if c != only][:5]} "
+                      "occurs, so the model learns to predict one class (plus noise); check "
+                      "the label column and the rows (a notice about the private data: do not "
+                      "publish it)", UserWarning, stacklevel=2)
     with warnings.catch_warnings():
-        # the library's own wording of the warning above names its parameter, not the flag
+        # the library's own wording of the warnings above names its parameter, not the flag
         warnings.filterwarnings("ignore", message="n_public: not given")
+        warnings.filterwarnings("ignore", message="y: every label is")
         clf.fit(Xa, y)
     seconds = time.perf_counter() - t0
     W = np.asarray(clf.coef_, dtype=np.float64)          # (1, d') for two classes, (K, d')
@@ -290,29 +301,15 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape)
     # (--holdout reports accuracy on a separate file the user declares public.)
     _print_privacy(rec, shown_name, shape)
     _print_diagnostics(clf.fit_diagnostics_, seconds)
-    model = {
-        "format": MODEL_FORMAT,
-        "format_version": MODEL_FORMAT_VERSION,
-        "dperm_version": VERSION,
-        "estimator": {"class": "PrivateLinearClassifier", "loss": args.loss,
-                      "perturbation": args.perturbation, "epsilon": args.epsilon,
-                      "delta": delta, "neighbouring": args.neighbouring,
-                      "n_public": args.n_public, "alpha": args.alpha, "h": args.h,
-                      "fit_intercept": not args.no_intercept, "data_norm": 1.0},
-        "label": schema.label,
-        "classes": classes,
-        "feature_names": names,
-        "coef": coef.tolist(),
-        "intercept": intercept if K == 2 else intercept.tolist(),
-        "schema": schema_to_json(schema),
-        "preprocessing": _preprocessing(schema),
-        "schema_from_data": bool(leaks),
-        "read_from_data": leaks,
-        "privacy": _public_record(rec),
-        # public sizes only: no seed (it regenerates the noise), no wall time (a side
-        # channel on the data), no solver diagnostics (they differ between neighbours)
-        "training": {"data": source, "n_samples": int(shape[0]), "n_features": int(shape[1])},
-    }
+    model = model_file(
+        task="classification",
+        estimator={"class": "PrivateLinearClassifier", "loss": args.loss,
+                   "perturbation": args.perturbation, "epsilon": args.epsilon,
+                   "delta": delta, "neighbouring": args.neighbouring,
+                   "n_public": args.n_public, "alpha": args.alpha, "h": args.h,
+                   "fit_intercept": not args.no_intercept, "data_norm": 1.0},
+        record=clf.release_record_, coef=coef, intercept=intercept, schema=schema,
+        classes=classes, data=source, read_from_data=leaks)
     _write_text(args.output, model_to_json(model), "model", atomic=True)
     print(f"model written to {args.output} ({len(names)} features"
           f"{' + intercept' if not args.no_intercept else ''})")
@@ -399,12 +396,16 @@ def _fit_streamed(args):
                 writer.finish({"schema": schema_to_json(schema), "label": label,
                                "classes": classes, "feature_names": schema.feature_names(),
                                "intercept_column": intercept,
-                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS})
+                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS,
+                               # the rows read before --missing drop: the public count
+                               # a later --from-binary fit normalises by
+                               "rows_read": n + dropped, "missing": args.missing})
             finished = True
             Xa, y, _ = st.open_design(directory)
             code = _fit_and_write(args, Xa, y, schema, schema.feature_names(), [],
                                   os.path.basename(args.data), reader.path,
-                                  (n, schema.n_features))
+                                  (n, schema.n_features),
+                                  n + dropped if args.missing == "drop" else None)
             if args.keep_binary is not None:
                 _note(f"binary kept in {directory} (it holds the private rows; refit with "
                       f"--from-binary {directory})")
@@ -547,8 +548,11 @@ def _fit_from_binary(args):
     if args.save_schema:
         _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
         _note(f"schema written to {args.save_schema}")
+    # a binary written with --missing drop holds the rows left after it: the fit is
+    # normalised by the count read before it, as the streamed fit that wrote it was
+    n_read = man.get("rows_read") if man.get("missing") == "drop" else None
     return _fit_and_write(args, Xa, y, schema, schema.feature_names(), [], man["source"],
-                          where, (Xa.shape[0], schema.n_features))
+                          where, (Xa.shape[0], schema.n_features), n_read)
 
 
 def _missing_rows(table, schema, label, policy, what="training rows"):
@@ -565,14 +569,6 @@ def _note_dropped(dropped, remain, what, name):
     _note(f"--missing drop: dropped {dropped} of {remain + dropped} {what} of "
           f"{name} with a missing value in a used column ({remain} remain; "
           "this count is about the private data: for your eyes, not for publication)")
-
-
-def _public_record(rec):
-    """The privacy record written to the model: the public keys of format version 2 only
-    (a key the library might add later is not written until it is known to be public)."""
-    from dperm.cli._io import PRIVACY_KEYS
-
-    return {k: rec.get(k) for k in PRIVACY_KEYS}
 
 
 _NEIGHBOURING_TEXT = {
@@ -676,6 +672,7 @@ def _report_holdout(path, schema, coef, intercept, args):
         rows, _ = st.chunk_rows(args.memory_budget or st.DEFAULT_BUDGET, schema, layout,
                                 "float64", False)
     right = total = dropped = 0
+    counts = np.zeros(len(classes), dtype=np.int64)     # per class: the majority baseline
     with CSVReader(path, what="holdout file", delimiter=args.delimiter) as reader:
         for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
             n0 = table.n_rows
@@ -683,11 +680,12 @@ def _report_holdout(path, schema, coef, intercept, args):
             dropped += n0 - table.n_rows
             if table.n_rows == 0:
                 continue
-            X, _ = encode_rows(table, schema, unknown="zero", sparse=layout == "csr")
+            X, _ = encode_rows(table, schema, unknown="error", sparse=layout == "csr")
             y = label_codes(table, label, classes)
             score = np.asarray(apply_norm_bound(X, 1.0, "clip") @ np.transpose(coef)) + intercept
             pred = (score > 0) if np.ndim(coef) == 1 else np.argmax(score, axis=1)
             right += int((pred == y).sum())
+            counts += np.bincount(np.asarray(y, dtype=np.intp), minlength=len(classes))
             total += table.n_rows
     if dropped:
         _note_dropped(dropped, total, "holdout rows", path)
@@ -696,6 +694,9 @@ def _report_holdout(path, schema, coef, intercept, args):
                        "no rows left to score")
     print(f"holdout accuracy: {right / total:.4f} on {total} rows of {path} "
           "(a file you declared public; not covered by epsilon otherwise)")
+    top = int(np.argmax(counts))
+    print(f"majority-class baseline: {counts[top] / total:.4f} (always predicting "
+          f"{classes[top]!r}, on the same rows)")
 
 
 def _apply_missing_quiet(table, schema, label, policy):
@@ -728,24 +729,107 @@ def _regression_labels(table, label):
     return np.array(y, dtype=np.float64)
 
 
-def _fit_regression(args):
-    """`dperm fit --task regression`: PrivateLinearRegression on the encoded rows (in
-    memory), the model file with task "regression" (format version 3)."""
-    import numpy as np
+def _regression_rows(args):
+    """The in-memory regression fit's rows: (design rows, targets, schema, feature names,
+    (n, d), the data's name, what was read from the data)."""
+    from dperm.cli._io import CLIError, encode_rows, load_schema, read_csv
+    from dperm.cli._stream import design_rows
 
-    from dperm._core._build_info import VERSION
+    leaks = []
+    table = read_csv(args.data, delimiter=args.delimiter)
+    schema = load_schema(args.schema) if args.schema is not None else None
+    table, schema, label, n_read = _labelled_table(args, table, schema, leaks)
+    schema = schema.replace(label=label, classes=None)
+    y = _regression_labels(table, label)
+    X, names = encode_rows(table, schema, unknown="error", sparse=_layout(args, schema) == "csr")
+    if X.shape[0] < 2:
+        raise CLIError(f"{table.name}: at least 2 data rows are needed, found {X.shape[0]}")
+    Xa = design_rows(X, not args.no_intercept, args.dtype or "float64")
+    return Xa, y, schema, names, X.shape, table.name, leaks, n_read
+
+
+def _streamed_regression_rows(args):
+    """_regression_rows for --memory-budget / --work-dir: DATA.csv streamed in chunks
+    into a temporary binary (dperm.cli._stream.stream_regression_rows: the same rows and
+    targets), memory-mapped; the binary's files are removed once mapped."""
+    from dperm.cli import _stream as st
     from dperm.cli._io import (
-        MODEL_FORMAT,
-        MODEL_FORMAT_VERSION_REGRESSION,
         CLIError,
-        encode_rows,
+        CSVReader,
+        Table,
+        _check_columns,
         load_schema,
-        model_to_json,
-        read_csv,
+        nothing_left_error,
         schema_to_json,
     )
-    from dperm.cli._stream import design_rows
+
+    opt = next(o for k, o in _STREAM_ONLY if getattr(args, k) is not None)
+    if args.schema is None:
+        raise CLIError(f"{opt}: streaming needs --schema SCHEMA.json with public bounds and "
+                       "categories; reading them from the data would take a pass over the "
+                       "private rows outside the privacy guarantee")
+    budget = args.memory_budget or st.DEFAULT_BUDGET
+    schema = load_schema(args.schema)
+    reader = CSVReader(args.data, delimiter=args.delimiter)
+    with reader:
+        label = _resolve_label(args, schema, reader.header, reader.path)
+        _check_schema_columns(args, schema, label, reader.header)
+        _check_columns(Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), schema)
+        out = schema.replace(label=label, classes=None)
+        layout = _layout(args, out)
+        dtype = args.dtype or "float64"
+        intercept = not args.no_intercept
+        rows, per_row = st.chunk_rows(budget, out, layout, dtype, intercept)
+        directory, created = _binary_dir(args)
+        _note(f"streaming {reader.path} in chunks of {rows} rows (--memory-budget "
+              f"{st.format_size(budget)}, about {per_row} bytes a row) into a "
+              f"{'CSR' if layout == 'csr' else 'dense'} {dtype} binary in {directory}")
+        try:
+            with _writing_binary(directory):
+                writer = st.DesignWriter(directory, layout, dtype, out.n_features + intercept,
+                                         regression=True)
+            try:
+                # the missing-value rule reads the schema as given, as _labelled_table does
+                dropped, missing_cols = st.stream_regression_rows(
+                    reader, writer, rows, schema.replace(label=label), label, layout, dtype,
+                    intercept, args.missing, _regression_labels)
+            except BaseException:
+                writer.abort()
+                raise
+            n = writer.n_samples
+            if n == 0 and dropped:
+                raise nothing_left_error(reader.path, missing_cols)
+            if dropped:
+                _note_dropped(dropped, n, "training rows", reader.path)
+            if n < 2:
+                raise CLIError(f"{reader.path}: at least 2 data rows are needed, found {n}")
+            with _writing_binary(directory):
+                writer.finish({"schema": schema_to_json(out), "label": label, "classes": None,
+                               "feature_names": out.feature_names(),
+                               "intercept_column": intercept,
+                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS})
+            Xa, y, _ = st.open_design(directory)
+        finally:
+            # the memory maps keep the rows readable after their files are removed
+            st.remove_binary(directory, created)
+    # --missing drop: the objective is normalised by the count READ, before the drop
+    # (public under replace-one; docs/privacy_analysis.md, section 15)
+    n_read = n + dropped if args.missing == "drop" else None
+    return Xa, y, out, out.feature_names(), (n, out.n_features), reader.path, [], n_read
+
+
+def _fit_regression(args):
+    """`dperm fit --task regression`: PrivateLinearRegression on the encoded rows (in
+    memory, or streamed from a CSV larger than memory with --memory-budget / --work-dir),
+    the model file with task "regression" (format version 3)."""
+    import numpy as np
+
+    from dperm.cli._io import (
+        model_to_json,
+        schema_to_json,
+    )
     from dperm.exceptions import PrivacyLeakWarning
+    from dperm.model_io import model_file
     from dperm.sklearn.classifier import split_intercept
     from dperm.sklearn.regressor import PrivateLinearRegression
 
@@ -757,18 +841,14 @@ def _fit_regression(args):
                           "(objective, output or none)")
     if args.positive is not None:
         raise _UsageError("--positive is for classification")
-    if args.from_binary is not None or _streaming(args):
-        raise _UsageError("--task regression fits in memory: --memory-budget, --work-dir, "
-                          "--keep-binary and --from-binary are for classification")
+    if args.from_binary is not None or args.keep_binary is not None:
+        raise _UsageError("--keep-binary and --from-binary are for classification (--task "
+                          "regression streams a CSV file with --memory-budget / --work-dir)")
     if args.data is None:
         raise _UsageError("fit: --task regression needs DATA.csv (the shipped Adult data has "
                           "a class label)")
-    leaks = []
-    table = read_csv(args.data, delimiter=args.delimiter)
-    schema = load_schema(args.schema) if args.schema is not None else None
-    table, schema, label = _labelled_table(args, table, schema, leaks)
-    schema = schema.replace(label=label, classes=None)
-    y = _regression_labels(table, label)
+    Xa, y, schema, names, shape, shown, leaks, n_read = (
+        _streamed_regression_rows if _streaming(args) else _regression_rows)(args)
     if leaks:
         warnings.warn(
             f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete "
@@ -778,20 +858,15 @@ def _fit_regression(args):
     if args.save_schema:
         _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
         _note(f"schema written to {args.save_schema}")
-    X, names = encode_rows(table, schema, unknown="error", sparse=_layout(args, schema) == "csr")
-    if X.shape[0] < 2:
-        raise CLIError(f"{table.name}: at least 2 data rows are needed, found {X.shape[0]}")
-    shape = X.shape
-    Xa = design_rows(X, not args.no_intercept, args.dtype or "float64")
-    del X
     if args.perturbation == "none":
         warnings.warn("--perturbation none fits WITHOUT privacy (a non-private baseline)",
                       PrivacyLeakWarning, stacklevel=2)
     delta = args.delta if args.perturbation != "none" else 0.0
     h = args.h if args.h is not None else args.label_bound
+    n_public = _normalising_count(args, n_read)
     est = PrivateLinearRegression(
         method=args.perturbation, epsilon=args.epsilon, delta=delta,
-        neighbouring=args.neighbouring, n_public=args.n_public, alpha=args.alpha, h=h,
+        neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha, h=h,
         label_bound=args.label_bound, data_norm=1.0, fit_intercept=False,
         n_threads=args.threads, random_state=args.seed)
     t0 = time.perf_counter()
@@ -801,7 +876,7 @@ def _fit_regression(args):
                 and args.perturbation != "none":
             warnings.warn(
                 f"--n-public not given: under --neighbouring add_remove the objective is "
-                f"normalised by the row count of the data ({shape[0]}), so the guarantee "
+                f"normalised by the row count of the data ({n_public or shape[0]}), so the guarantee "
                 "covers neighbouring data sets of that size only. Give --n-public N.",
                 PrivacyLeakWarning, stacklevel=2)
         est.fit(Xa, y)
@@ -813,39 +888,22 @@ def _fit_regression(args):
         coef, intercept = split_intercept(W, 1.0)
         intercept = float(intercept) + est.intercept_
     rec = est.privacy_
-    _print_privacy(rec, table.name, shape)
+    _print_privacy(rec, shown, shape)
     print(f"  {'label bound B':<17} {_fmt(rec['label_bound'])} (targets clipped to [-B, B]; "
           f"pseudo-Huber h = {_fmt(rec['h'])})")
     diag = dict(est.fit_diagnostics_)
     _print_diagnostics(diag, seconds)
     print(f"  {'labels clipped':<17} {_fmt(diag.get('labels_clipped'))}")
-    from dperm.cli._io import PRIVACY_KEYS
-
-    record = {k: rec.get(k) for k in PRIVACY_KEYS if k not in ("n_classes", "multiclass")}
-    record.update({k: rec.get(k) for k in ("method", "task", "label_bound", "gradient_bound")})
-    model = {
-        "format": MODEL_FORMAT,
-        "format_version": MODEL_FORMAT_VERSION_REGRESSION,
-        "dperm_version": VERSION,
-        "task": "regression",
-        "estimator": {"class": "PrivateLinearRegression", "loss": "pseudo_huber",
-                      "method": args.perturbation, "epsilon": args.epsilon, "delta": delta,
-                      "neighbouring": args.neighbouring, "n_public": args.n_public,
-                      "alpha": args.alpha, "h": h, "label_bound": args.label_bound,
-                      "fit_intercept": not args.no_intercept, "data_norm": 1.0},
-        "label": schema.label,
-        "classes": None,
-        "feature_names": names,
-        "coef": np.asarray(coef, dtype=np.float64).reshape(-1).tolist(),
-        "intercept": float(intercept),
-        "schema": schema_to_json(schema),
-        "preprocessing": _preprocessing(schema, label="clipped to [-label_bound, label_bound]"),
-        "schema_from_data": bool(leaks),
-        "read_from_data": leaks,
-        "privacy": record,
-        "training": {"data": os.path.basename(args.data), "n_samples": int(shape[0]),
-                     "n_features": int(shape[1])},
-    }
+    model = model_file(
+        task="regression",
+        estimator={"class": "PrivateLinearRegression", "loss": "pseudo_huber",
+                   "method": args.perturbation, "epsilon": args.epsilon, "delta": delta,
+                   "neighbouring": args.neighbouring, "n_public": args.n_public,
+                   "alpha": args.alpha, "h": h, "label_bound": args.label_bound,
+                   "fit_intercept": not args.no_intercept, "data_norm": 1.0},
+        record=est.release_record_, coef=np.asarray(coef, dtype=np.float64).reshape(-1),
+        intercept=float(intercept), schema=schema, data=os.path.basename(args.data),
+        read_from_data=leaks)
     _write_text(args.output, model_to_json(model), "model", atomic=True)
     print(f"model written to {args.output} ({len(names)} features"
           f"{' + intercept' if not args.no_intercept else ''})")

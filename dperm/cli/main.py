@@ -10,13 +10,16 @@
     dperm reproduce {table1,figure2,table2,figure3,tuning} [--quick] [--out DIR]
     dperm info
 
-Errors in the user's files are reported as one line on stderr with exit status 2.
+Errors in the user's files and options are reported as one line on stderr with exit
+status 2; an unexpected exception (a bug in dperm) as "internal error", with where it
+was raised, and exit status 1 (DPERM_DEBUG=1 shows the traceback).
 """
 import os
+import re
 import sys
 import warnings
 
-from dperm.cli._common import EXIT_USAGE, _err, _show_warning, _UsageError
+from dperm.cli._common import EXIT_USAGE, _err, _show_warning, _UsageError, check_outputs
 from dperm.cli.parser import build_parser
 
 __all__ = ["main", "build_parser"]
@@ -32,7 +35,12 @@ def main(argv=None):
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    from dperm.cli._io import CLIError
+    try:
+        check_outputs(args)    # before any work: never write over an input
+    except _UsageError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    from dperm.cli._common import CLIError
     from dperm.exceptions import BudgetExceededError
 
     with warnings.catch_warnings():
@@ -43,7 +51,14 @@ def main(argv=None):
         except _UsageError as exc:
             _err(str(exc))
             return EXIT_USAGE
-        except (CLIError, ValueError, TypeError, BudgetExceededError, OSError) as exc:
+        except (CLIError, BudgetExceededError, OSError, ValueError, TypeError) as exc:
+            if isinstance(exc, (ValueError, TypeError)) and not is_input_error(exc):
+                if os.environ.get("DPERM_DEBUG"):
+                    raise
+                _err(internal_error_message(exc))
+                return EXIT_INTERNAL
+            # errors in the user's input, files or options (OSError: a file that cannot
+            # be read or written), checked where the command line hands them on
             if os.environ.get("DPERM_DEBUG"):
                 raise
             if isinstance(exc, BrokenPipeError):
@@ -53,12 +68,62 @@ def main(argv=None):
         except KeyboardInterrupt:
             _err("interrupted")
             return 130
-        except Exception as exc:  # pragma: no cover - a bug, but still no traceback by default
+        except Exception as exc:
+            # anything else is a bug in dperm: say so, where it happened, how to report it
             if os.environ.get("DPERM_DEBUG"):
                 raise
-            _err(f"internal error ({type(exc).__name__}: {exc}); set DPERM_DEBUG=1 for a "
-                 "traceback and please report it")
-            return 1
+            _err(internal_error_message(exc))
+            return EXIT_INTERNAL
+
+
+EXIT_INTERNAL = 1
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# dperm's validation of what it is given: the modules that only check inputs, the
+# functions named for checking, and the library's wording of such a message (the
+# parameter first: "quantiles: need 0 <= low < high <= 1", "data_norm must be ...")
+_VALIDATION_MODULES = (os.path.join("data", "validation.py"), "schema.py")
+_VALIDATION_FUNCTION = re.compile(r"^_*(check|validate|resolve)")
+_VALIDATION_MESSAGE = re.compile(r"^[A-Za-z_][\w.]*(\[[^\]]*\])?(: | must | has | lacks |=)")
+
+
+def is_input_error(exc):
+    """True for a ValueError or TypeError that dperm raised on purpose about its input
+    (its own validation, exit status 2); False for one raised elsewhere (by numpy, SciPy,
+    the standard library, ... inside dperm) or that reads like no validation message:
+    a bug, reported as an internal error (exit status 1)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return False
+    last = frames[-1]
+    name = os.path.abspath(last.filename)
+    if not name.startswith(_PKG + os.sep):
+        return False
+    rel = os.path.relpath(name, _PKG)
+    return (rel in _VALIDATION_MODULES
+            or bool(_VALIDATION_FUNCTION.match(last.name))
+            or bool(_VALIDATION_MESSAGE.match(str(exc))))
+
+
+def internal_error_message(exc):
+    """One line for an unexpected exception: what it was, where it was raised (the
+    innermost frame inside dperm, as file:line in function), and how to report it."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    pkg = _PKG
+    ours = [f for f in frames if os.path.abspath(f.filename).startswith(pkg + os.sep)]
+    f = (ours or frames or [None])[-1]
+    where = ""
+    if f is not None:
+        name = os.path.abspath(f.filename)
+        shown = os.path.relpath(name, os.path.dirname(pkg)) if name.startswith(pkg) else name
+        where = f" at {shown}:{f.lineno} in {f.name}()"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return (f"internal error: {type(exc).__name__}{': ' + text if text else ''}{where}. "
+            "This is a bug in dperm, not a problem with your input: please report it with "
+            "the command line, `dperm --version` and the traceback that DPERM_DEBUG=1 prints")
 
 
 def _broken_pipe():

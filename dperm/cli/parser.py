@@ -5,9 +5,9 @@ import math
 from dperm.cli.bounds import cmd_bounds
 from dperm.cli.fit import cmd_fit
 from dperm.cli.predict import cmd_predict
-from dperm.cli.reproduce import _reproduce_help, cmd_reproduce
+from dperm.cli.reproduce import REPRODUCTION_NAMES, _reproduce_help, cmd_reproduce
 
-SCHEMA_HELP = """\
+SCHEMA_FORMAT = """\
 schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking at the data
   {
     "numeric":     {"age": [17, 90], "hours": [0, 99]},
@@ -17,9 +17,9 @@ schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking a
   }
   numeric      column -> [low, high] (a single number H means [0, H]); values are
                clipped to [low, high] and mapped to [0, 1] by (v - low) / (high - low)
-  categorical  column -> list of categories; one-hot encoded in that order. When
-               fitting, a value not in the list is an error; when predicting it gives
-               an all-zero group for that column
+  categorical  column -> list of categories; one-hot encoded in that order. A value
+               not in the list is an error naming the row, the column and the value
+               (`dperm predict --unknown zero` encodes it as an all-zero group)
   label        the label column and its two classes [negative, positive] (--label
                and --positive override), or all K > 2 classes it may hold (a K-class
                model: one score per class); labels and categories are compared as text
@@ -30,7 +30,9 @@ schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking a
   <= 1 (the public bound R = 1 of the privacy proofs); with the intercept (default)
   a constant feature is added and rows rescaled by the library. Columns of the CSV
   not named in the schema are ignored.
+"""
 
+SCHEMA_HELP = SCHEMA_FORMAT + """
   Missing values: a blank cell, or one of NA, N/A, NaN, null, None, ?, #N/A (any
   case; in a categorical column only when the schema does not list it as a
   category). A column with a "fill" value takes it; otherwise --missing decides:
@@ -98,6 +100,24 @@ privacy options: --epsilon and --delta give the guarantee ((epsilon, delta)-DP;
   one-vs-rest models, each with epsilon/K and delta/K (their total is the guarantee).
 """
 
+BOUNDS_HELP = SCHEMA_FORMAT + """
+  dperm bounds writes this format: "numeric" holds the private bounds of the
+  numeric columns (--columns, else those of --schema BASE.json, else the columns
+  read as numeric from the data, with a PrivacyLeakWarning); "categorical",
+  "label", "classes" and "fill" are copied from BASE.json (public input), and
+  --categories-from-data adds category lists read from the data (NOT private).
+  A blank or missing cell of a numeric column is left out of its quantiles; any
+  other cell that is not a number is an error naming it.
+
+privacy: each bound is a quantile released by the exponential mechanism over the
+  PUBLIC --range (dperm.estimate_bounds); --epsilon is split evenly over the
+  columns and the two quantiles (pure epsilon-DP, rows replaced, added or
+  removed). Values outside --range are clipped to it. The
+  budget is separate from the fit's: a model trained with the written schema is
+  (epsilon_bounds + epsilon_fit)-DP in total. --seed makes the draws reproducible
+  and the bounds NOT private.
+"""
+
 PREDICT_HELP = """\
 Applies the model's stored preprocessing to DATA.csv (a header row is required; a
 label column, if present, is ignored) and writes one output row per input row:
@@ -107,8 +127,10 @@ label column, if present, is ignored) and writes one output row per input row:
 A model of K > 2 classes writes prediction (the class with the largest score), then
 score:CLASS for each class and, for the logistic loss, probability:CLASS (softmax of
 the scores for a multinomial model; the one-vs-rest sigmoids normalised to sum to 1).
-A category not in the model's list gives an all-zero group for that column (it is
-not an error); numeric values are clipped to the stored [low, high]. A missing cell
+A category not in the model's list is an error naming the row, line, column and
+value, as in the Python pipeline (PublicSchema, unknown="error"); --unknown zero
+encodes it as an all-zero group for that column instead (unknown="ignore").
+Numeric values are clipped to the stored [low, high]. A missing cell
 (blank, NA, NaN, ?, ...) takes the schema's "fill" value for its column; without one
 it is an error naming the row and the column (rows are never dropped: there is one
 output row per input row). --delimiter CHAR reads a file separated by CHAR.
@@ -191,7 +213,7 @@ def _size(s):
 
 
 def _delimiter(s):
-    from dperm.cli._io import parse_delimiter
+    from dperm.cli._common import parse_delimiter
 
     try:
         return parse_delimiter(s)
@@ -200,22 +222,37 @@ def _delimiter(s):
 
 
 
+class _ReproduceParser(argparse.ArgumentParser):
+    """`dperm reproduce`'s parser: its epilog (the experiments' docstrings) is built from
+    the registry when the help is shown, not when any command starts."""
+
+    def format_help(self):
+        if self.epilog is None:
+            from dperm.experiments import REPRODUCTIONS
+
+            self.epilog = _reproduce_help(REPRODUCTIONS)
+        return super().format_help()
+
+
 def build_parser():
     from dperm.privacy.neighbouring import NEIGHBOURING
 
     p = argparse.ArgumentParser(
         prog="dperm",
         description="Differentially private empirical risk minimization (Chaudhuri, "
-                    "Monteleoni & Sarwate 2011): train and apply private linear classifiers, "
-                    "and reproduce the paper's experiments.",
+                    "Monteleoni & Sarwate 2011): train and apply private linear models "
+                    "(classification, and regression with --task regression), estimate "
+                    "private bounds for a schema, and reproduce the paper's experiments.",
         epilog="Run `dperm COMMAND --help` for the options of a command.")
     p.add_argument("--version", action=_VersionAction)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     # fit
     f = sub.add_parser(
-        "fit", help="train a private linear classifier on a CSV file (or the shipped Adult data)",
-        description="Train PrivateLinearClassifier on DATA.csv (header row required) with\n"
+        "fit", help="train a private linear model (a classifier, or a regression with --task "
+                    "regression) on a CSV file (or the shipped Adult data)",
+        description="Train PrivateLinearClassifier (or, with --task regression,\n"
+                    "PrivateLinearRegression) on DATA.csv (header row required) with\n"
                     "public preprocessing, print the privacy parameters used, and write the\n"
                     "model as JSON. The accuracy on the training rows is not printed: it would\n"
                     "be a release of the private data outside the privacy guarantee.",
@@ -262,7 +299,7 @@ def build_parser():
                         "rule of PrivateLinearRegression(method='auto'))")
     f.add_argument("--alpha", type=_alpha, default="auto",
                    help="regularization strength Lambda, or 'auto' (default): a rule of public "
-                        "quantities only (n, d, epsilon; see dperm.regularization.auto_alpha), "
+                        "quantities only (n, d, epsilon; see dperm.privacy.regularization.auto_alpha), "
                         "so it costs no privacy; the value used is printed and stored")
     f.add_argument("--h", type=_positive_float, default=None,
                    help="Huber / smoothed-hinge width (default 0.5; ignored for logistic); "
@@ -271,7 +308,8 @@ def build_parser():
     f.add_argument("--task", choices=("classification", "regression"), default="classification",
                    help="classification (default) or regression: a numeric label column, "
                         "dperm.PrivateLinearRegression (pseudo-Huber ERM; --perturbation "
-                        "objective, output or none), in memory only")
+                        "objective, output or none); a CSV larger than memory streams with "
+                        "--memory-budget / --work-dir (--schema required; no --keep-binary)")
     f.add_argument("--label-bound", type=_positive_float, default=None, metavar="B",
                    help="--task regression: the PUBLIC bound B on |label| (labels beyond it "
                         "are clipped to [-B, B], with a warning); required")
@@ -317,7 +355,10 @@ def build_parser():
     g.add_argument("--from-binary", metavar="DIR", default=None,
                    help="fit from a binary written earlier with --keep-binary (its schema, "
                         "label, classes and layout are used; no DATA.csv)")
-    f.set_defaults(func=cmd_fit)
+    f.set_defaults(func=cmd_fit,
+                   inputs=(("data", "DATA.csv"), ("schema", "--schema"), ("holdout", "--holdout"),
+                           ("from_binary", "--from-binary")),
+                   outputs=(("output", "-o/--output"), ("save_schema", "--save-schema")))
 
     # bounds
     b = sub.add_parser(
@@ -326,7 +367,7 @@ def build_parser():
                     "epsilon-DP (dperm.estimate_bounds) and write a schema file that\n"
                     "`dperm fit --schema` reads. Category lists, label, classes and fill\n"
                     "values come from --schema BASE.json (public input).",
-        epilog=SCHEMA_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=BOUNDS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("data", metavar="DATA.csv", help="the private data (CSV with a header row)")
     b.add_argument("--epsilon", type=_positive_float, required=True,
                    help="privacy budget of the bounds (split evenly over columns x quantiles)")
@@ -350,7 +391,8 @@ def build_parser():
     b.add_argument("--seed", type=int, default=None,
                    help="seed the draws: reproducible runs only, the bounds are then NOT private "
                         "(default: fresh OS entropy; the seed is never written to the schema)")
-    b.set_defaults(func=cmd_bounds)
+    b.set_defaults(func=cmd_bounds, inputs=(("data", "DATA.csv"), ("schema", "--schema")),
+                   outputs=(("output", "-o/--output"),))
 
     # predict
     pr = sub.add_parser("predict", help="apply a model to a CSV file",
@@ -362,18 +404,22 @@ def build_parser():
     pr.add_argument("--delimiter", type=_delimiter, default=",", metavar="CHAR",
                     help="field separator of DATA.csv (default ','; e.g. ';', '|', or 'tab'); "
                          "the predictions are written comma-separated")
-    pr.set_defaults(func=cmd_predict)
+    pr.add_argument("--unknown", choices=("error", "zero"), default="error",
+                    help="a category the model's schema does not list: error (default: name "
+                         "the row, column and value) or zero (an all-zero group for that "
+                         "column)")
+    pr.set_defaults(func=cmd_predict, inputs=(("model", "MODEL.json"), ("data", "DATA.csv")),
+                    outputs=(("output", "-o/--output"),))
 
-    # reproduce
-    from dperm.experiments import REPRODUCTIONS
-
+    # reproduce (the registry, dperm.experiments, is imported only for its help text and
+    # when the command runs: it imports the estimators and scikit-learn)
     r = sub.add_parser("reproduce", help="reproduce the paper's experiments (Adult, KDDCup99)",
                        description="Reproduce the paper's tables and figures on the shipped "
                                    "Adult and KDDCup99 (10% sample) data; writes CSV (and PNG "
                                    "plots when matplotlib is installed) to --out.",
-                       epilog=_reproduce_help(REPRODUCTIONS),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("what", choices=tuple(REPRODUCTIONS),
+    r.__class__ = _ReproduceParser
+    r.add_argument("what", choices=REPRODUCTION_NAMES,
                    help="the experiment (list below); table1/table2: the paper's Tables 1 and 2 "
                         "at epsilon = 0.1 (full protocol: 10-fold CV, 50 runs); figure2/figure3: "
                         "error against epsilon at the best Lambda; tuning: Algorithm 4 end to "

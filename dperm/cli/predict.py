@@ -10,12 +10,12 @@ def cmd_predict(args):
 
     import numpy as np
 
-    from dperm.cli._io import MISSING_HINT_PREDICT, apply_missing, encode_rows, load_model, read_csv
+    from dperm.cli._io import MISSING_HINT_PREDICT, apply_missing, load_model, read_csv
 
     model = load_model(args.model)
     table = read_csv(args.data, delimiter=args.delimiter)
     apply_missing(table, model["schema"], policy="error", hint=MISSING_HINT_PREDICT)
-    X, _ = encode_rows(table, model["schema"], unknown="zero")
+    X = _encode(table, model["schema"], args.unknown)
     coef = model["coef"]
     if model.get("task") == "regression":
         return _write_predictions(args, table, _regression_rows(X @ coef + model["intercept"]))
@@ -55,6 +55,25 @@ def cmd_predict(args):
         _write_text(args.output, buf.getvalue(), "predictions")
         _note(f"{table.n_rows} predictions written to {args.output}")
     return 0
+
+
+def _encode(table, schema, unknown):
+    """The encoded rows; a category the model's schema does not list is an error naming
+    the row, line, column and value (as in the Python pipeline), or with --unknown zero
+    an all-zero group for that column."""
+    from dperm.cli._io import CLIError, encode_rows
+
+    try:
+        X, _ = encode_rows(table, schema, unknown=unknown)
+    except CLIError as exc:
+        msg = str(exc)
+        python_hint = "(in Python, unknown='ignore' encodes such values as an all-zero group)"
+        if "unknown category" not in msg:
+            raise
+        raise CLIError(msg.replace(python_hint, "of the model's schema and fit again, or pass "
+                                   "--unknown zero to predict such a row with an all-zero "
+                                   "group for that column")) from None
+    return X
 
 
 def _regression_rows(pred):

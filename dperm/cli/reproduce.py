@@ -6,6 +6,11 @@ import time
 
 from dperm.cli._common import _note, _UsageError
 
+#: the names of dperm.experiments.REPRODUCTIONS, in its order, for the parser (which
+#: does not import the registry: tests/cli/test_cli_start.py checks they agree)
+REPRODUCTION_NAMES = ("table1", "figure2", "table2", "figure3", "tuning", "learning-curves",
+                      "nips2008", "gaussian", "all")
+
 
 def cmd_reproduce(args):
     from dperm import experiments
@@ -36,11 +41,67 @@ def cmd_reproduce(args):
           f"({'quick' if args.quick else 'full protocol'}, "
           f"seed {args.seed}); results go to {args.out}/", flush=True)
     t0 = time.perf_counter()
-    out = runner(**kwargs)
+    with _staged(args.out, args.pima) as stage:
+        out = runner(**dict(kwargs, out=stage.dir))
+        stage.commit()
     wall = time.perf_counter() - t0
-    _print_outputs(out)
+    _print_outputs(_restage(out, stage.dir, args.out))
     print(f"wall time: {wall:.1f} s")
     return 0
+
+
+class _staged:
+    """The runner writes into a fresh hidden folder inside --out; only when it returns
+    are its files renamed into place, one os.replace each (atomic, same file system).
+    A failed or interrupted run leaves --out as it was (the folder is removed); an
+    output that would replace the --pima input is refused before anything is moved."""
+
+    def __init__(self, out, pima):
+        self.out, self.pima = out, pima
+
+    def __enter__(self):
+        import tempfile
+
+        try:
+            os.makedirs(self.out, exist_ok=True)
+            self.dir = tempfile.mkdtemp(prefix=".dperm-reproduce-", dir=self.out)
+        except OSError as exc:
+            from dperm.cli._common import CLIError
+
+            raise CLIError(f"cannot write to --out {self.out!r}: {exc.strerror or exc}") from None
+        return self
+
+    def commit(self):
+        """Move every staged file to the same place under --out."""
+        from dperm._files import same_file
+
+        moves = {}
+        for root, _dirs, files in os.walk(self.dir):
+            for f in files:
+                src = os.path.join(root, f)
+                moves[src] = os.path.join(self.out, os.path.relpath(src, self.dir))
+        for dst in moves.values():
+            if self.pima is not None and same_file(dst, self.pima):
+                raise _UsageError(f"--out {self.out!r}: the run would write over the --pima "
+                                  f"input {self.pima!r}; choose another --out")
+        for src, dst in sorted(moves.items()):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.replace(src, dst)
+
+    def __exit__(self, kind, exc, tb):
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return False
+
+
+def _restage(out, stage, final):
+    """The runner's return value with the staging folder's paths replaced by --out's."""
+    if isinstance(out, str):
+        return out.replace(stage, os.path.normpath(final))
+    if isinstance(out, (list, tuple)):
+        return type(out)(_restage(v, stage, final) for v in out)
+    return out
 
 
 def _print_outputs(out):

@@ -1,14 +1,15 @@
 """The Dask backend: the objective over rows that live on a Dask cluster.
 
-`erm.minimize`, both mechanisms and `PrivateLinearClassifier.fit` accept a
-`dask.array` (chunked by rows only; dense or scipy.sparse CSR chunks; float32 or
-float64).  The rows never leave the workers:
+`erm.minimize`, both mechanisms, AdaSSP, `PrivateLinearClassifier.fit` and
+`PrivateLinearRegression.fit` accept a `dask.array` (chunked by rows only; dense or
+scipy.sparse CSR chunks; float32 or float64).  The rows never leave the workers:
 
 * the row blocks (and the labels, chunked like them) are persisted; on every
   worker that holds blocks a long-lived `_Shard` (a Dask actor) builds the
   compiled `dperm._core._objective.Data` over its local blocks once, after
-  validating them there (finite values, labels in {-1, +1}; a bad block raises
-  an error that names its chunk index);
+  validating them there (finite values, labels in {-1, +1}, or finite real
+  targets for a regression loss; a bad block raises an error that names its chunk
+  index);
 * the public row maps -- clipping onto the ball of radius `data_norm` and the
   estimator's intercept column -- are replayed on the workers by the same code
   as on one machine (`bound_rows`, `WithInterceptColumn`), as a list of public
@@ -16,7 +17,7 @@ float64).  The rows never leave the workers:
 * each pass of the solver sends the current batch W (m x d) to the shards; a
   shard computes, PER CHUNK, the unnormalized sums of the losses and of the
   gradient terms (or Hessian-vector terms) and the chunk's row count -- never
-  anything but sums;
+  anything but sums (AdaSSP's pass: X_c^T X_c and X_c^T y_c, `sufficient_statistics`);
 * the sums are added in ONE fixed order, the chunk tree: an aligned binary tree
   over the chunk indices 0..C-1 whose leaves are the chunks and whose node
   (level l, index j) covers chunks j 2^l .. (j + 1) 2^l - 1; a node's sum is
@@ -38,6 +39,12 @@ float64).  The rows never leave the workers:
   `REDUCTION = "flat"` has every shard answer the client, which folds the P
   answers itself (the same bits; kept for benchmarks/dask_overhead.py).  The
   cost model and the measurements are in BENCHMARKS.md ("Tree reduction");
+* only distributed's public API is used: the shards are actors (`Client.submit(...,
+  actor=True)`), a shard holds the Actor handles of its children (given by the
+  client in `link`) and calls them as any worker may call an actor (distributed's
+  documentation, "Actors": calls from a worker go directly to the actor's worker;
+  an actor's `async def` method runs on its worker's event loop and awaits the
+  actor calls it makes); the threads per worker come from `Client.nthreads()`;
 * every fold checks that no chunk is counted twice and that each node holds the
   public number of rows; the client checks that the result is the root of the
   chunk tree (every chunk once, n rows), and only then applies 1/n, the ridge
@@ -61,15 +68,16 @@ the objective and gradient match the local pass to ~1e-15 relative, and minimize
 to the solver's tolerance (tests: 1e-8 relative); across clusters, placements and
 the two reductions they are the same bits.
 
-Faults: a shard on a worker that died makes its call fail (the client's call to
-the root, or a shard's call to a child: its connection is given
-TREE_CONNECT_TIMEOUT seconds); the backend waits for the scheduler to recompute
-the lost blocks from their source (their task graph), builds the shards and the
-message tree again and repeats the same pass -- the same W, the same per-chunk
-sums, the same tree order, so the fit completes with the answer it would have
-given.  If the blocks cannot be recomputed or the workers keep failing, the fit
-raises `DistributedFitError`; a reduction with a missing chunk, a chunk counted
-twice or a wrong row count is never turned into a model.
+Faults: a shard on a worker that died makes the pass fail: the client's call to the
+root fails, or the client, waiting for the root's answer, finds a shard's worker gone
+from the scheduler (`Client.nthreads()`, asked every LOST_WORKER_POLL seconds while a
+pass is out: a root waiting on a lost child is not waited for); the backend waits for
+the scheduler to recompute the lost blocks from their source (their task graph),
+builds the shards and the message tree again and repeats the same pass -- the same
+W, the same per-chunk sums, the same tree order, so the fit completes with the answer
+it would have given.  If the blocks cannot be recomputed or the workers keep failing,
+the fit raises `DistributedFitError`; a reduction with a missing chunk, a chunk
+counted twice or a wrong row count is never turned into a model.
 
 Importing this module does not import dask; only a Dask collection does.
 """
@@ -92,10 +100,15 @@ REDUCTION = "tree"
 #: fan-in of the message tree: a shard forwards a pass to at most this many shards and
 #: folds their answers with its own (depth about log_FAN_IN(workers))
 TREE_FAN_IN = 4
-#: seconds a shard waits for a connection to a shard below it (a lost worker)
-TREE_CONNECT_TIMEOUT = 5.0
+#: while a pass is out, the client checks every this many seconds that the shards'
+#: workers are still known to the scheduler (a lost one: the pass is repeated on rebuilt
+#: shards instead of waiting for the root's call to it to time out)
+LOST_WORKER_POLL = 1.0
 #: memory a shard may spend on Newton's curvature cache (phi'' per row, per cached point)
 WORKER_CURVATURE_BYTES = 512 * 2**20
+#: AdaSSP's pass materializes a chunk's design rows in blocks of at most this many
+#: float64 entries (16 MiB)
+GRAM_BLOCK_ENTRIES = 1 << 21
 #: points per problem whose curvature a shard keeps (as the local solver, dperm.optim.erm)
 CACHED_POINTS = 3
 
@@ -160,13 +173,21 @@ def _check_array(X, name="X"):
     return X
 
 
-def as_rows(X, y, *, min_samples=1, name="X"):
-    """A DaskRows over a Dask array X and labels y in {-1, +1} (a numpy array, or a
-    Dask array: rechunked like X's rows).  A DaskRows is returned as it is (its
-    labels are already on the workers; y is ignored)."""
+def as_rows(X, y, *, min_samples=1, name="X", regression=False):
+    """A DaskRows over a Dask array X and labels y in {-1, +1}, or with `regression`
+    finite real targets (a numpy array, or a Dask array: rechunked like X's rows).  A
+    DaskRows is returned as it is (its labels are already on the workers; y is
+    ignored), if its labels are of the kind asked for."""
     from dperm.data.design import DesignRows
 
     if isinstance(X, DaskRows):
+        if X.regression != bool(regression):
+            raise ValueError(
+                f"{name}: these rows on the workers carry "
+                f"{'real targets (a regression loss)' if X.regression else 'labels in {-1, +1}'}"
+                f"; a {'regression' if regression else 'margin (classification)'} loss needs "
+                f"{'real targets' if regression else 'labels in {-1, +1}'}: build the rows "
+                "with the labels of this task")
         return X
     ops = ()
     if isinstance(X, DesignRows):
@@ -199,7 +220,7 @@ def as_rows(X, y, *, min_samples=1, name="X"):
         if yy.ndim != 1 or yy.shape[0] != n:
             raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
         y = da.from_array(yy, chunks=(X.chunks[0],))
-    return DaskRows(client, X, y, ops)
+    return DaskRows(client, X, y, ops, regression=regression)
 
 
 class DaskRows:
@@ -212,7 +233,7 @@ class DaskRows:
 
     _dperm_distributed = True
 
-    def __init__(self, client, X, y, ops=(), _state=None):
+    def __init__(self, client, X, y, ops=(), _state=None, regression=False):
         self.ops = tuple(ops)
         if _state is None:
             import dask
@@ -223,7 +244,7 @@ class DaskRows:
             limit = max(dask.utils.parse_bytes(limit), 4 * y.nbytes)
             with dask.config.set({"distributed.admin.large-graph-warning-threshold": limit}):
                 X, y = client.persist([X, y])
-            _state = _Cluster(client, X, y)
+            _state = _Cluster(client, X, y, regression)
         self._state = _state
         self.X = _state.X
 
@@ -240,6 +261,12 @@ class DaskRows:
     @property
     def n_chunks(self):
         return self._state.n_chunks
+
+    @property
+    def regression(self):
+        """Whether the labels on the workers are real targets (a regression loss reads
+        them apart from the rows) rather than labels in {-1, +1}."""
+        return self._state.regression
 
     def _with(self, op):
         return DaskRows(None, None, None, self.ops + (op,), _state=self._state)
@@ -288,14 +315,32 @@ class DaskRows:
         l2 = np.asarray(l2, dtype=np.float64).reshape(-1)
         return SH * (1.0 / self.shape[0]) + l2[:, None] * V
 
+    def sufficient_statistics(self, data_norm, label_bound):
+        """(X^T X (d, d), X^T y (d,)) over the design rows (after the row maps) and the
+        real targets on the workers: per chunk on its worker, added in the chunk tree's
+        order (one pass; AdaSSP's statistics, dperm.privacy.adassp).  Sums, not means.
+        A row of norm over data_norm or a target over label_bound raises ValueError
+        naming its chunk (the estimator clips both first)."""
+        if not self.regression:
+            raise ValueError("y: the sufficient statistics X^T y need real targets on the "
+                             "workers (rows built for a regression loss)")
+        xty, gram = self._state.reduce("gram", self.ops, (float(data_norm), float(label_bound)),
+                                       0, 0.0, None)
+        return gram, xty
+
+
+class _LostWorker(Exception):
+    """A shard's worker left the cluster while a pass was out."""
+
 
 class _Cluster:
     """The persisted blocks, their layout and the shards (one actor per worker)."""
 
-    def __init__(self, client, X, y):
+    def __init__(self, client, X, y, regression=False):
         from distributed import futures_of
 
         self.client, self.X, self.y = client, X, y
+        self.regression = bool(regression)
         xkeys = [k[0] for k in X.__dask_keys__()]
         ykeys = list(y.__dask_keys__())
         fx = {f.key: f for f in futures_of(X)}
@@ -326,22 +371,24 @@ class _Cluster:
             if not holders:
                 raise DistributedFitError(f"chunk {i}: no worker holds it after recomputation")
             groups.setdefault(holders[0], []).append(i)
+        threads = self.client.nthreads()
         shards = []
         for w in sorted(groups):
             idx = groups[w]
             fut = self.client.submit(
                 _Shard, idx, [int(self.starts[i]) for i in idx],
                 [self.xf[i] for i in idx], [self.yf[i] for i in idx], self.bounds,
-                actor=True, workers=[w], allow_other_workers=False, pure=False)
+                int(threads.get(w, 1)), self.regression, actor=True, workers=[w], allow_other_workers=False,
+                pure=False)
             shards.append((fut, idx, w))
         # construction validates the blocks: a bad chunk raises here, with its index
-        built = [(fut.result(), fut, idx) for fut, idx, _ in shards]
+        built = [(fut.result(), fut, idx, w) for fut, idx, w in shards]
         links = []
-        for s, (actor, _, _) in enumerate(built):
-            kids = [(shards[c][2], shards[c][0].key)
+        for s, (actor, _, _, _) in enumerate(built):
+            kids = [built[c][0]
                     for c in range(s * TREE_FAN_IN + 1, min(len(built), (s + 1) * TREE_FAN_IN + 1))]
             if kids:
-                links.append(actor.link(kids, TREE_CONNECT_TIMEOUT))
+                links.append(actor.link(kids))
         for f in links:
             f.result()
         self.shards = built
@@ -355,10 +402,18 @@ class _Cluster:
                 if not self.shards:
                     self._build()
                 shards = self.shards[:1] if root_only else self.shards
-                futs = [getattr(actor, method)(*args) for actor, _, _ in shards]
-                return [f.result() for f in futs]
+                futs = [getattr(actor, method)(*args) for actor, _, _, _ in shards]
+                return [self._result(f) for f in futs]
             except (ValueError, TypeError, MemoryError, KeyboardInterrupt, DistributedFitError):
                 raise
+            except _LostWorker:
+                if attempt == MAX_RECOVERIES:
+                    raise DistributedFitError(
+                        f"dperm: a pass over the Dask array failed {attempt + 1} times (a "
+                        "worker holding rows was lost each time); the fit was stopped rather "
+                        "than finished on partial sums. Check the workers (memory limits, "
+                        "restarts) and fit again.") from None
+                self.shards = []
             except Exception as exc:   # a lost worker, a closed connection, ...
                 if attempt == MAX_RECOVERIES:
                     raise DistributedFitError(
@@ -367,6 +422,20 @@ class _Cluster:
                         "finished on partial sums. Check the workers (memory limits, "
                         "restarts) and fit again.") from exc
                 self.shards = []   # rebuilt from the persisted blocks (recomputed if lost)
+
+    def _result(self, fut):
+        """The result of a shard's call; while waiting, every LOST_WORKER_POLL seconds,
+        _LostWorker if a shard's worker is no longer known to the scheduler (its shards'
+        calls cannot complete: the pass is repeated on rebuilt shards)."""
+        import asyncio
+
+        while True:
+            try:
+                return fut.result(timeout=LOST_WORKER_POLL)
+            except (TimeoutError, asyncio.TimeoutError):   # distinct classes before 3.11
+                alive = self.client.nthreads()
+                if any(w not in alive for _, _, _, w in self.shards):
+                    raise _LostWorker() from None
 
     def reduce(self, method, ops, Wargs, loss, h, n_threads, keep_curvature=False):
         """The sums of a pass over every row, added in the fixed order of the chunk tree:
@@ -468,26 +537,6 @@ def _root(parts, bounds):
     return F, G
 
 
-async def _call_shard(worker, address, key, method, payload, connect_timeout):
-    """method(payload) on the shard (actor key) at address, from a worker's event loop
-    (what distributed's Actor handle does, without a worker client).  The connection
-    is given connect_timeout seconds: a lost worker fails the pass at once (the
-    client then rebuilds the shards) instead of being retried for the default 30 s."""
-    from distributed.core import send_recv
-
-    pool = worker.rpc
-    comm = await pool.connect(address, timeout=connect_timeout)
-    try:
-        out = await send_recv(comm=comm, op="actor_execute", function=method, actor=key,
-                              args=[payload], kwargs={},
-                              serializers=pool.serializers, deserializers=pool.deserializers)
-    finally:
-        pool.reuse(address, comm)
-    if out["status"] == "OK":
-        return out["result"]
-    raise out["exception"]
-
-
 def _replay(block, y, ops, loss_name=None):
     """The design rows of one block after the public row maps `ops`, as on one machine."""
     from dperm.data.design import DesignRows, WithInterceptColumn
@@ -510,37 +559,40 @@ def _replay(block, y, ops, loss_name=None):
 class _Shard:
     """One worker's row blocks and their compiled Data (a Dask actor)."""
 
-    def __init__(self, chunk_ids, starts, blocks, labels, bounds):
-        from dperm.data.validation import check_pm1_labels, check_X
+    def __init__(self, chunk_ids, starts, blocks, labels, bounds, n_threads=1, regression=False):
+        import threading
+
+        from dperm.data.validation import check_pm1_labels, check_real_labels, check_X
 
         self.chunk_ids = list(chunk_ids)
+        self.starts = [int(r) for r in starts]
         self.bounds = np.asarray(bounds, dtype=np.int64)
+        #: labels are real targets, read apart from the rows (row weights 1)
+        self.regression = bool(regression)
         self.blocks, self.labels = [], []
         for ci, r0, X, y in zip(chunk_ids, starts, blocks, labels):
             where = f"chunk {ci} (rows {r0} to {r0 + X.shape[0] - 1})"
             X = check_X(X, name=f"X, {where}", accept_sparse=True)
-            y = check_pm1_labels(y, X.shape[0], name=f"y, {where}")
+            y = (check_real_labels if regression else check_pm1_labels)(
+                y, X.shape[0], name=f"y, {where}")
             self.blocks.append(X)
             self.labels.append(y)
         self.cache = {}
-        #: the shards below this one in the message tree: [(worker address, actor key)]
+        #: the shards below this one in the message tree (Actor handles)
         self.children = []
-        self.connect_timeout = TREE_CONNECT_TIMEOUT
+        #: passes of `tree` run in a thread of their own, one at a time with the other
+        #: methods (which distributed runs in the worker's actor thread)
+        self.lock = threading.RLock()
+        self.n_threads = max(1, int(n_threads))
         #: phi''(margins) of the last value_grad passes, per point: key -> [per chunk]
         self.curv = OrderedDict()
         self.curv_batch = 0
         self.counters = {"curvature_hits": 0, "curvature_misses": 0}
-        try:
-            from distributed import get_worker
 
-            self.n_threads = int(get_worker().state.nthreads)
-        except Exception:
-            self.n_threads = 1
-
-    def link(self, children, connect_timeout):
-        """Set the shards this one forwards a tree pass to (and folds the answers of)."""
-        self.children = [(str(a), k) for a, k in children]
-        self.connect_timeout = float(connect_timeout)
+    def link(self, children):
+        """Set the shards (Actor handles) this one forwards a tree pass to (and folds the
+        answers of)."""
+        self.children = list(children)
         return len(self.children)
 
     def stats(self):
@@ -550,6 +602,10 @@ class _Shard:
         """Build (and cache) the kernels' Data for the row maps ops; returns the number
         of rows each map clipped, per chunk (a statistic for the analyst)."""
         ops = tuple(ops)
+        with self.lock:
+            return self._prepare(ops)
+
+    def _prepare(self, ops):
         hit = self.cache.get(ops)
         if hit is None:
             from dperm._core._objective import Data
@@ -557,7 +613,11 @@ class _Shard:
             datas, counts = [], []
             for X, y in zip(self.blocks, self.labels):
                 D, clipped = _replay(X, y, ops)
-                datas.append(Data(D.X, D.signed_weights(y), D.constant_column()))
+                if self.regression:   # as dperm.data.oracle.binary_oracle: labels apart
+                    datas.append(Data(D.X, D.signed_weights(np.ones(X.shape[0])),
+                                      D.constant_column(), y))
+                else:
+                    datas.append(Data(D.X, D.signed_weights(y), D.constant_column()))
                 counts.append(sum(clipped))
             if len(self.cache) >= _CACHE_SPECS:
                 self.cache.pop(next(iter(self.cache)))
@@ -635,13 +695,42 @@ class _Shard:
             return None, hess_vec(D, W, V, zero, loss, h, nt, curv)
         return self._per_chunk(ops, W, hv)
 
+    def gram(self, ops, bounds, loss=None, h=None, n_threads=None, keep_curvature=False):
+        """[(chunk, rows, X_c^T y_c, X_c^T X_c)] over this worker's chunks: the design
+        rows after the row maps, materialized one chunk at a time (d x d is the output
+        anyway).  bounds = (data_norm, label_bound): a row or target beyond them raises
+        ValueError naming the chunk (a sensitivity bound would not hold)."""
+        R, B = bounds
+        out = []
+        for ci, r0, X, y in zip(self.chunk_ids, self.starts, self.blocks, self.labels):
+            nr = X.shape[0]
+            where = f"chunk {ci} (rows {r0} to {r0 + nr - 1})"
+            if np.any(np.abs(y) > B):
+                raise ValueError(f"y, {where}: {int(np.count_nonzero(np.abs(y) > B))} "
+                                 f"target(s) have |y| above label_bound={B}; clip them first")
+            # the chunk's rows in blocks of GRAM_BLOCK_ENTRIES entries, added in order (the
+            # row maps act row by row: the same rows as the whole chunk's)
+            step = max(1, GRAM_BLOCK_ENTRIES // max(1, X.shape[1] + 1))
+            gram = xty = None
+            for i0 in range(0, nr, step):
+                A = _replay(X[i0:i0 + step], y[i0:i0 + step], ops)[0].toarray()
+                over = np.sqrt(np.einsum("ij,ij->i", A, A)) > R
+                if np.any(over):
+                    raise ValueError(f"X, {where}: row {r0 + i0 + int(np.argmax(over))} has "
+                                     f"norm above data_norm={R}; clip the rows first")
+                g, v = A.T @ A, A.T @ y[i0:i0 + step]
+                gram, xty = (g, v) if gram is None else (gram + g, xty + v)
+            out.append((ci, nr, xty, gram))
+        return out
+
     # --- the reduction: this worker's chunks folded, then the message tree ----------
     def partial(self, method, ops, Wargs, loss, h, n_threads=None, keep_curvature=False):
-        """This worker's per-chunk sums of a pass (value_grad or hess_vec), folded through
+        """This worker's per-chunk sums of a pass (value_grad, hess_vec or gram), folded through
         the chunk tree as far as its own chunks allow: {node: (rows, F, G)}."""
-        if method not in ("value_grad", "hess_vec"):
+        if method not in ("value_grad", "hess_vec", "gram"):
             raise ValueError(f"method: unknown pass {method!r}")
-        per = getattr(self, method)(ops, Wargs, loss, h, n_threads, keep_curvature)
+        with self.lock:
+            per = getattr(self, method)(ops, Wargs, loss, h, n_threads, keep_curvature)
         return _fold([{(0, ci): (nr, F, G)} for ci, nr, F, G in per], self.bounds)
 
     def flat(self, payload):
@@ -652,25 +741,16 @@ class _Shard:
     async def tree(self, payload):
         """A pass over the rows of this shard and of every shard below it.  payload: the
         pickled arguments of `partial`, forwarded as they came (serialized once, by the
-        client) to the children first; their answers come while this worker computes its
-        own chunks in the actor's thread; then all partial sums are folded.  Returns the
-        folded nodes, pickled (read once, by the parent)."""
+        client) to the children first (their Actor handles' calls are under way at once);
+        their answers come while this worker computes its own chunks in a thread; then
+        all partial sums are folded.  Returns the folded nodes, pickled (read once, by
+        the parent)."""
         import asyncio
 
-        from distributed import get_worker
-
-        worker = get_worker()
-        below = [asyncio.ensure_future(_call_shard(worker, a, k, "tree", payload,
-                                                   self.connect_timeout))
-                 for a, k in self.children]
-        try:
-            mine = await asyncio.get_running_loop().run_in_executor(
-                worker.executors["actor"], lambda: self.partial(*pickle.loads(payload)))
-            parts = [pickle.loads(p) for p in await asyncio.gather(*below)]
-        except BaseException:
-            for f in below:
-                f.cancel()
-            raise
+        below = [child.tree(payload) for child in self.children]
+        mine = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: self.partial(*pickle.loads(payload)))
+        parts = [pickle.loads(await f) for f in below]
         return pickle.dumps(_fold([mine, *parts], self.bounds), protocol=5)
 
 
@@ -704,6 +784,22 @@ def split_rows(X, parts):
                     meta=X._meta))
         out.append((da.concatenate(pieces, axis=0) if len(pieces) > 1 else pieces[0], idx))
     return out
+
+
+def frame_as_array(X, name="X"):
+    """A dask DataFrame of numeric (or boolean) columns as a Dask array whose row chunks
+    are its partitions (their lengths counted on the workers: n is public to a fit).  A
+    column of another type is an error naming it: encode such columns with the public
+    schema first (dperm.PublicBoundsTransformer in a Pipeline)."""
+    import pandas as pd
+
+    bad = [c for c, t in X.dtypes.items()
+           if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
+    if bad:
+        raise ValueError(f"{name}: column {bad[0]!r} of the dask DataFrame is not numeric "
+                         f"({X.dtypes[bad[0]]}); encode it with the public schema first "
+                         "(dperm.PublicBoundsTransformer in a Pipeline)")
+    return X.to_dask_array(lengths=True)
 
 
 def frame_lengths(X):

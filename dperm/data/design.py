@@ -16,12 +16,14 @@ dperm._core._objective.Data).  Nothing is copied.
 import numpy as np
 
 from dperm.data import _arrays
+from dperm.data.norms import FACTOR_MARGIN
 
 __all__ = ["DesignRows", "WithInterceptColumn", "INTERCEPT_SCALE", "augment_intercept"]
 
-#: rows [x, R] are scaled by this: 1/sqrt(2), shrunk by 2^-40 so that rounding in
-#: the scaled rows can never lift a norm above R (the bound the guarantee needs)
-INTERCEPT_SCALE = (1.0 / np.sqrt(2.0)) * (1.0 - 2.0**-40)
+#: rows [x, R] are scaled by this: 1/sqrt(2), shrunk by 2^-40 (dperm.data.norms.FACTOR_MARGIN)
+#: so that rounding in the scaled rows can never lift a norm above R (the bound the
+#: guarantee needs)
+INTERCEPT_SCALE = (1.0 / np.sqrt(2.0)) * FACTOR_MARGIN
 
 
 class DesignRows:
@@ -90,7 +92,7 @@ class DesignRows:
         if self.scale == 1.0 and self.constant is None:
             return float(np.sqrt(r2))   # rows used as they are: no rounding to allow for
         # the kernels multiply each entry by scale * t_i (rounded): keep 2^-40 of room
-        return float(np.sqrt(r2)) * (1.0 - 2.0**-40)
+        return float(np.sqrt(r2)) * FACTOR_MARGIN
 
     def signed_weights(self, y):
         """What the kernels multiply row i by: y_i * scale * t_i."""
@@ -120,7 +122,7 @@ class DesignRows:
 def WithInterceptColumn(X, value, scale=INTERCEPT_SCALE):
     """X's rows (or a DesignRows' rows) with the intercept's constant column appended."""
     if getattr(X, "_dperm_distributed", False):
-        return X.with_intercept(value, scale)   # added on the workers (dperm._dask)
+        return X.with_intercept(value, scale)   # added on the workers (dperm.data.dask_rows)
     if isinstance(X, DesignRows):
         return X.with_constant(value, scale)
     return DesignRows(X, None, value, scale)

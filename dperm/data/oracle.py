@@ -20,21 +20,22 @@ call these and never test a storage type themselves.
 """
 import numpy as np
 
-from dperm.data import dask_rows
+from dperm.data import dask_rows, spark_rows
 from dperm.data.design import DesignRows
 from dperm.data.validation import check_class_labels, check_pm1_labels, check_real_labels, check_X
 from dperm.losses import check_n_classes
 
 __all__ = ["check_rows", "binary_oracle", "softmax_rows", "is_distributed", "is_dask_array",
-           "require_local", "full_hessian", "dense_rows", "dense_matrix", "SoftmaxRows"]
+           "require_local", "full_hessian", "dense_rows", "dense_matrix", "SoftmaxRows",
+           "sufficient_statistics"]
 
 #: entries of one (rows x m K) float64 temporary per block: 2^21 entries = 16 MiB
 BLOCK_ENTRIES = 1 << 21
 
 
 def is_distributed(X):
-    """Whether X is a Dask collection (or rows already on the workers)."""
-    return dask_rows.is_distributed(X)
+    """Whether X is a Dask collection (or rows already on the workers), or Spark rows."""
+    return dask_rows.is_distributed(X) or spark_rows.is_spark_rows(X)
 
 
 def is_dask_array(X):
@@ -43,8 +44,8 @@ def is_dask_array(X):
 
 
 def require_local(X, message):
-    """TypeError(message) if X is a Dask collection."""
-    if dask_rows.is_distributed(X):
+    """TypeError(message) if X is a Dask collection (or Spark rows)."""
+    if is_distributed(X):
         raise TypeError(message)
 
 
@@ -53,18 +54,18 @@ def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_me
     """(rows, labels) validated for an objective.
 
     A Dask collection becomes a DaskRows (rows, labels, validation and clipping stay on
-    the workers; labels None here); the softmax model refuses it with
-    `softmax_message`.  Local X is checked (dense, mapped, CSR or DesignRows); y becomes
+    the workers; labels None here; with `regression` the labels on the workers are real
+    targets); the softmax model refuses it with `softmax_message`.  Local X is checked
+    (dense, mapped, CSR or DesignRows); y becomes
     labels in {-1, +1}, or class indices 0..K-1 for the softmax model (K = n_classes,
     the public number of classes of a private multinomial fit).
     """
+    if spark_rows.is_spark_rows(X):   # labels on the executors (dperm.data.spark_rows)
+        return X.checked(min_samples=min_samples, softmax=softmax, regression=regression), None
     if dask_rows.is_distributed(X):
         if softmax:
             raise TypeError(softmax_message)
-        if regression:
-            raise TypeError("X: a regression loss runs on local rows (dense, CSR or a memory "
-                            "map); a Dask collection is not supported yet: compute X first")
-        return dask_rows.as_rows(X, y, min_samples=min_samples), None
+        return dask_rows.as_rows(X, y, min_samples=min_samples, regression=regression), None
     X = check_X(X, name="X", min_samples=min_samples, accept_sparse=True)
     if regression:
         return X, check_real_labels(y, X.shape[0], name="y")
@@ -137,7 +138,7 @@ def binary_oracle(rows, y, *, n_threads, worker_threads=None, regression=False):
     labels, times the row scale of a virtual intercept column) without a copy of X; a
     regression loss has row weights 1 (times the row scale) and the labels apart.
     """
-    if isinstance(rows, dask_rows.DaskRows):
+    if isinstance(rows, dask_rows.DaskRows) or spark_rows.is_spark_rows(rows):
         return _DistributedOracle(rows, worker_threads)
     from dperm._core._objective import Data
 
@@ -182,12 +183,32 @@ def dense_rows(X):
 def dense_matrix(X):
     """The rows of validated local X (dense, mapped, CSR or a DesignRows, with its
     clipping factors and constant column applied) as a dense float64 array: for the
-    sufficient-statistics method, which needs X^T X (d x d) anyway."""
+    sufficient-statistics method, which needs X^T X (d x d) anyway.  Rows on the Dask
+    workers are returned as they are: `sufficient_statistics` reads them there."""
+    if isinstance(X, dask_rows.DaskRows):
+        return X
     if isinstance(X, DesignRows):
         return X.toarray()
     if hasattr(X, "toarray"):
         return np.asarray(X.toarray(), dtype=np.float64)
     return np.asarray(X, dtype=np.float64)
+
+
+def sufficient_statistics(X, y, data_norm, label_bound, check_local):
+    """(X^T X (d, d), X^T y (d,), (n, d)): sums over the rows, for the
+    sufficient-statistics method (AdaSSP).
+
+    Rows on the Dask workers with their real targets (a DaskRows built for a
+    regression loss; y is not used): one pass, per chunk on the workers, added in the
+    chunk tree's fixed order; a row over data_norm or a target over label_bound raises
+    ValueError there (clip them first).  Local rows (from `dense_matrix`):
+    `check_local(X, y)` returns the checked dense float64 rows and targets, whose
+    products are formed here."""
+    if isinstance(X, dask_rows.DaskRows):
+        gram, xty = X.sufficient_statistics(data_norm, label_bound)
+        return gram, xty, X.shape
+    Xa, ya = check_local(X, y)
+    return Xa.T @ Xa, Xa.T @ ya, Xa.shape
 
 
 # ------------------------------------------------------------------ the softmax model
@@ -285,7 +306,8 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
 
     A Dask collection (rows already on the workers too, when `accept_worker_rows`)
     keeps its rows on the workers: its shape and chunks are checked here and the labels
-    (n values, public-sized) are brought to the client.  Local X is validated once;
+    (n values, public-sized) are brought to the client.  A dask DataFrame of numeric
+    columns (without `frames`) becomes a Dask array chunked by its partitions.  Local X is validated once;
     with `describe` it comes back as a DesignRows marked checked, so that the mechanism
     and the solver below take it (and its row norms, once computed) as it is.
     """
@@ -295,6 +317,8 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
         if hasattr(y, "compute"):
             y = y.compute()
         return X, y, dask_rows.is_dask_frame(X)
+    if dask_rows.is_dask_frame(X):
+        X = dask_rows.frame_as_array(X)
     distributed = dask_rows.is_distributed(X) if accept_worker_rows \
         else dask_rows.is_dask_array(X)
     if distributed:
@@ -306,11 +330,12 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
     return (DesignRows(X, checked=True) if describe else X), y, False
 
 
-def with_worker_labels(X, labels, *, min_samples=1):
-    """Rows on the workers get their labels ({-1, +1}, sent chunked like the rows);
-    local rows are returned as they are (their labels travel with the fit's call)."""
+def with_worker_labels(X, labels, *, min_samples=1, regression=False):
+    """Rows on the workers get their labels ({-1, +1}, or with `regression` real
+    targets, sent chunked like the rows); local rows are returned as they are (their
+    labels travel with the fit's call)."""
     if dask_rows.is_distributed(X):
-        return dask_rows.as_rows(X, labels, min_samples=min_samples)
+        return dask_rows.as_rows(X, labels, min_samples=min_samples, regression=regression)
     return X
 
 
@@ -355,13 +380,24 @@ def count_mistakes(estimator, X, y):
 def on_workers_if_dask(out_cols=None, dtype=None):
     """Decorator of an estimator's prediction method ``f(self, X)``: a Dask array X is
     handed to ``self._on_workers(X, name, out_cols, dtype)`` (the same method run block
-    by block on the workers, lazily); other X run f.  out_cols and dtype may be
-    callables of the estimator."""
+    by block on the workers, lazily); a dask DataFrame of numeric columns too, as a Dask
+    array chunked by its partitions (its column names checked here against the fit's);
+    other X run f.  out_cols and dtype may be callables of the estimator."""
     import functools
+    import warnings
 
     def deco(method):
         @functools.wraps(method)
         def wrapper(self, X):
+            if dask_rows.is_dask_frame(X):
+                from sklearn.utils.validation import check_is_fitted
+
+                check_is_fitted(self)
+                self._check_feature_names_at_predict(X)
+                X = dask_rows.frame_as_array(X)
+                with warnings.catch_warnings():   # the names were checked above
+                    warnings.filterwarnings("ignore", message="X does not have valid feature")
+                    return wrapper(self, X)
             if dask_rows.is_dask_array(X):
                 kw = {}
                 if out_cols is not None:

@@ -4,6 +4,7 @@ Each check raises ValueError (or TypeError for a wrong kind of object) whose
 message starts with the parameter's name, and returns a clean copy or view;
 nothing here mutates its input.
 """
+import math
 import numbers
 import os
 
@@ -12,12 +13,13 @@ import numpy as np
 from dperm.data import _arrays
 from dperm.data._arrays import _is_sparse
 from dperm.data.design import DesignRows
+from dperm.data.norms import FACTOR_MARGIN, check_row_norms, pull_below
 
 __all__ = [
     "check_X", "check_pm1_labels", "check_positive", "check_alpha", "check_epsilon",
     "check_random_state", "check_n_threads", "apply_norm_bound", "check_choice",
     "fresh_generator", "is_fixed_seed", "spawn_generator", "row_norms", "bound_rows",
-    "check_class_labels",
+    "check_class_labels", "free_cores", "team_limit",
 ]
 
 
@@ -40,12 +42,12 @@ def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
     is made (CSC, COO and the other formats: one conversion, O(nnz) memory).
     The user's matrix is never modified.
 
-    A `dperm._design.DesignRows` comes back as one over the checked X.
+    A `dperm.data.design.DesignRows` comes back as one over the checked X.
     """
     if getattr(X, "_dperm_distributed", False):
-        return X   # rows on a Dask cluster, validated there (dperm._dask)
+        return X   # rows on a Dask cluster, validated there (dperm.data.dask_rows)
     if type(X).__module__.startswith("dask."):
-        raise TypeError(f"{name}: a Dask collection is accepted by dperm.erm.minimize, the "
+        raise TypeError(f"{name}: a Dask collection is accepted by dperm.optim.erm.minimize, the "
                         f"mechanisms, private_tuning and PrivateLinearClassifier (fit, "
                         f"predict, score, ...: they run on the workers); here it would be "
                         f"loaded into this process. Elsewhere apply the function per block: "
@@ -111,8 +113,19 @@ def _check_finite(arr, name):
     flat = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(-1, 1)
     step = max(1, (1 << 22) // max(1, flat.shape[1]))
     for i in range(0, flat.shape[0], step):
-        if not np.isfinite(flat[i:i + step]).all():
-            raise ValueError(f"{name}: contains NaN or infinity")
+        ok = np.isfinite(flat[i:i + step])
+        if not ok.all():
+            r, c = np.argwhere(~ok)[0]
+            _nonfinite_error(name, i + int(r), int(c) if arr.ndim > 1 else None,
+                             flat[i + r, c])
+
+
+def _nonfinite_error(name, row, column, value):
+    """The one message for a NaN or infinite cell (dense, CSR; a DataFrame's numeric
+    column says the same through PublicSchema): its row and column, and the fix."""
+    where = f"row {row}" if column is None else f"row {row}, column {column}"
+    raise ValueError(f"{name}: contains NaN or infinity ({where}: {float(value)!r}); remove "
+                     f"or replace the value")
 
 
 def _is_mapped(X):
@@ -186,7 +199,9 @@ def _check_csr(X, name, min_samples):
     if out_of_range:
         _index_range_error(X.indices, d, name)
     if nonfinite:
-        raise ValueError(f"{name}: contains NaN or infinity")
+        p = int(np.flatnonzero(~np.isfinite(X.data))[0])
+        row = int(np.searchsorted(X.indptr, p, side="right")) - 1
+        _nonfinite_error(name, row, int(X.indices[p]), X.data[p])
     if unsorted:
         # sorted indices, duplicates summed: on a copy, never the user's matrix
         X = sp.csr_array((X.data.copy(), X.indices.copy(), X.indptr.copy()), shape=(n, d))
@@ -222,7 +237,13 @@ def row_norms(X):
     no temporary larger than a block of rows."""
     if isinstance(X, DesignRows):
         nx = X.x_norms() if X.factor is None else X.x_norms() * X.factor
-        return X.scale * np.sqrt(nx**2 + (X.constant or 0.0) ** 2)
+        c = X.constant or 0.0
+        with np.errstate(over="ignore"):
+            r = np.sqrt(nx**2 + c**2)
+        big = np.isinf(r)
+        if big.any():   # nx**2 overflowed: hypot does not
+            r[big] = np.hypot(nx[big], c)
+        return X.scale * r
     return _arrays.array_row_norms(X)
 
 
@@ -343,7 +364,24 @@ def check_random_state(random_state, name="random_state"):
     """A numpy Generator.
 
     None gives a fresh generator seeded from OS entropy (the default for every
-    private fit); an int seeds a reproducible one; a Generator is used as is.
+    private fit); an int seeds a reproducible one; a Generator is used as is (a
+    legacy RandomState gives a Generator derived from it).
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+        The source of randomness; an int must be >= 0.
+    name : str, default "random_state"
+        The parameter's name in error messages.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    ValueError
+        A negative seed, or anything else.
     """
     if random_state is None:
         return fresh_generator()
@@ -395,13 +433,90 @@ def default_threads():
 
 
 def check_n_threads(n_threads, name="n_threads"):
-    """None (all available cores), or an int >= 1; -1 also means all cores."""
+    """None (all available cores), or an int >= 1; -1 also means all cores.
+
+    The number returned sets how each pass splits its rows (and so the result, bit for
+    bit); the OpenMP team that runs the parts is at most `free_cores()`, refreshed here
+    (see `team_limit`), which changes the speed on a busy machine, never the result."""
+    update_team_limit()
     if n_threads is None or n_threads == -1:
         return default_threads()
     if isinstance(n_threads, bool) or not isinstance(n_threads, (numbers.Integral, np.integer)) \
             or n_threads < 1:
         raise ValueError(f"{name}: must be None, -1 or an integer >= 1, got {n_threads!r}")
     return int(n_threads)
+
+
+#: environment variable: "0" turns the load-aware team off (every pass runs all its
+#: parts at once, as before 0.1's issue 29; for measuring, see benchmarks/under_load.py)
+LOAD_AWARE_ENV = "DPERM_LOAD_AWARE"
+#: (wall, process CPU time) at the start of the previous and the current window over
+#: which this process's own share of the load average is measured
+_OWN = {"prev": None, "cur": None}
+_WINDOW = 30.0
+
+
+def _own_load(now, cpu):
+    """This process's CPU rate (cores busy) over the last 30-60 s: its own share of the
+    1-minute load average, which must not count as other processes' work."""
+    if _OWN["cur"] is None:
+        _OWN["prev"] = _OWN["cur"] = (now, cpu)
+    elif now - _OWN["cur"][0] > _WINDOW:
+        _OWN["prev"], _OWN["cur"] = _OWN["cur"], (now, cpu)
+    t0, c0 = _OWN["prev"]
+    return (cpu - c0) / (now - t0) if now - t0 >= 1.0 else 0.0
+
+
+def free_cores(cores=None, load=None, own=None):
+    """Cores not taken by other processes: the cores this process may run on minus the
+    1-minute load average, less this process's own recent CPU rate, rounded; at least 1.
+
+    On a machine with 2 cores and a load of 7 it is 1: a pass split in two parts then
+    runs them one after the other on one thread instead of waiting at each barrier for
+    a descheduled team mate (issue 29, item 7: 48-50 s against 13 s for
+    ``dperm reproduce table1 --quick``).  An idle machine gives every core."""
+    import time
+
+    n = default_threads() if cores is None else int(cores)
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (OSError, AttributeError):   # pragma: no cover - no load average here
+            return n
+    if own is None:
+        own = _own_load(time.monotonic(), time.process_time())
+    others = max(0.0, float(load) - float(own))
+    return max(1, min(n, n - int(others + 0.5)))
+
+
+def team_limit():
+    """The largest OpenMP team a pass may start now: `free_cores()`, or 0 (no limit)
+    when ``DPERM_LOAD_AWARE=0``."""
+    if os.environ.get(LOAD_AWARE_ENV, "1").strip() == "0":
+        return 0
+    return free_cores()
+
+
+#: when the kernels' team limit was last refreshed (time.monotonic): at most every
+#: _TEAM_REFRESH seconds, so that a solver calling check_n_threads per pass pays nothing
+_TEAM = {"t": -math.inf}
+_TEAM_REFRESH = 0.5
+
+
+def update_team_limit():
+    """Give the kernels the current `team_limit()` (dperm._core: set_team_limit), at most
+    every half second."""
+    import time
+
+    now = time.monotonic()
+    if now - _TEAM["t"] < _TEAM_REFRESH:
+        return
+    _TEAM["t"] = now
+    try:
+        from dperm._core._objective import set_team_limit
+    except ImportError:   # pragma: no cover - a build without the compiled core
+        return
+    set_team_limit(team_limit())
 
 
 def check_choice(value, name, choices):
@@ -414,7 +529,7 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
     """apply_norm_bound without a copy: rows over the bound get a clipping factor.
 
     Returns X itself when every row is within data_norm, else a
-    dperm._design.DesignRows whose factor t_i = data_norm / ||x_i|| (shrunk by
+    dperm.data.design.DesignRows whose factor t_i = data_norm / ||x_i|| (shrunk by
     2^-40, so rounding cannot lift a norm above the bound) scales the rows over
     it -- the same public, row-by-row map as "clip", applied by the kernels as
     they read each row.  "error" refuses rows over the bound, as before.
@@ -426,6 +541,7 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
     check_choice(norm_policy, "norm_policy", {"clip", "error"})
     D = X if isinstance(X, DesignRows) else DesignRows(X)
     base = D.x_norms()
+    check_row_norms(base, D.X, name)
     nx = base if D.factor is None else base * D.factor
     rx = D.x_radius(data_norm)
     over = nx > rx
@@ -433,7 +549,7 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
         stats["max_norm"] = float(nx.max()) if nx.size else 0.0
     bad = nx > rx * (1.0 + 1e-9)
     if norm_policy == "error" and bad.any():
-        big = D.scale * np.sqrt(nx.max() ** 2 + (D.constant or 0.0) ** 2)
+        big = D.scale * float(np.hypot(nx.max(), D.constant or 0.0))
         raise ValueError(
             f"{name}: {int(bad.sum())} row(s) have norm above data_norm={data_norm} "
             f"(largest {big:.6g}); scale the data by a public bound, raise "
@@ -441,7 +557,7 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
     if not over.any():
         return (X, 0) if return_clipped else X
     factor = np.ones(base.shape[0]) if D.factor is None else D.factor.copy()
-    factor[over] = rx / base[over] * (1.0 - 2.0**-40)
+    factor[over] = rx / base[over] * FACTOR_MARGIN
     out = D.with_factor(factor)
     return (out, int(bad.sum())) if return_clipped else out
 
@@ -459,6 +575,7 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
     if isinstance(X, DesignRows):
         return bound_rows(X, data_norm, norm_policy, name=name, return_clipped=return_clipped)
     norms = row_norms(X)
+    check_row_norms(norms, X, name)
     over = norms > data_norm
     if not over.any():
         return (X, 0) if return_clipped else X
@@ -480,16 +597,16 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
         fix = n2 > data_norm
         if fix.any():
             f = np.ones(X.shape[0])
-            f[fix] = data_norm / n2[fix] * (1 - 4 * np.finfo(X.dtype).eps)
+            f[fix] = pull_below(n2[fix], data_norm, X.dtype)
             out.data = out.data * f.astype(X.dtype)[np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))]
         return (out, int(bad.sum())) if return_clipped else out
     out = np.array(X)  # a copy in memory (for a memory map: only when rows need clipping)
     out[over] *= scale[over][:, None].astype(X.dtype)
-    n2 = np.sqrt(np.einsum("ij,ij->i", out[over], out[over], dtype=np.float64))
+    n2 = row_norms(out[over])
     fix = n2 > data_norm
     if fix.any():
         rows = np.flatnonzero(over)[fix]
-        out[rows] *= np.asarray(data_norm / n2[fix] * (1 - 4 * np.finfo(X.dtype).eps), dtype=X.dtype)[:, None]
+        out[rows] *= np.asarray(pull_below(n2[fix], data_norm, X.dtype), dtype=X.dtype)[:, None]
     return (out, int(bad.sum())) if return_clipped else out
 
 

@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..data.norms import project_rows
 from ..exceptions import PrivacyLeakWarning
-from ..schema import _SHRINK, PublicSchema, _row_norms, _shrink_to
+from ..schema import PublicSchema
 
 __all__ = [
     "ADULT_COLUMNS",
@@ -361,16 +362,9 @@ def _paper_matrix(tab, keep):
 def _scale_rows(X, mode):
     """In place: "each" projects rows with norm > 1 onto the unit sphere,
     "global" divides all rows by the largest norm; any other mode only
-    fixes rounding. A factor 1 - 8 eps keeps
-    the norms <= 1 whatever the rounding of the caller's norm computation."""
-    norms = _row_norms(X)
-    if mode == "global":
-        if norms.max() > 0:
-            X *= _SHRINK / norms.max()
-    elif mode == "each":
-        big = norms > 1.0
-        X[big] *= (_SHRINK / norms[big])[:, None]
-    _shrink_to(X, 1.0)
+    fixes rounding (dperm.data.norms.project_rows: the norms stay <= 1 whatever
+    the rounding of the caller's norm computation)."""
+    project_rows(X, mode, 1.0)
 
 
 @functools.lru_cache(maxsize=8)

@@ -10,7 +10,8 @@ import warnings
 
 import numpy as np
 
-from .._validation import check_random_state
+from ..data.norms import project_rows
+from ..data.validation import check_random_state
 from ..exceptions import PrivacyLeakWarning
 from ._adult import Bunch, DataChecksumError, encode_public, read_shipped
 
@@ -258,21 +259,9 @@ def _table(data_dir):
 
 
 def _project_rows(X):
-    """In place: rows with norm > 1 go onto the unit sphere; a factor 1 - 8 eps
-    keeps every norm <= 1 whatever the rounding of the caller's norm computation."""
-    shrink = 1.0 - 8 * np.finfo(np.float64).eps
-
-    def norms():
-        return np.maximum(np.sqrt(np.einsum("ij,ij->i", X, X)), np.linalg.norm(X, axis=1))
-
-    nrm = norms()
-    big = nrm > 1.0
-    X[big] *= (shrink / nrm[big])[:, None]
-    for _ in range(4):
-        over = norms() > 1.0
-        if not over.any():
-            break
-        X[over] *= shrink
+    """In place: rows with norm > 1 go onto the unit sphere, every norm <= 1 whatever
+    the rounding of the caller's norm computation (dperm.data.norms.project_rows)."""
+    project_rows(X, "each", 1.0)
 
 
 def _one_hot(codes, levels, categories):

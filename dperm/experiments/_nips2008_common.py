@@ -147,7 +147,7 @@ def sample_noise(reading, scale, d, size, rng, direction=None, gamma_d=None):
 def nips2008_objective_constants(n, alpha, epsilon, data_norm=1.0):
     """(eps', Delta, beta) of the NIPS 2008 calibration: eps' = eps, Delta = 0, beta = eps/(2R).
 
-    Same layout as dperm.mechanisms.objective_perturbation_constants; n is unused (the 2008
+    Same layout as dperm.privacy.mechanisms.objective_perturbation_constants; n is unused (the 2008
     noise does not depend on n Lambda, which is exactly its flaw).
     """
     alpha = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
@@ -210,7 +210,7 @@ def solve_columns(X, y, specs, n_draws, rng, n_threads=None):
     if R == 0:
         return out
     # the Gamma variates first, then the directions: the order of
-    # dperm.noise.sample_l2_laplace, so the JMLR 2011 column reproduces
+    # dperm.privacy.noise.sample_l2_laplace, so the JMLR 2011 column reproduces
     # dperm.objective_perturbation draw for draw under the same seed
     g = rng.gamma(d, 1.0, size=(k, R))
     u = rng.standard_normal((k, R, d))

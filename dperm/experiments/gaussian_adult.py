@@ -15,7 +15,7 @@ Methods, every one on the same folds and one batched solve per (fold, method):
   kifer       Gaussian objective perturbation with the calibration of Kifer, Smith &
               Thakurta (2012) (sigma^2 = zeta^2 (8 log(2/delta) + 4 eps) / eps^2,
               Lambda_tot >= 2 c / eps), replace-one: the reference point;
-  gaussian    dperm's Gaussian objective perturbation (dperm.calibration: the tight
+  gaussian    dperm's Gaussian objective perturbation (dperm.privacy.calibration: the tight
               analysis of docs/privacy_analysis.md), replace-one and add/remove (with
               n_public = n_train).
 Published anchors at eps = 0.1, delta = 1/n^2 (Yu et al. 2020, add/remove):

@@ -39,7 +39,7 @@ What we run, and where it differs:
   ``objective_perturbation(part_i, alpha=Lambda_i, n_draws=50)`` call per
   part, and for output perturbation one non-private solve per part plus
   ``add_output_noise`` for the 50 draws.  Each run then selects among ITS 5
-  models with ``dperm.tuning.exponential_mechanism`` on their validation
+  models with ``dperm.privacy.tuning.exponential_mechanism`` on their validation
   mistakes, and the test error of the selected model is recorded.
 * Non-private: the 5 Lambda are fitted on the training set (the 25,000 test
   rows excluded) and the one with the fewest mistakes on that same training

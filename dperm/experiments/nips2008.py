@@ -47,7 +47,7 @@ Protocols
 * The earlier version's experiments: :mod:`dperm.experiments.nips2008_early`.
 
 Every private problem of a training set is solved in ONE batched call to
-:func:`dperm.erm.minimize`. The seeds make runs reproducible and void the privacy guarantee:
+:func:`dperm.optim.erm.minimize`. The seeds make runs reproducible and void the privacy guarantee:
 this is an experiment, not a release.
 """
 import os

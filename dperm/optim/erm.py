@@ -31,17 +31,30 @@ DEFAULT_MAX_ITER = 2000
 
 @dataclass
 class MinimizeResult:
-    """Per-problem results of `minimize`.
+    """Per-problem results of :func:`minimize`.
 
-    coef: (d,) or (k, d); fun, n_iter, grad_norm, converged, status: scalars or (k,).
+    Parameters
+    ----------
+    coef : ndarray of shape (d,) or (k, d)
+        The minimisers, one row per problem (k problems).
+    fun : float or ndarray of shape (k,)
+        The objective at each minimiser.
+    n_iter : int or ndarray of shape (k,)
+        Iterations used.
+    grad_norm : float or ndarray of shape (k,)
+        The final gradient's L2 norm.
+    converged : bool or ndarray of shape (k,)
+        Whether each problem met the tolerance.
+    status : list
+        Per-problem status messages of the solver.
     """
 
     coef: np.ndarray
-    fun: np.ndarray
-    n_iter: np.ndarray
-    grad_norm: np.ndarray
-    converged: np.ndarray
-    status: list = field(default_factory=list)
+    fun: np.ndarray | float
+    n_iter: np.ndarray | int
+    grad_norm: np.ndarray | float
+    converged: np.ndarray | bool
+    status: list[str] | str = field(default_factory=list)
 
 
 def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
@@ -96,7 +109,7 @@ def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | 
         are converted once); a C-ordered float32/float64 memory map is read block by
         block, never copied. Must be finite. A dask.array (chunked by rows only; dense
         or CSR chunks) is fitted on the workers of the distributed client in scope
-        (see dperm._dask): the solver runs here, each pass is a sum over the workers.
+        (see dperm.data.dask_rows): the solver runs here, each pass is a sum over the workers.
     y : array (n,)
         Labels in {-1, +1} (with a dask X: a numpy array or a dask array); real, finite
         targets for the regression loss "pseudo_huber" (local X only).

@@ -69,7 +69,19 @@ non-finite values at the start or in CG, the step no longer changes w in
 floating point, 40 trial points in a row were rejected, or 20 gradient-judged
 steps in a row neither halved the gradient norm nor grew the radius.
 """
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
+from numpy.typing import ArrayLike
+
+#: the oracle's callables (see the module docstring): (W, idx) -> (F, G); (W, V, idx) -> HV;
+#: (W, idx) -> D
+ValueGrad = Callable[[np.ndarray, np.ndarray], "tuple[ArrayLike, ArrayLike]"]
+HessVec = Callable[[np.ndarray, np.ndarray, np.ndarray], ArrayLike]
+HessDiag = Callable[[np.ndarray, np.ndarray], ArrayLike]
 
 __all__ = ["trust_region_newton"]
 
@@ -206,8 +218,359 @@ def _to_boundary(s, p, Mp, Ms, delta):
     return np.where(np.isfinite(tau), tau, 0.0)
 
 
-def trust_region_newton(value_grad, hess_vec, W0, tol, max_iter, *, hess_diag=None,  # noqa: C901
-                        cg_max_iter=None):
+class _Oracle:
+    """The caller's callables, their outputs' shapes checked (d: the problems' dimension)."""
+
+    def __init__(self, value_grad, hess_vec, hess_diag, d):
+        self._vg, self._hv, self._diag, self.d = value_grad, hess_vec, hess_diag, d
+
+    @property
+    def has_diag(self):
+        return self._diag is not None
+
+    def value_grad(self, Wb, idx):
+        Fb, Gb = self._vg(np.ascontiguousarray(Wb), idx)
+        m = idx.size
+        Fb = _check_block(Fb, (m,), "value_grad (F)")
+        Gb = _check_block(Gb, (m, self.d), "value_grad (G)")
+        return Fb, Gb
+
+    def hess_vec(self, Wb, Vb, idx):
+        out = self._hv(np.ascontiguousarray(Wb), np.ascontiguousarray(Vb), idx)
+        return _check_block(out, (idx.size, self.d), "hess_vec")
+
+    def preconditioner(self, Wb, idx):
+        """M of the trust region's norm (see `_preconditioner`) at the rows Wb."""
+        Db = _check_block(self._diag(np.ascontiguousarray(Wb), idx), (idx.size, self.d), "hess_diag")
+        return _preconditioner(Db)
+
+
+@dataclass
+class _State:
+    """Every problem's iterate and its trust-region bookkeeping, arrays over the k problems."""
+
+    W: np.ndarray           # (k, d) the last accepted points
+    F: np.ndarray           # (k,) objective values there
+    G: np.ndarray           # (k, d) gradients there
+    gnorm: np.ndarray       # (k,) ||G||
+    n_iter: np.ndarray      # accepted Newton steps
+    status: np.ndarray      # 0 running, else the final status
+    delta: np.ndarray       # trust-region radii (inf: not set yet, the first step)
+    first: np.ndarray       # liblinear: delta = min(delta, ||s_1||) after step 1
+    n_reject: np.ndarray    # trial points rejected in a row
+    by_grad: np.ndarray     # steps judged by the gradient norm from now on
+    stall_ref: np.ndarray   # gradient norm of the last progress (stall watch)
+    n_stall: np.ndarray     # gradient-judged steps in a row without progress
+    pairs: "_PairStore | None"   # the quasi-Newton preconditioner's CG pairs
+    M: "np.ndarray | None"       # (k, d) trust-region metric, with hess_diag
+
+
+def _check_args(W0, tol, max_iter, cg_max_iter):
+    """(W, tol, cg_max_iter): the start (a float64 copy) and the limits, checked."""
+    W = np.array(W0, dtype=np.float64, order="C", copy=True)
+    if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
+        raise ValueError(f"trust_region_newton: W0 must be a non-empty (k, d) array, got shape {W.shape}")
+    if not np.all(np.isfinite(W)):
+        raise ValueError("trust_region_newton: W0 contains NaN or infinity")
+    tol = float(tol)
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"trust_region_newton: tol must be positive and finite, got {tol!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
+        raise ValueError(f"trust_region_newton: max_iter must be an integer >= 0, got {max_iter!r}")
+    if cg_max_iter is None:
+        cg_max_iter = max(W.shape[1], 10)
+    if isinstance(cg_max_iter, bool) or not isinstance(cg_max_iter, (int, np.integer)) or cg_max_iter < 1:
+        raise ValueError(f"trust_region_newton: cg_max_iter must be an integer >= 1, got {cg_max_iter!r}")
+    return W, tol, cg_max_iter
+
+
+def _start(oracle, W, tol, max_iter):
+    """The state at the starts W: one value_grad call (and one hess_diag call)."""
+    k, d = W.shape
+    all_idx = np.arange(k, dtype=np.intp)
+    F, G = oracle.value_grad(W, all_idx)
+    F = F.copy()
+    G = np.array(G, dtype=np.float64, order="C", copy=True)
+    gnorm = np.sqrt(_rowdot(G, G))
+    status = np.zeros(k, dtype=np.intp)
+    finite = np.isfinite(F) & np.isfinite(gnorm)
+    status[~finite] = 3
+    status[finite & (gnorm <= tol)] = 1
+    if max_iter == 0:
+        status[status == 0] = 2
+    L = int(min(_QN_MEM, _QN_BUDGET // d))
+    st = _State(W=W, F=F, G=G, gnorm=gnorm, n_iter=np.zeros(k, dtype=np.intp), status=status,
+                delta=np.full(k, np.inf), first=np.ones(k, dtype=bool),
+                n_reject=np.zeros(k, dtype=np.intp), by_grad=np.zeros(k, dtype=bool),
+                stall_ref=gnorm.copy(), n_stall=np.zeros(k, dtype=np.intp),
+                pairs=_PairStore(k, L, d) if L >= 2 else None, M=None)
+    if oracle.has_diag:
+        st.M = np.ones((k, d))
+        act = np.flatnonzero(status == 0)
+        if act.size:
+            st.M[act] = oracle.preconditioner(W[act], act)
+    return st
+
+
+# ------------------------------------------------------------------ truncated CG
+class _Precond:
+    """z = P^-1 r for rows of the active block: the quasi-Newton preconditioner (initial
+    matrix M^-1, or the scalar s'y / y'y), else M^-1, else the identity."""
+
+    def __init__(self, pairs, act, Ma):
+        self.pairs, self.act, self.Ma = pairs, act, Ma
+        if pairs is not None:
+            self.h0 = (1.0 / Ma) if Ma is not None else pairs.gamma[act][:, None]
+
+    def __call__(self, R, rows):
+        if self.pairs is not None:
+            return self.pairs.apply(R, self.act[rows], self.h0[rows])
+        if self.Ma is not None:
+            return R / self.Ma[rows]
+        return R.copy()
+
+
+class _CG:
+    """One outer iteration's Steihaug CG over the active problems (rows of the block):
+    the step s (and M s), the residual r = -g - H s, the direction p, and per row
+    whether CG still runs, stopped on the boundary, or broke (non-finite H p)."""
+
+    def __init__(self, st, act, tol):
+        m, d = act.size, st.W.shape[1]
+        self.act, self.Wa, self.g = act, st.W[act], st.G[act]
+        self.Ma = None if st.M is None else st.M[act]
+        self.dl = st.delta[act].copy()
+        self.s, self.Ms, self.r = np.zeros((m, d)), np.zeros((m, d)), -self.g
+        self.precond = _Precond(st.pairs, act, self.Ma)
+        z = self.precond(self.r, np.arange(m))
+        self.p = z.copy()
+        self.rz = _rowdot(self.r, z)
+        gn = st.gnorm[act]
+        cg_tol = np.minimum(_ETA_CG, np.sqrt(gn)) * gn
+        # close to tol: solve for tol / 2 at once (a few more CG iterations now are
+        # cheaper than another Newton iteration that rebuilds the Krylov space)
+        self.cg_tol = np.where(cg_tol <= _CG_FINISH * tol, _CG_TOL_FLOOR * tol, cg_tol)
+        self.incg = np.ones(m, dtype=bool)
+        self.boundary = np.zeros(m, dtype=bool)
+        self.broken = np.zeros(m, dtype=bool)
+        self.cg_it = np.zeros(m, dtype=np.intp)
+
+    def metric(self, v, rows):
+        """M v for the rows (v itself without hess_diag: the Euclidean trust region)."""
+        return v if self.Ma is None else self.Ma[rows] * v
+
+
+def _pcg(oracle, st, act, tol, cg_max_iter):
+    """Steihaug's truncated, preconditioned CG for H s = -g of the active problems, all
+    in lockstep: one hess_vec call per CG iteration for the rows still in CG."""
+    cg = _CG(st, act, tol)
+    while True:
+        rows = np.flatnonzero(cg.incg)
+        if rows.size == 0:
+            return cg
+        pr = cg.p[rows]
+        Hp = oracle.hess_vec(cg.Wa[rows], pr, act[rows])
+        cg.cg_it[rows] += 1
+        pHp = _rowdot(pr, Hp)
+        if st.pairs is not None:
+            okc = np.isfinite(pHp) & (pHp > 0)
+            if okc.any():
+                st.pairs.record(act[rows[okc]], pr[okc], Hp[okc], pHp[okc])
+        bad = ~(np.isfinite(pHp) & np.all(np.isfinite(Hp), axis=1))
+        if bad.any():
+            cg.broken[rows[bad]] = True
+            cg.incg[rows[bad]] = False
+        negc = _negative_curvature(cg, st, rows, ~bad & (pHp <= 0))
+        _cg_advance(cg, rows, pr, Hp, pHp, negc, ~bad & (pHp > 0), cg_max_iter)
+
+
+def _negative_curvature(cg, st, rows, negc):
+    """Rows with p'Hp <= 0 that go to the boundary.  With no radius yet (the first
+    step) the radius becomes ||g||_{M^-1} (||g|| without hess_diag: liblinear's first
+    radius) and a first CG iteration's step goes to the boundary; a later CG
+    iteration stops where it is."""
+    nr = negc & ~np.isfinite(cg.dl[rows])
+    if nr.any():
+        first_cg = nr & (cg.cg_it[rows] == 1)
+        fr = rows[first_cg]
+        if fr.size:
+            gM = cg.g[fr] if cg.Ma is None else cg.g[fr] / cg.Ma[fr]
+            cg.dl[fr] = np.sqrt(_rowdot(cg.g[fr], gM))
+            st.delta[cg.act[fr]] = cg.dl[fr]
+        cg.incg[rows[nr & ~first_cg]] = False
+        negc = negc & ~(nr & ~first_cg)
+    return negc
+
+
+def _cg_advance(cg, rows, pr, Hp, pHp, negc, good, cg_max_iter):
+    """The CG step along p for the rows: to the boundary (negative curvature, or a step
+    that would leave the region), else the full step, and the next direction."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a_cg = np.where(good, cg.rz[rows] / np.where(good, pHp, 1.0), 0.0)
+    s_try = cg.s[rows] + a_cg[:, None] * pr
+    Ms_try = cg.metric(s_try, rows)
+    cross = good & (_rowdot(s_try, Ms_try) >= cg.dl[rows] ** 2)
+    to_bd = negc | cross
+    if to_bd.any():
+        b = rows[to_bd]
+        tau = _to_boundary(cg.s[b], pr[to_bd], cg.metric(pr, rows)[to_bd], cg.Ms[b], cg.dl[b])
+        cg.s[b] += tau[:, None] * pr[to_bd]
+        cg.Ms[b] = cg.metric(cg.s[b], b)
+        cg.r[b] -= tau[:, None] * Hp[to_bd]
+        cg.boundary[b] = True
+        cg.incg[b] = False
+    inner = good & ~cross
+    if not inner.any():
+        return
+    ii = rows[inner]
+    cg.s[ii] = s_try[inner]
+    cg.Ms[ii] = Ms_try[inner]
+    cg.r[ii] -= a_cg[inner][:, None] * Hp[inner]
+    rn = np.sqrt(_rowdot(cg.r[ii], cg.r[ii]))
+    done = (rn <= cg.cg_tol[ii]) | (cg.cg_it[ii] >= cg_max_iter)
+    cg.incg[ii[done]] = False
+    cont = ii[~done]
+    if cont.size:
+        zc = cg.precond(cg.r[cont], cont)
+        rz_new = _rowdot(cg.r[cont], zc)
+        beta = rz_new / cg.rz[cont]
+        cg.p[cont] = zc + beta[:, None] * cg.p[cont]
+        cg.rz[cont] = rz_new
+
+
+# ------------------------------------------------------------- the trust-region step
+def _ratio_test(f, fn, gs, prered, sn, dlt, on_boundary, n_reject):
+    """TRON's test (liblinear): accept when the actual reduction f - fn is > 1e-4 of the
+    predicted one; the radius moves by liblinear's interpolated factors.  -> (accept, dlt)"""
+    actred = f - fn
+    curv = fn - f - gs
+    a = _SIGMA3 if curv <= 0 else max(_SIGMA1, -0.5 * (gs / curv))
+    if actred < _ETA0 * prered:
+        # rejected; after rejections in a row, shrink faster (a step far too long, e.g.
+        # the first Newton step of a loss with no curvature at w = 0, otherwise costs a
+        # dozen trial points)
+        dlt = min(a * sn, _SIGMA2 * dlt) * _SIGMA1 ** min(int(n_reject), 2)
+    elif actred < _ETA1 * prered:
+        dlt = max(_SIGMA1 * dlt, min(a * sn, _SIGMA2 * dlt))
+    elif actred < _ETA2 * prered:
+        dlt = max(_SIGMA1 * dlt, min(a * sn, _SIGMA3 * dlt))
+    elif on_boundary:
+        dlt = _SIGMA3 * dlt
+    else:
+        dlt = max(dlt, min(a * sn, _SIGMA3 * dlt))
+    return actred > _ETA0 * prered, dlt
+
+
+def _gradient_test(g0, gnew, rnorm, sn, dlt, on_boundary):
+    """f cannot tell: the step is judged by the gradient norm (see the module's notes).
+    -> (accept, dlt)"""
+    pred_g = g0 - rnorm         # decrease of ||g|| the linear model predicts
+    if gnew <= 0.5 * g0 or (gnew < g0 and g0 - gnew >= _ETA2 * pred_g > 0):
+        return True, (_SIGMA3 * dlt if on_boundary else max(dlt, sn))
+    if gnew < g0:
+        return True, max(_SIGMA1 * dlt, min(sn, dlt))
+    return False, _SIGMA2 * min(dlt, sn)
+
+
+def _judge(st, kk, trial, tol):
+    """Accept or reject problem kk's trial point and update its radius: (accept, dlt,
+    judged_by_f).  trial: (f at the trial point, its gradient norm, g's norm, ||s||,
+    the predicted reduction, g.s, ||r||, the radius, whether s is on the boundary)."""
+    fn, gnew, g0, sn, prered, gs, rnorm, dlt, on_boundary = trial
+    f = st.F[kk]
+    if st.first[kk]:
+        dlt = min(dlt, sn)
+        st.first[kk] = False
+    judged_by_f = True
+    if not (np.isfinite(fn) and np.isfinite(gnew)):
+        accept = False
+        dlt = _SIGMA1 * min(dlt, sn)
+    elif not st.by_grad[kk] and prered > _ROUND_REGIME * _F_ROUND * (abs(f) + 1.0):
+        accept, dlt = _ratio_test(f, fn, gs, prered, sn, dlt, on_boundary, st.n_reject[kk])
+    else:
+        # f cannot tell: judge the step by the gradient norm, from now on (a problem
+        # this close to its minimizer stays there; switching back to f as the radius
+        # grows again would let f's noise reject good steps)
+        judged_by_f = False
+        st.by_grad[kk] = True
+        accept, dlt = _gradient_test(g0, gnew, rnorm, sn, dlt, on_boundary)
+    if not accept and np.isfinite(gnew) and np.isfinite(fn) and gnew <= tol:
+        accept = True          # meets tol: the answer, whatever f's noise says
+    return accept, dlt, judged_by_f
+
+
+def _stall_watch(st, kk, judged_by_f, dlt, dl_before):
+    """Status 3 after _MAX_STALL gradient-judged steps in a row that neither halved the
+    gradient norm nor grew the radius."""
+    if judged_by_f:
+        st.stall_ref[kk] = st.gnorm[kk]
+        st.n_stall[kk] = 0
+    elif st.gnorm[kk] <= 0.5 * st.stall_ref[kk]:
+        st.stall_ref[kk] = st.gnorm[kk]
+        st.n_stall[kk] = 0
+    elif dlt <= dl_before:              # (a growing radius is progress too)
+        st.n_stall[kk] += 1
+        if st.n_stall[kk] >= _MAX_STALL:
+            st.status[kk] = 3
+
+
+def _record(st, kk, accept, Wt, Ft, Gt, gnew, tol, max_iter):
+    """Take problem kk's trial point (or count the rejection); True when kk moved and
+    goes on (its stall watch and preconditioner follow), False when it stopped or was
+    rejected for the last time."""
+    if not accept:
+        st.n_reject[kk] += 1
+        if st.n_reject[kk] >= _MAX_REJECT:
+            st.status[kk] = 3
+        return False
+    st.n_reject[kk] = 0
+    st.W[kk], st.F[kk], st.G[kk], st.gnorm[kk] = Wt, Ft, Gt, gnew
+    st.n_iter[kk] += 1
+    if gnew <= tol:
+        st.status[kk] = 1
+    elif st.n_iter[kk] >= max_iter:
+        st.status[kk] = 2
+    return True
+
+
+def _step(oracle, st, act, cg, tol, max_iter):
+    """Evaluate the trial points w + s (one value_grad call), accept or reject each and
+    update the radii; one hess_diag call for the problems that moved."""
+    gs = _rowdot(cg.g, cg.s)
+    prered = -0.5 * (gs - _rowdot(cg.s, cg.r))       # q(0) - q(s), q the quadratic model
+    snorm = np.sqrt(_rowdot(cg.s, cg.Ms))
+    rnorm = np.sqrt(_rowdot(cg.r, cg.r))
+    Wt = cg.Wa + cg.s
+    same = np.all(Wt == cg.Wa, axis=1)
+    st.status[act[cg.broken | same]] = 3
+    ev = np.flatnonzero(~(cg.broken | same))
+    if ev.size == 0:
+        return
+    Ft, Gt = oracle.value_grad(Wt[ev], act[ev])
+    gtn = np.sqrt(_rowdot(Gt, Gt))
+    gn = st.gnorm[act]
+    moved = []
+    for e, j in enumerate(ev):
+        kk = act[j]
+        trial = (Ft[e], gtn[e], gn[j], snorm[j], prered[j], gs[j], rnorm[j], cg.dl[j],
+                 cg.boundary[j])
+        accept, dlt, judged_by_f = _judge(st, kk, trial, tol)
+        st.delta[kk] = dlt
+        took = _record(st, kk, accept, Wt[j], Ft[e], Gt[e], gtn[e], tol, max_iter)
+        if st.status[kk] != 0:
+            continue
+        if took:
+            moved.append(kk)
+        _stall_watch(st, kk, judged_by_f, dlt, cg.dl[j])
+    if st.M is not None and moved:
+        mv = np.asarray(moved, dtype=np.intp)
+        st.M[mv] = oracle.preconditioner(st.W[mv], mv)
+
+
+def trust_region_newton(value_grad: ValueGrad, hess_vec: HessVec, W0: ArrayLike, tol: float,
+                        max_iter: int, *, hess_diag: HessDiag | None = None,
+                        cg_max_iter: int | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Minimize k smooth strongly convex objectives at once.
 
     Parameters
@@ -257,263 +620,15 @@ def trust_region_newton(value_grad, hess_vec, W0, tol, max_iter, *, hess_diag=No
     with ``hess_diag``, one ``hess_diag`` call (the problems that moved).  A
     problem's iterates depend only on its own oracle values.
     """
-    W = np.array(W0, dtype=np.float64, order="C", copy=True)
-    if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
-        raise ValueError(f"trust_region_newton: W0 must be a non-empty (k, d) array, got shape {W.shape}")
-    if not np.all(np.isfinite(W)):
-        raise ValueError("trust_region_newton: W0 contains NaN or infinity")
-    tol = float(tol)
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"trust_region_newton: tol must be positive and finite, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
-        raise ValueError(f"trust_region_newton: max_iter must be an integer >= 0, got {max_iter!r}")
-    k, d = W.shape
-    if cg_max_iter is None:
-        cg_max_iter = max(d, 10)
-    if isinstance(cg_max_iter, bool) or not isinstance(cg_max_iter, (int, np.integer)) or cg_max_iter < 1:
-        raise ValueError(f"trust_region_newton: cg_max_iter must be an integer >= 1, got {cg_max_iter!r}")
-
-    def call_vg(Wb, idx):
-        Fb, Gb = value_grad(np.ascontiguousarray(Wb), idx)
-        m = idx.size
-        Fb = _check_block(Fb, (m,), "value_grad (F)")
-        Gb = _check_block(Gb, (m, d), "value_grad (G)")
-        return Fb, Gb
-
-    def call_diag(Wb, idx):
-        Db = _check_block(hess_diag(np.ascontiguousarray(Wb), idx), (idx.size, d), "hess_diag")
-        return _preconditioner(Db)
-
-    all_idx = np.arange(k, dtype=np.intp)
-    F, G = call_vg(W, all_idx)
-    F = F.copy()
-    G = np.array(G, dtype=np.float64, order="C", copy=True)
-    gnorm = np.sqrt(_rowdot(G, G))
-    n_iter = np.zeros(k, dtype=np.intp)
-    status = np.zeros(k, dtype=np.intp)
-    finite = np.isfinite(F) & np.isfinite(gnorm)
-    status[~finite] = 3
-    status[finite & (gnorm <= tol)] = 1
-    if max_iter == 0:
-        status[status == 0] = 2
-
-    delta = np.full(k, np.inf)          # first step: the truncated Newton step itself
-    first = np.ones(k, dtype=bool)      # liblinear: delta = min(delta, ||s_1||) after step 1
-    n_reject = np.zeros(k, dtype=np.intp)
-    by_grad = np.zeros(k, dtype=bool)   # steps judged by the gradient norm from now on
-    stall_ref = gnorm.copy()
-    n_stall = np.zeros(k, dtype=np.intp)
-    L = int(min(_QN_MEM, _QN_BUDGET // d))
-    pairs = _PairStore(k, L, d) if L >= 2 else None
-    M = None
-    if hess_diag is not None:
-        M = np.ones((k, d))
-        act = np.flatnonzero(status == 0)
-        if act.size:
-            M[act] = call_diag(W[act], act)
-
+    W, tol, cg_max_iter = _check_args(W0, tol, max_iter, cg_max_iter)
+    oracle = _Oracle(value_grad, hess_vec, hess_diag, W.shape[1])
+    st = _start(oracle, W, tol, max_iter)
     while True:
-        act = np.flatnonzero(status == 0)
-        m = act.size
-        if m == 0:
+        act = np.flatnonzero(st.status == 0)
+        if act.size == 0:
             break
-        Wa = W[act]
-        g = G[act]
-        gn = gnorm[act]
-        Ma = None if M is None else M[act]
-        dl = delta[act].copy()
-
-        # ---------------------------------------------------------- Steihaug CG
-        s = np.zeros((m, d))
-        Ms = np.zeros((m, d))
-        r = -g
-        if pairs is not None:
-            h0 = (1.0 / Ma) if Ma is not None else pairs.gamma[act][:, None]
-
-            def precond(R, rows):
-                return pairs.apply(R, act[rows], h0[rows])  # noqa: B023 (used in this iteration)
-        elif Ma is not None:
-            def precond(R, rows):
-                return R / Ma[rows]  # noqa: B023 (used in this iteration)
-        else:
-            def precond(R, rows):
-                return R.copy()
-        z = precond(r, np.arange(m))
-        p = z.copy()
-        rz = _rowdot(r, z)
-        cg_tol = np.minimum(_ETA_CG, np.sqrt(gn)) * gn
-        # close to tol: solve for tol / 2 at once (a few more CG iterations now are
-        # cheaper than another Newton iteration that rebuilds the Krylov space)
-        cg_tol = np.where(cg_tol <= _CG_FINISH * tol, _CG_TOL_FLOOR * tol, cg_tol)
-        incg = np.ones(m, dtype=bool)
-        boundary = np.zeros(m, dtype=bool)
-        broken = np.zeros(m, dtype=bool)
-        cg_it = np.zeros(m, dtype=np.intp)
-        while True:
-            rows = np.flatnonzero(incg)
-            if rows.size == 0:
-                break
-            pr = p[rows]
-            Hp = _check_block(hess_vec(np.ascontiguousarray(Wa[rows]), np.ascontiguousarray(pr), act[rows]),
-                              (rows.size, d), "hess_vec")
-            cg_it[rows] += 1
-            pHp = _rowdot(pr, Hp)
-            if pairs is not None:
-                okc = np.isfinite(pHp) & (pHp > 0)
-                if okc.any():
-                    pairs.record(act[rows[okc]], pr[okc], Hp[okc], pHp[okc])
-            bad = ~(np.isfinite(pHp) & np.all(np.isfinite(Hp), axis=1))
-            if bad.any():
-                broken[rows[bad]] = True
-                incg[rows[bad]] = False
-            negc = ~bad & (pHp <= 0)
-            good = ~bad & ~negc
-            Mpr = pr if Ma is None else Ma[rows] * pr
-            # negative curvature and no radius yet (first step): the radius becomes
-            # ||g||_{M^-1} (||g|| without hess_diag: liblinear's first radius) and
-            # the step goes to the boundary; later CG iterations stop where they are
-            nr = negc & ~np.isfinite(dl[rows])
-            if nr.any():
-                first_cg = nr & (cg_it[rows] == 1)
-                fr = rows[first_cg]
-                if fr.size:
-                    gM = g[fr] if Ma is None else g[fr] / Ma[fr]
-                    dl[fr] = np.sqrt(_rowdot(g[fr], gM))
-                    delta[act[fr]] = dl[fr]
-                stop_here = rows[nr & ~first_cg]
-                incg[stop_here] = False
-                negc = negc & ~(nr & ~first_cg)
-            # tentative CG step for positive curvature
-            with np.errstate(divide="ignore", invalid="ignore"):
-                a_cg = np.where(good, rz[rows] / np.where(good, pHp, 1.0), 0.0)
-            s_try = s[rows] + a_cg[:, None] * pr
-            Ms_try = s_try if Ma is None else Ma[rows] * s_try
-            cross = good & (_rowdot(s_try, Ms_try) >= dl[rows] ** 2)
-            to_bd = negc | cross
-            if to_bd.any():
-                b = rows[to_bd]
-                tau = _to_boundary(s[b], pr[to_bd], Mpr[to_bd], Ms[b], dl[b])
-                s[b] += tau[:, None] * pr[to_bd]
-                Ms[b] = s[b] if Ma is None else Ma[b] * s[b]
-                r[b] -= tau[:, None] * Hp[to_bd]
-                boundary[b] = True
-                incg[b] = False
-            inner = good & ~cross
-            if inner.any():
-                ii = rows[inner]
-                s[ii] = s_try[inner]
-                Ms[ii] = Ms_try[inner]
-                r[ii] -= a_cg[inner][:, None] * Hp[inner]
-                rn = np.sqrt(_rowdot(r[ii], r[ii]))
-                done = (rn <= cg_tol[ii]) | (cg_it[ii] >= cg_max_iter)
-                incg[ii[done]] = False
-                cont = ii[~done]
-                if cont.size:
-                    zc = precond(r[cont], cont)
-                    rz_new = _rowdot(r[cont], zc)
-                    beta = rz_new / rz[cont]
-                    p[cont] = zc + beta[:, None] * p[cont]
-                    rz[cont] = rz_new
-
-        if pairs is not None:
-            pairs.commit(act)
-        # ------------------------------------------------------- the trial point
-        gs = _rowdot(g, s)
-        prered = -0.5 * (gs - _rowdot(s, r))       # q(0) - q(s), q the quadratic model
-        snorm = np.sqrt(_rowdot(s, Ms))
-        rnorm = np.sqrt(_rowdot(r, r))
-        Wt = Wa + s
-        same = np.all(Wt == Wa, axis=1)
-        status[act[broken | same]] = 3
-        ev = np.flatnonzero(~(broken | same))
-        if ev.size == 0:
-            continue
-        Ft, Gt = call_vg(Wt[ev], act[ev])
-        gtn = np.sqrt(_rowdot(Gt, Gt))
-
-        moved = []
-        for e, j in enumerate(ev):
-            kk = act[j]
-            f, fn, gnew, g0 = F[kk], Ft[e], gtn[e], gn[j]
-            sn, pr_j, gs_j, dlt = snorm[j], prered[j], gs[j], dl[j]
-            if first[kk]:
-                dlt = min(dlt, sn)
-                first[kk] = False
-            judged_by_f = True
-            if not (np.isfinite(fn) and np.isfinite(gnew)):
-                accept = False
-                dlt = _SIGMA1 * min(dlt, sn)
-            elif not by_grad[kk] and pr_j > _ROUND_REGIME * _F_ROUND * (abs(f) + 1.0):
-                # TRON's ratio test, with liblinear's interpolated step factor
-                actred = f - fn
-                curv = fn - f - gs_j
-                a = _SIGMA3 if curv <= 0 else max(_SIGMA1, -0.5 * (gs_j / curv))
-                if actred < _ETA0 * pr_j:
-                    # rejected; after rejections in a row, shrink faster (a step far too
-                    # long, e.g. the first Newton step of a loss with no curvature at
-                    # w = 0, otherwise costs a dozen trial points)
-                    dlt = min(a * sn, _SIGMA2 * dlt) * _SIGMA1 ** min(int(n_reject[kk]), 2)
-                elif actred < _ETA1 * pr_j:
-                    dlt = max(_SIGMA1 * dlt, min(a * sn, _SIGMA2 * dlt))
-                elif actred < _ETA2 * pr_j:
-                    dlt = max(_SIGMA1 * dlt, min(a * sn, _SIGMA3 * dlt))
-                elif boundary[j]:
-                    dlt = _SIGMA3 * dlt
-                else:
-                    dlt = max(dlt, min(a * sn, _SIGMA3 * dlt))
-                accept = actred > _ETA0 * pr_j
-            else:
-                # f cannot tell: judge the step by the gradient norm, from now on
-                # (a problem this close to its minimizer stays there; switching back
-                # to f as the radius grows again would let f's noise reject good steps)
-                judged_by_f = False
-                by_grad[kk] = True
-                pred_g = g0 - rnorm[j]         # decrease of ||g|| the linear model predicts
-                if gnew <= 0.5 * g0 or (gnew < g0 and g0 - gnew >= _ETA2 * pred_g > 0):
-                    accept = True
-                    dlt = _SIGMA3 * dlt if boundary[j] else max(dlt, sn)
-                elif gnew < g0:
-                    accept = True
-                    dlt = max(_SIGMA1 * dlt, min(sn, dlt))
-                else:
-                    accept = False
-                    dlt = _SIGMA2 * min(dlt, sn)
-            if not accept and np.isfinite(gnew) and np.isfinite(fn) and gnew <= tol:
-                accept = True          # meets tol: the answer, whatever f's noise says
-            delta[kk] = dlt
-            if accept:
-                n_reject[kk] = 0
-                W[kk] = Wt[j]
-                F[kk] = fn
-                G[kk] = Gt[e]
-                gnorm[kk] = gnew
-                n_iter[kk] += 1
-                if gnew <= tol:
-                    status[kk] = 1
-                    continue
-                if n_iter[kk] >= max_iter:
-                    status[kk] = 2
-                    continue
-                moved.append(kk)
-            else:
-                n_reject[kk] += 1
-                if n_reject[kk] >= _MAX_REJECT:
-                    status[kk] = 3
-                    continue
-            # stall watch in the gradient-judged regime
-            if judged_by_f:
-                stall_ref[kk] = gnorm[kk]
-                n_stall[kk] = 0
-            elif gnorm[kk] <= 0.5 * stall_ref[kk]:
-                stall_ref[kk] = gnorm[kk]
-                n_stall[kk] = 0
-            elif dlt <= dl[j]:              # (a growing radius is progress too)
-                n_stall[kk] += 1
-                if n_stall[kk] >= _MAX_STALL:
-                    status[kk] = 3
-                    continue
-        if M is not None and moved:
-            mv = np.asarray(moved, dtype=np.intp)
-            M[mv] = call_diag(W[mv], mv)
-
-    return W, F, n_iter, gnorm, status
+        cg = _pcg(oracle, st, act, tol, cg_max_iter)
+        if st.pairs is not None:
+            st.pairs.commit(act)
+        _step(oracle, st, act, cg, tol, max_iter)
+    return st.W, st.F, st.n_iter, st.gnorm, st.status

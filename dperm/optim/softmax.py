@@ -6,7 +6,7 @@ y_i in {0, ..., K-1}, with W_j of shape (K, d) (one row per class),
     J_j(W_j) = (1/n) sum_i [ logsumexp(W_j x_i) - (W_j x_i)_{y_i} ]
                + ((alpha_j + extra_l2_j) / 2) ||W_j||_F^2  +  <B_j, W_j>_F / n
 
-(the MEAN form, as in dperm.erm: alpha is the regularization Lambda, extra_l2
+(the MEAN form, as in dperm.optim.erm: alpha is the regularization Lambda, extra_l2
 objective perturbation's Delta, B_j the linear noise term).  J_j is strongly
 convex whenever alpha_j + extra_l2_j > 0.
 
@@ -16,18 +16,20 @@ Class probabilities for prediction are computed in row blocks whose temporaries 
 bounded by the block size (about 16 MiB each), never by n.
 
 X may be a dense float32/float64 array (or memory map), a scipy.sparse CSR
-matrix, or a `dperm._design.DesignRows` (rows [t_i x_i, c] * scale, built block
+matrix, or a `dperm.data.design.DesignRows` (rows [t_i x_i, c] * scale, built block
 by block, never materialised).  Sums are accumulated in float64.
 
 The minimiser is the package's batched L-BFGS (dperm._core._lbfgs) through its
 Python-oracle path; it stops when the Euclidean (Frobenius) norm of each
-problem's gradient of J_j is <= tol (default dperm.erm.DEFAULT_TOL).
+problem's gradient of J_j is <= tol (default dperm.optim.erm.DEFAULT_TOL).
 """
 import numbers
 import warnings
 from contextlib import nullcontext
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dperm.data.oracle import softmax_rows
 from dperm.data.validation import check_class_labels, check_n_threads, check_positive
@@ -130,7 +132,9 @@ def _objective(rows, y, W, l2, B):
 
 
 # ------------------------------------------------------------------ public API
-def multinomial_value_grad(X, y, W, alpha, extra_l2=None, linear=None, n_threads=None):
+def multinomial_value_grad(X: Any, y: ArrayLike, W: ArrayLike, alpha: Any, extra_l2: Any = None,
+                           linear: ArrayLike | None = None, n_threads: int | None = None
+                           ) -> tuple[Any, np.ndarray]:
     """The multinomial logistic objective J_j and its gradient at W, in one pass over X.
 
     Parameters
@@ -174,8 +178,11 @@ def multinomial_value_grad(X, y, W, alpha, extra_l2=None, linear=None, n_threads
     return (float(F[0]), G[0]) if single else (F, G)
 
 
-def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, tol=None,
-                         max_iter=None, n_threads=None, memory=None, coef_init=None, warn=True):
+def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, extra_l2: Any = None,
+                         linear: ArrayLike | None = None, tol: float | None = None,
+                         max_iter: int | None = None, n_threads: int | None = None,
+                         memory: int | None = None, coef_init: ArrayLike | None = None,
+                         warn: bool = True) -> MinimizeResult:
     """Minimize the multinomial logistic objective for m problems at once.
 
     Every L-BFGS iteration is one pass over X for all still-active problems
@@ -196,14 +203,14 @@ def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, 
         m is the common size of alpha, extra_l2 and linear's first axis (each 1 or m).
     tol : float
         Stop when the Frobenius norm of the gradient of J_j is <= tol
-        (default dperm.erm.DEFAULT_TOL = 1e-10: the privacy proofs assume the
+        (default dperm.optim.erm.DEFAULT_TOL = 1e-10: the privacy proofs assume the
         exact minimizer).
     max_iter : int
-        Iteration cap per problem (default dperm.erm.DEFAULT_MAX_ITER).
+        Iteration cap per problem (default dperm.optim.erm.DEFAULT_MAX_ITER).
     n_threads : None or int
         BLAS threads for the row passes.
     memory : None or int
-        L-BFGS history length (default as dperm.erm.minimize, with K d variables).
+        L-BFGS history length (default as dperm.optim.erm.minimize, with K d variables).
     coef_init : None, array (K, d) or (m, K, d)
         Starting point (default zero).
     warn : bool
@@ -270,7 +277,7 @@ def minimize_multinomial(X, y, n_classes, *, alpha, extra_l2=None, linear=None, 
                              converged=converged, status=[LBFGS_STATUS[int(s)] for s in status])
 
 
-def multinomial_predict_proba(X, W, intercept=None):
+def multinomial_predict_proba(X: Any, W: ArrayLike, intercept: ArrayLike | None = None) -> np.ndarray:
     """Class probabilities softmax(W x_i + intercept), computed stably.
 
     X : array (n, d), CSR or DesignRows; W : array (K, d); intercept : None or (K,).

@@ -72,18 +72,40 @@ class PureEvent:
 
     RDP curve: min(epsilon, alpha epsilon^2 / 2) (epsilon-DP implies
     (alpha, epsilon)-RDP, and epsilon^2/2-zCDP by Bun & Steinke 2016, Prop. 3.3).
+
+    Parameters
+    ----------
+    epsilon : float
+        The release's epsilon (> 0, finite; nats).
+
+    Examples
+    --------
+    >>> from dperm import PureEvent
+    >>> PureEvent(0.5).delta
+    0.0
     """
     epsilon: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
 
     @property
-    def delta(self):
+    def delta(self) -> float:
         return 0.0
 
     def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
-        """The RDP curve at `orders` (a float64 array)."""
+        """The RDP curve at `orders`.
+
+        Parameters
+        ----------
+        orders : sequence of float, default RDP_ORDERS
+            Rényi orders alpha > 1 (dimensionless) at which to evaluate the curve.
+
+        Returns
+        -------
+        ndarray of shape (len(orders),)
+            The RDP epsilon at each order (float64; ``inf`` where there is no bound).
+        """
         a = np.asarray(orders, dtype=np.float64)
         return np.minimum(self.epsilon, a * self.epsilon ** 2 / 2)
 
@@ -98,12 +120,37 @@ class GaussianEvent:
     mechanism (Balle & Wang 2018): a claim the noise does not give is refused.
     RDP curve: alpha / (2 noise_multiplier^2) (Mironov 2017, Prop. 7; the same
     numbers as dp_accounting's RdpAccountant for a GaussianDpEvent).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        sigma / Delta: the noise's standard deviation over the L2 sensitivity (> 0).
+    epsilon : float
+        The stated epsilon (> 0).
+    delta : float
+        The stated delta, in (0, 1); it must be at least the mechanism's exact delta at
+        ``epsilon``.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or an (epsilon, delta) claim the noise does not give.
+
+    Examples
+    --------
+    >>> from dperm import BudgetAccountant, GaussianEvent
+    >>> from dperm.privacy.calibration import analytic_gaussian_sigma
+    >>> sigma = analytic_gaussian_sigma(0.5, 1e-6, 1.0)     # sensitivity 1
+    >>> budget = BudgetAccountant(epsilon=2.0, delta=1e-5)
+    >>> budget.spend(GaussianEvent(noise_multiplier=sigma, epsilon=0.5, delta=1e-6))
+    >>> 0 < budget.spent <= 0.5
+    True
     """
     noise_multiplier: float
     epsilon: float
     delta: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         nm = self.noise_multiplier
         if isinstance(nm, (bool, np.bool_)) or not isinstance(nm, numbers.Real) \
                 or not (math.isfinite(float(nm)) and float(nm) > 0):
@@ -114,7 +161,7 @@ class GaussianEvent:
         from dperm.privacy.calibration import gaussian_delta
 
         # exact: no room for a claim below the true delta. The same evaluation as
-        # dperm.calibration.analytic_gaussian_sigma, so a sigma calibrated there for
+        # dperm.privacy.calibration.analytic_gaussian_sigma, so a sigma calibrated there for
         # (epsilon, delta) is accepted with exactly that claim
         true_delta = gaussian_delta(self.epsilon, 1.0, self.noise_multiplier)
         if true_delta > self.delta:
@@ -124,6 +171,18 @@ class GaussianEvent:
                 f"its delta is {true_delta:.17g}")
 
     def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
+        """The RDP curve at `orders`: alpha / (2 noise_multiplier^2).
+
+        Parameters
+        ----------
+        orders : sequence of float, default RDP_ORDERS
+            Rényi orders alpha > 1 (dimensionless) at which to evaluate the curve.
+
+        Returns
+        -------
+        ndarray of shape (len(orders),)
+            The RDP epsilon at each order (float64; ``inf`` where there is no bound).
+        """
         a = np.asarray(orders, dtype=np.float64)
         return a / (2 * self.noise_multiplier ** 2)
 
@@ -131,7 +190,7 @@ class GaussianEvent:
 @dataclasses.dataclass(frozen=True)
 class ObjectiveGaussianEvent:
     """A mechanism that carries its own RDP curve (e.g. objective perturbation with
-    Gaussian noise, whose curve dperm.calibration computes) and its own stated
+    Gaussian noise, whose curve dperm.privacy.calibration computes) and its own stated
     (epsilon, delta) guarantee.
 
     `rdp_orders` (increasing, each > 1, finite) and `rdp_values` (>= 0, inf
@@ -141,13 +200,41 @@ class ObjectiveGaussianEvent:
     each order alpha the value at the smallest given order >= alpha (Renyi
     divergence is non-decreasing in the order), and infinity above the largest
     given order.
+
+    Parameters
+    ----------
+    epsilon : float
+        The stated epsilon (> 0), used by basic composition.
+    delta : float
+        The stated delta, in [0, 1).
+    rdp_orders : tuple of float
+        Rényi orders, strictly increasing, each > 1 and finite.
+    rdp_values : tuple of float
+        The RDP epsilon at each order (>= 0; ``inf`` allowed), one per order.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or orders and values of different lengths.
+
+    Examples
+    --------
+    A fit's own event: ``dperm.privacy.mechanisms.privacy_events(clf.privacy_)`` builds it from
+    a Gaussian fit's public record. By hand:
+
+    >>> from dperm import BudgetAccountant, ObjectiveGaussianEvent
+    >>> orders = BudgetAccountant.RDP_ORDERS
+    >>> event = ObjectiveGaussianEvent(epsilon=1.0, delta=1e-6, rdp_orders=orders,
+    ...                                rdp_values=[0.01 * a for a in orders])
+    >>> float(event.rdp([2.0])[0]) >= 0.02
+    True
     """
     epsilon: float
     delta: float
     rdp_orders: tuple
     rdp_values: tuple
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_delta(self.delta, "delta"))
         try:
@@ -171,6 +258,18 @@ class ObjectiveGaussianEvent:
         object.__setattr__(self, "rdp_values", tuple(float(v) for v in values))
 
     def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
+        """The RDP curve at `orders`, read conservatively from the given curve.
+
+        Parameters
+        ----------
+        orders : sequence of float, default RDP_ORDERS
+            Rényi orders alpha > 1 (dimensionless) at which to evaluate the curve.
+
+        Returns
+        -------
+        ndarray of shape (len(orders),)
+            The RDP epsilon at each order (float64; ``inf`` where there is no bound).
+        """
         a = np.asarray(orders, dtype=np.float64)
         given = np.asarray(self.rdp_orders)
         values = np.asarray(self.rdp_values)
@@ -186,15 +285,42 @@ class ObjectiveGaussianEvent:
 class ApproxEvent:
     """Any (epsilon, delta)-DP release with no better description; it composes by
     basic composition only (and, in the PLD bound, as the worst (epsilon, delta)-DP
-    mechanism)."""
+    mechanism).
+
+    Parameters
+    ----------
+    epsilon : float
+        The release's epsilon (> 0).
+    delta : float
+        The release's delta, in [0, 1).
+
+    Examples
+    --------
+    >>> from dperm import ApproxEvent, BudgetAccountant
+    >>> budget = BudgetAccountant(epsilon=1.0, delta=1e-5)
+    >>> budget.spend(ApproxEvent(epsilon=0.25, delta=1e-6))
+    >>> budget.spent <= 0.25
+    True
+    """
     epsilon: float
     delta: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_delta(self.delta, "delta"))
 
     def rdp(self, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray | None:
+        """No RDP curve: an ApproxEvent composes by its (epsilon, delta) alone.
+
+        Parameters
+        ----------
+        orders : sequence of float, default RDP_ORDERS
+            Ignored (kept for the events' common interface).
+
+        Returns
+        -------
+        None
+        """
         return None      # no RDP curve: composed by its (epsilon, delta) alone
 
 
@@ -387,6 +513,25 @@ class BudgetAccountant:
         What was spent, in order; a float spend is recorded as the float.
     RDP_ORDERS : tuple of float
         The orders RDP curves are evaluated on (see ObjectiveGaussianEvent).
+
+    Raises
+    ------
+    ValueError
+        epsilon not a positive finite number, or delta outside [0, 1).
+
+    Examples
+    --------
+    Pass one accountant to every fit on the same data; a fit that would exceed the
+    total is refused before it reads the data:
+
+    >>> import dperm
+    >>> budget = dperm.BudgetAccountant(epsilon=1.0)
+    >>> clf = dperm.PrivateLinearClassifier(epsilon=0.5, classes=[-1, 1], accountant=budget)
+    >>> budget.spend(0.3, label="bounds")
+    >>> budget.spent, budget.remaining
+    (0.3, 0.7)
+    >>> budget.check(0.5)
+    0.5
     """
 
     RDP_ORDERS = RDP_ORDERS
@@ -461,7 +606,25 @@ class BudgetAccountant:
 
     def check(self, event_or_epsilon: Event | float) -> Event | float:
         """Raise BudgetExceededError if spending the event (a float: pure epsilon)
-        would exceed the budget; return it (a float validated, an event as is)."""
+        would exceed the budget; return it (a float validated, an event as is).
+
+        Parameters
+        ----------
+        event_or_epsilon : PureEvent, GaussianEvent, ObjectiveGaussianEvent, ApproxEvent or float
+            The release to check; a float is a pure-epsilon release of that epsilon.
+
+        Returns
+        -------
+        event or float
+            `event_or_epsilon`, validated. Nothing is spent.
+
+        Raises
+        ------
+        BudgetExceededError
+            The release would take the total over the budget.
+        ValueError
+            An epsilon that is not a positive finite number.
+        """
         event = self._validated(event_or_epsilon)
         with self._lock:
             total, _ = self._after([event])
@@ -469,12 +632,41 @@ class BudgetAccountant:
         return event
 
     def spend(self, event_or_epsilon: Event | float, label: str | None = None) -> None:
-        """Record a release (checks first; refused releases spend nothing)."""
+        """Record a release (checks first; refused releases spend nothing).
+
+        Parameters
+        ----------
+        event_or_epsilon : PureEvent, GaussianEvent, ObjectiveGaussianEvent, ApproxEvent or float
+            The release; a float is a pure-epsilon release of that epsilon.
+        label : str, optional
+            A name for the release, kept in ``history`` with it.
+
+        Raises
+        ------
+        BudgetExceededError
+            The release would take the total over the budget (nothing is spent).
+        """
         self.spend_all([event_or_epsilon], label=label)
 
     def check_all(self, events: Iterable[Event | float]) -> list[Event | float]:
         """check() for several releases made together (e.g. the K models of a
-        one-vs-rest fit): all of them fit in the budget, or BudgetExceededError."""
+        one-vs-rest fit): all of them fit in the budget, or BudgetExceededError.
+
+        Parameters
+        ----------
+        events : iterable of events or floats
+            The releases (a float: a pure-epsilon release).
+
+        Returns
+        -------
+        list
+            The releases, validated. Nothing is spent.
+
+        Raises
+        ------
+        BudgetExceededError
+            Together they would take the total over the budget.
+        """
         events = [self._validated(e) for e in events]
         with self._lock:
             total, _ = self._after(events)
@@ -482,7 +674,20 @@ class BudgetAccountant:
         return events
 
     def spend_all(self, events: Iterable[Event | float], label: str | None = None) -> None:
-        """Record several releases at once, all or none (checks first)."""
+        """Record several releases at once, all or none (checks first).
+
+        Parameters
+        ----------
+        events : iterable of events or floats
+            The releases (a float: a pure-epsilon release).
+        label : str, optional
+            A name kept in ``history`` with each of them.
+
+        Raises
+        ------
+        BudgetExceededError
+            Together they would take the total over the budget (nothing is spent).
+        """
         events = [self._validated(e) for e in events]
         if not events:
             return
@@ -502,22 +707,22 @@ class BudgetAccountant:
     # A ledger is shared, never duplicated: sklearn's clone() deep-copies non-estimator
     # parameters, and a copied accountant would let every clone (GridSearchCV,
     # cross_val_score) spend the whole budget again.  Copies are the same object.
-    def __copy__(self):
+    def __copy__(self) -> "BudgetAccountant":
         return self
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict) -> "BudgetAccountant":
         return self
 
-    def __getstate__(self):  # pickling (e.g. to another process) drops the lock
+    def __getstate__(self) -> dict:  # pickling (e.g. to another process) drops the lock
         state = self.__dict__.copy()
         del state["_lock"]
         state.pop("_cache", None)
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"BudgetAccountant(epsilon={self.epsilon:g}, delta={self.delta:g}, "
                 f"spent={self.spent:g}, spent_delta={self.spent_delta:g})")

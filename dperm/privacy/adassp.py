@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
+from dperm.data import oracle as _oracle
+from dperm.data.norms import row_norms
 from dperm.data.validation import check_random_state
 from dperm.privacy import exact_noise
 from dperm.privacy.calibration import _finite, _positive, analytic_gaussian_sigma
@@ -111,7 +113,7 @@ def _data(X, y, data_norm, label_bound):
         raise ValueError("X: must be finite (no NaN or inf)")
     if not np.all(np.isfinite(ya)):
         raise ValueError("y: must be finite (no NaN or inf)")
-    norms = np.sqrt(np.einsum("ij,ij->i", Xa, Xa))
+    norms = row_norms(Xa)     # dperm.data.norms: no overflow for huge cells
     if np.any(norms > data_norm):
         raise ValueError(f"X: {int(np.count_nonzero(norms > data_norm))} row(s) have norm above "
                          f"data_norm={data_norm}; clip the rows to the public bound first")
@@ -258,9 +260,14 @@ def _noisy_gram(G, sigma, rng):
 
 def _statistics(X, y):
     """The three statistics: lambda_min(X^T X), X^T X (exactly symmetric), X^T y."""
-    gram = X.T @ X
+    return _from_sums(X.T @ X, X.T @ y)
+
+
+def _from_sums(gram, xty):
+    """The three statistics from the sums X^T X and X^T y (dperm.data.oracle's
+    sufficient_statistics: local rows, or rows on the Dask workers)."""
     gram = (gram + gram.T) / 2.0
-    return float(np.linalg.eigvalsh(gram)[0]), gram, X.T @ y
+    return float(np.linalg.eigvalsh(gram)[0]), gram, xty
 
 
 def _release_statistics(lam_min, gram, xty, cal, rng):
@@ -282,6 +289,8 @@ def adassp(X, y, *, epsilon: float, delta: float, data_norm: float, label_bound:
 
     X : (n, d) array, rows with ||x_i|| <= data_norm; y : (n,) with |y_i| <= label_bound
         (clip before calling: rows over the bounds are refused).  Neither is modified.
+        Rows on the Dask workers with their targets there (dperm.data.oracle.check_rows
+        with regression; y is then not used): the statistics are summed on the workers.
     epsilon > 0, 0 < delta < 1 : the guarantee, under `neighbouring` ("replace_one" or
         "add_remove"; the statistics are sums, so n is not used; n_public, add_remove
         only, is recorded as the public count).
@@ -306,13 +315,13 @@ def adassp(X, y, *, epsilon: float, delta: float, data_norm: float, label_bound:
     n_pub = _n_public(n_public, nb)
     w = _split(split)
     rb = _ridge_bound(ridge_bound)
-    Xa, ya = _data(X, y, r, b)
-    n, d = Xa.shape
+    gram, xty, (n, d) = _oracle.sufficient_statistics(
+        X, y, r, b, lambda X, y: _data(X, y, r, b))
     cal = adassp_calibration(eps, dlt, n_features=d, data_norm=r, label_bound=b,
                              neighbouring=nb, split=w, ridge_bound=rb)
     rng = check_random_state(random_state)
 
-    lam_noisy, gram_noisy, xty_noisy = _release_statistics(*_statistics(Xa, ya), cal, rng)
+    lam_noisy, gram_noisy, xty_noisy = _release_statistics(*_from_sums(gram, xty), cal, rng)
     lam_noisy = float(lam_noisy)
 
     # post-processing of the release only

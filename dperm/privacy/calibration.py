@@ -5,10 +5,14 @@ the curvature bound, the neighbouring relation) and returns noise scales or priv
 profiles; nothing reads data.  The derivations, every constant and the normalisations are
 written out in ``docs/privacy_analysis.md``; the section numbers below refer to it.
 
-Units.  The package's objective is the MEAN form
-    J(f) = (1/n) sum_i loss(y_i f.x_i) + (alpha/2) ||f||^2 [+ (Delta/2) ||f||^2 + b.f / n].
-Multiplied by n it is the SUM form
+Units.  The package's objective is the MEAN form::
+
+    J(f) = (1/n) sum_i loss(y_i f.x_i) + (alpha/2) ||f||^2 [+ (Delta/2) ||f||^2 + b.f / n]
+
+Multiplied by n it is the SUM form::
+
     sum_i loss(y_i f.x_i) + (Lambda_tot/2) ||f||^2 + b.f,   Lambda_tot = n (alpha + Delta),
+
 and the objective-perturbation noise ``b ~ N(0, sigma^2 I)`` (sigma, ``sigma_objective``)
 is in SUM units.  Output-perturbation noise (``output_gaussian_sigma``, ``sigma_output``)
 is added to the coefficients: coefficient units.  ``extra_l2`` (Delta) is in mean units,
@@ -153,12 +157,29 @@ def _two_sided_a(e, a):
 def gaussian_delta(epsilon: ArrayLike, sensitivity: float, sigma: float) -> float | np.ndarray:
     """Exact delta(epsilon) of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
 
-    delta = Phi(S/(2 sigma) - epsilon sigma/S) - e^epsilon Phi(-S/(2 sigma) - epsilon sigma/S),
-    S = ``sensitivity`` (l2, same units as ``sigma``), computed in log space.
+    Computed in log space, with S = ``sensitivity``::
 
-    epsilon : float or array (any real; vectorised, the result has its shape).
-    sensitivity : float >= 0 (0 gives (1 - e^epsilon)_+).   sigma : float > 0.
-    Returns a float for a scalar epsilon, else an array of epsilon's shape.
+        delta = Phi(S/(2 sigma) - epsilon sigma/S) - e^epsilon Phi(-S/(2 sigma) - epsilon sigma/S)
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        Any real epsilon (vectorised: the result has its shape).
+    sensitivity : float
+        The L2 sensitivity S >= 0, in the units of ``sigma`` (0 gives (1 - e^epsilon)_+).
+    sigma : float
+        The noise's standard deviation, > 0.
+
+    Returns
+    -------
+    float or ndarray
+        A float for a scalar epsilon, else an array of epsilon's shape.
+
+    Examples
+    --------
+    >>> from dperm.privacy.calibration import gaussian_delta
+    >>> float(gaussian_delta(1.0, 1.0, 2.0)) < 0.1
+    True
     """
     e = _epsilon_array(epsilon)
     s = _nonnegative(sensitivity, "sensitivity")
@@ -200,9 +221,29 @@ def _smallest_sigma(ok, guess):
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     """Smallest sigma with gaussian_delta(epsilon, sensitivity, sigma) <= delta.
 
-    epsilon > 0, 0 < delta < 1, sensitivity > 0 (l2; sigma comes back in its units).
     Bisection in log sigma to relative 1e-12; the returned sigma satisfies the inequality
-    when gaussian_delta is evaluated at it.
+    when gaussian_delta is evaluated at it (Balle & Wang 2018's analytic Gaussian mechanism).
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    sensitivity : float
+        L2 sensitivity, > 0; sigma comes back in its units.
+
+    Returns
+    -------
+    float
+        The noise standard deviation sigma.
+
+    Examples
+    --------
+    >>> from dperm.privacy.calibration import analytic_gaussian_sigma, gaussian_delta
+    >>> s = analytic_gaussian_sigma(1.0, 1e-6, 1.0)
+    >>> bool(gaussian_delta(1.0, 1.0, s) <= 1e-6)
+    True
     """
     eps = _positive(epsilon, "epsilon")
     dlt = _unit_open(delta, "delta")
@@ -289,27 +330,51 @@ def objective_gaussian_delta(epsilon: ArrayLike, sigma: float, *, data_norm: flo
     The mechanism releases argmin sum_i loss + (lambda_total/2)||f||^2 + b.f (SUM units:
     ``sigma`` and ``lambda_total`` = n (alpha + Delta) are both per SUM objective).
     With eps' = epsilon - epsilon_det, epsilon_det = log(1 + curvature/lambda_total)
-    (binary) or (K-1) log(1 + curvature/((K-1) lambda_total)) (K = n_classes >= 3), and
-    a = data_norm / sigma, Z ~ N(0,1), T(e; a) = E[(1 - exp(e - a^2/2 - a|Z|))_+]
-    (= 2 gaussian_delta(e; a) for e >= a^2/2):
+    (binary) or (K-1) log(1 + curvature/((K-1) lambda_total)) (K = n_classes >= 3),
+    a = data_norm / sigma, Z ~ N(0,1) and T(e; a) = E[(1 - exp(e - a^2/2 - a abs(Z)))_+]
+    (= 2 gaussian_delta(e; a) for e >= a^2/2)::
 
-      binary, add_remove:   T(eps'; a)
-      binary, replace_one:  max over u in [0,1/2] of T(eps'; 2a sqrt(u)) + T(eps'; 2a sqrt(1-u))
-                            (>= T(eps'; 2a), its u = 0 end; the max is bounded from above)
-      K classes, add_remove:  (K-1) gd(eps'; sqrt(2) a)                     [+ (1-e^eps')_+]
-      K classes, replace_one: (K-1)^2 gd(eps'; 2 sqrt(2) a) + 2(K-1) gd(eps'; sqrt(2) a)
-                                                                             [+ (1-e^eps')_+]
+        binary, add_remove:   T(eps'; a)
+        binary, replace_one:  max over u in [0,1/2] of T(eps'; 2a sqrt(u)) + T(eps'; 2a sqrt(1-u))
+                              (>= T(eps'; 2a), its u = 0 end; the max is bounded from above)
+        K classes, add_remove:  (K-1) gd(eps'; sqrt(2) a)                     [+ (1-e^eps')_+]
+        K classes, replace_one: (K-1)^2 gd(eps'; 2 sqrt(2) a) + 2(K-1) gd(eps'; sqrt(2) a)
+                                                                               [+ (1-e^eps')_+]
+
     with gd the one-sided gaussian_delta in units of sigma; every result is capped at 1.
-    nonincreasing_loss=True (binary only; loss' <= 0 everywhere, as for the logistic,
+    ``nonincreasing_loss=True`` (binary only; loss' <= 0 everywhere, as for the logistic,
     Huber and smoothed-hinge losses): one row's gradient moves along a single signed
-    direction, the corners are 0, w1, w2, w1 + w2, and
-      binary, add_remove:   gd(eps'; a)                          [+ (1-e^eps')_+]
-      binary, replace_one:  2 gd(eps'; a) + gd(eps'; 2a)         [+ (1-e^eps')_+]
+    direction, the corners are 0, w1, w2, w1 + w2, and::
+
+        binary, add_remove:   gd(eps'; a)                          [+ (1-e^eps')_+]
+        binary, replace_one:  2 gd(eps'; a) + gd(eps'; 2a)         [+ (1-e^eps')_+]
+
     Derivations: docs/privacy_analysis.md, section 3.
 
-    epsilon : float or array (vectorised).  curvature : bound on loss'' ||x||^2 (c R^2);
-    for n_classes >= 3 a bound on the trace of one row's Hessian, default (1-1/K) R^2.
-    Returns a float for a scalar epsilon, else an array of epsilon's shape.
+    Parameters
+    ----------
+    epsilon : float or array_like
+        The epsilon(s) at which to bound delta (vectorised).
+    sigma : float
+        Noise scale of b, SUM units, > 0.
+    data_norm : float
+        R, the public bound on every row's L2 norm.
+    curvature : float, optional
+        Bound on loss'' ||x||^2 (c R^2); for n_classes >= 3 a bound on the trace of one
+        row's Hessian, default (1 - 1/K) R^2.
+    lambda_total : float
+        n (alpha + Delta), the SUM-form regulariser, > 0.
+    neighbouring : {"replace_one", "add_remove"}
+            The neighbouring relation: one row replaced (n public) or one row added or removed.
+    n_classes : int, default 2
+        K, the number of classes (K >= 3: the multinomial model).
+    nonincreasing_loss : bool, default False
+        True when loss' <= 0 everywhere (binary losses only): the tighter bound above.
+
+    Returns
+    -------
+    float or ndarray
+        A float for a scalar epsilon, else an array of epsilon's shape.
     """
     e = _epsilon_array(epsilon)
     sg, r, c, lam, nb, k = _objective_args(sigma, data_norm, curvature, lambda_total,
@@ -325,18 +390,42 @@ def objective_gaussian_rdp(orders: ArrayLike, sigma: float, *, data_norm: float,
                            nonincreasing_loss: bool = False) -> np.ndarray:
     """Upper bound on the Renyi DP curve of Gaussian objective perturbation.
 
-    orders : array of Renyi orders, each > 1.  Returns an array of the same shape:
     RDP(order) <= epsilon_det + (1/(order-1)) log sum_i E exp((order-1)(a_i Z_i + a_i^2/2))
-    over the corners i of the gradient difference (docs section 4):
+    over the corners i of the gradient difference (docs/privacy_analysis.md, section 4)::
 
-      binary, add_remove:   eps_det + order a^2/2 + log(2 Phi((order-1) a)) / (order-1)
-      binary, replace_one:  eps_det + log max_u [H(2a sqrt(u)) + H(2a sqrt(1-u))] / (order-1),
-                            H(b) = 2 Phi((order-1) b) exp((order-1) order b^2/2)
-      K classes, add_remove:  eps_det + log(1 + (K-1) e^{(order-1) order a1^2/2}) / (order-1)
-      K classes, replace_one: eps_det + log(1 + 2(K-1) e^{(order-1) order a1^2/2}
-                                            + (K-1)^2 e^{(order-1) order a2^2/2}) / (order-1)
+        binary, add_remove:   eps_det + order a^2/2 + log(2 Phi((order-1) a)) / (order-1)
+        binary, replace_one:  eps_det + log max_u [H(2a sqrt(u)) + H(2a sqrt(1-u))] / (order-1),
+                              H(b) = 2 Phi((order-1) b) exp((order-1) order b^2/2)
+        K classes, add_remove:  eps_det + log(1 + (K-1) e^{(order-1) order a1^2/2}) / (order-1)
+        K classes, replace_one: eps_det + log(1 + 2(K-1) e^{(order-1) order a1^2/2}
+                                              + (K-1)^2 e^{(order-1) order a2^2/2}) / (order-1)
+
     with a = data_norm/sigma, a1 = sqrt(2) a, a2 = 2 sqrt(2) a.  All within
     epsilon_det + order a_max^2/2 + log(m)/(order-1), m the number of non-zero corners.
+
+    Parameters
+    ----------
+    orders : array_like
+        Renyi orders, each > 1.
+    sigma : float
+        Noise scale of b, SUM units, > 0.
+    data_norm : float
+        R, the public bound on every row's L2 norm.
+    curvature : float, optional
+        As in :func:`objective_gaussian_delta`.
+    lambda_total : float
+        n (alpha + Delta), the SUM-form regulariser, > 0.
+    neighbouring : {"replace_one", "add_remove"}
+            The neighbouring relation: one row replaced (n public) or one row added or removed.
+    n_classes : int, default 2
+        K, the number of classes.
+    nonincreasing_loss : bool, default False
+        True when loss' <= 0 everywhere (binary losses only).
+
+    Returns
+    -------
+    ndarray
+        The RDP epsilon at each order, of the shape of ``orders``.
     """
     o = np.asarray(orders, dtype=np.float64)
     if o.size == 0 or not np.all(np.isfinite(o)) or not np.all(o > 1):
@@ -384,11 +473,17 @@ def objective_gaussian_rdp(orders: ArrayLike, sigma: float, *, data_norm: float,
 class ObjectiveGaussianCalibration:
     """Constants of Gaussian objective perturbation.
 
-    sigma : noise scale of b ~ N(0, sigma^2 I) in SUM units (the term b.f, not b.f/n;
-        on the mean objective the term is b.f/n with the same b).
-    extra_l2 : Delta, the extra regulariser in MEAN units (like alpha), >= 0.
-    epsilon_det : the log-det part of epsilon it leaves for (<= epsilon/2).
-    lambda_total : n (alpha + Delta), the SUM-form regulariser.
+    Parameters
+    ----------
+    sigma : float
+        Noise scale of b ~ N(0, sigma^2 I) in SUM units (the term b.f, not b.f/n; on the
+        mean objective the term is b.f/n with the same b).
+    extra_l2 : float
+        Delta, the extra regulariser in MEAN units (like alpha), >= 0.
+    epsilon_det : float
+        The log-det part of epsilon it leaves for (<= epsilon/2).
+    lambda_total : float
+        n (alpha + Delta), the SUM-form regulariser.
     """
     sigma: float
     extra_l2: float
@@ -443,9 +538,40 @@ def objective_gaussian_calibration(epsilon: float, delta: float, *, n: float, al
     Then sigma is the smallest value (relative 1e-12) with objective_gaussian_delta <= delta,
     checked at the returned value.
 
-    n : public normalisation (count) of the mean objective.  alpha > 0 : mean-units
-    regulariser.  data_norm : R.  curvature : c R^2 (binary) or the per-row Hessian trace
-    bound (n_classes >= 3, default (1-1/K) R^2).  Returns ObjectiveGaussianCalibration.
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    n : float
+        The public normalisation (a count) of the mean objective.
+    alpha : float
+        Lambda, the mean-units regulariser, > 0.
+    data_norm : float
+        R, the public bound on every row's L2 norm.
+    curvature : float, optional
+        c R^2 (binary) or the per-row Hessian trace bound (n_classes >= 3, default
+        (1 - 1/K) R^2).
+    neighbouring : {"replace_one", "add_remove"}
+            The neighbouring relation: one row replaced (n public) or one row added or removed.
+    n_classes : int, default 2
+        K, the number of classes.
+    nonincreasing_loss : bool, default False
+        True when loss' <= 0 everywhere (binary losses only).
+
+    Returns
+    -------
+    ObjectiveGaussianCalibration
+        sigma (SUM units), Delta (mean units), epsilon_det and lambda_total.
+
+    Examples
+    --------
+    >>> from dperm.privacy.calibration import objective_gaussian_calibration
+    >>> cal = objective_gaussian_calibration(1.0, 1e-6, n=10_000, alpha=1e-3, data_norm=1.0,
+    ...                                      curvature=0.25, neighbouring="replace_one")
+    >>> cal.extra_l2, bool(cal.sigma > 0)
+    (0.0, True)
     """
     eps, dlt, nn, al, r, c, nb, k = _calibration_args(epsilon, delta, n, alpha, data_norm,
                                                       curvature, neighbouring, n_classes)
@@ -458,9 +584,26 @@ def kifer_objective_sigma(epsilon: float, delta: float, *, data_norm: float,
     """Reference: sigma of Kifer, Smith & Thakurta (2012), Thm 2 as usually quoted.
 
     sigma^2 = zeta^2 (8 log(2/delta) + 4 epsilon) / epsilon^2, SUM units, with zeta the
-    l2 bound on the change of the summed gradient between neighbours: zeta = R for
+    L2 bound on the change of the summed gradient between neighbours: zeta = R for
     add_remove (one gradient of norm <= R), 2R for replace_one (difference of two such
-    gradients; docs section 5).  Valid together with lambda_total >= kifer_min_lambda_total.
+    gradients; docs/privacy_analysis.md, section 5).  Valid together with
+    lambda_total >= kifer_min_lambda_total.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    data_norm : float
+        R, the public bound on every row's L2 norm.
+    neighbouring : {"replace_one", "add_remove"}
+            The neighbouring relation: one row replaced (n public) or one row added or removed.
+
+    Returns
+    -------
+    float
+        sigma, SUM units.
     """
     eps = _positive(epsilon, "epsilon")
     dlt = _unit_open(delta, "delta")
@@ -472,7 +615,17 @@ def kifer_objective_sigma(epsilon: float, delta: float, *, data_norm: float,
 def kifer_min_lambda_total(epsilon: float, curvature: float) -> float:
     """Reference: smallest SUM-form regulariser of Kifer et al. (2012), 2 lambda_h / epsilon.
 
-    curvature : lambda_h = c R^2, the bound on the rank-one Hessian's eigenvalue.
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    curvature : float
+        lambda_h = c R^2, the bound on the rank-one Hessian's eigenvalue.
+
+    Returns
+    -------
+    float
+        The smallest lambda_total (SUM units) their theorem allows.
     """
     eps = _positive(epsilon, "epsilon")
     return 2.0 * _nonnegative(curvature, "curvature") / eps
@@ -483,10 +636,29 @@ def output_gaussian_sigma(epsilon: float, delta: float, *, n: float, alpha: floa
                           data_norm: float, neighbouring: str) -> float:
     """Gaussian output perturbation: sigma (coefficient units) for the exact minimiser.
 
-    l2 sensitivity of argmin of the mean objective with public normalisation n
+    L2 sensitivity of the argmin of the mean objective with public normalisation n
     (Lambda_tot = n alpha): 2R/(n alpha) for replace_one, R/(n alpha) for add_remove
-    (docs section 6; add_remove needs the same n for both neighbours).  Returns the
-    analytic Gaussian sigma of that sensitivity.
+    (docs/privacy_analysis.md, section 6; add_remove needs the same n for both neighbours).
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    n : float
+        The public normalisation (a count) of the mean objective.
+    alpha : float
+        Lambda, the mean-units regulariser, > 0.
+    data_norm : float
+        R, the public bound on every row's L2 norm.
+    neighbouring : {"replace_one", "add_remove"}
+            The neighbouring relation: one row replaced (n public) or one row added or removed.
+
+    Returns
+    -------
+    float
+        The analytic Gaussian sigma of that sensitivity, in coefficient units.
     """
     eps = _positive(epsilon, "epsilon")
     dlt = _unit_open(delta, "delta")
@@ -500,17 +672,23 @@ def output_gaussian_sigma(epsilon: float, delta: float, *, n: float, alpha: floa
 # --------------------------------------------------------------------------- AMP
 @dataclass(frozen=True)
 class AMPCalibration:
-    """Constants of approximate minima perturbation (docs section 8).
+    """Constants of approximate minima perturbation (docs/privacy_analysis.md, section 8).
 
-    sigma_objective : objective noise b ~ N(0, sigma^2 I), SUM units.
-    extra_l2 : Delta, mean units.
-    sigma_output : noise N(0, sigma_output^2 I) added to the approximate minimiser,
-        coefficient units.
-    epsilon_objective, epsilon_output, delta_objective, delta_output : the split;
-        epsilon_objective + 2 epsilon_output <= epsilon and
+    Parameters
+    ----------
+    sigma_objective : float
+        Objective noise b ~ N(0, sigma^2 I), SUM units.
+    extra_l2 : float
+        Delta, mean units.
+    sigma_output : float
+        Noise N(0, sigma_output^2 I) added to the approximate minimiser, coefficient units.
+    epsilon_objective, epsilon_output, delta_objective, delta_output : float
+        The split: epsilon_objective + 2 epsilon_output <= epsilon and
         e^{eps_out} delta_obj + (1 + e^{eps_obj + eps_out}) delta_out <= delta.
-    grad_tol : the gradient-norm threshold of the MEAN private objective the solver must meet.
-    epsilon_det, lambda_total : as in ObjectiveGaussianCalibration (SUM units).
+    grad_tol : float
+        The gradient-norm threshold of the MEAN private objective the solver must meet.
+    epsilon_det, lambda_total : float
+        As in :class:`ObjectiveGaussianCalibration` (SUM units).
     """
     sigma_objective: float
     extra_l2: float
@@ -523,10 +701,26 @@ class AMPCalibration:
     epsilon_det: float
     lambda_total: float
 
-    def total_epsilon(self):
+    def total_epsilon(self) -> float:
+        """The total epsilon of the two releases: epsilon_objective + 2 epsilon_output.
+
+        Returns
+        -------
+        float
+            At most the epsilon the calibration was asked for.
+        """
         return self.epsilon_objective + 2.0 * self.epsilon_output
 
-    def total_delta(self):
+    def total_delta(self) -> float:
+        """The total delta of the two releases.
+
+        e^{eps_out} delta_objective + (1 + e^{eps_obj + eps_out}) delta_output.
+
+        Returns
+        -------
+        float
+            At most the delta the calibration was asked for.
+        """
         eo, ej = self.epsilon_output, self.epsilon_objective
         return math.exp(eo) * self.delta_objective + (1.0 + math.exp(ej + eo)) * self.delta_output
 
@@ -544,8 +738,38 @@ def amp_calibration(epsilon: float, delta: float, *, n: float, alpha: float, dat
     so that eps_obj + 2 eps_out = eps and e^{eps_out} delta_obj + (1 + e^{eps_obj+eps_out})
     delta_out = delta (checked <= in floating point).  The objective part is
     objective_gaussian_calibration(eps_obj, delta_obj, ...); the output part is the
-    analytic Gaussian sigma for (eps_out, delta_out) and l2 shift gamma / lambda_total =
-    grad_tol / (alpha + Delta) (coefficient units).  Returns AMPCalibration.
+    analytic Gaussian sigma for (eps_out, delta_out) and L2 shift gamma / lambda_total =
+    grad_tol / (alpha + Delta) (coefficient units).
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+    n : float
+        The public normalisation (a count) of the mean objective.
+    alpha : float
+        Lambda, the mean-units regulariser, > 0.
+    data_norm : float
+        R, the public bound on every row's L2 norm.
+    curvature : float, optional
+        As in :func:`objective_gaussian_calibration`.
+    neighbouring : {"replace_one", "add_remove"}
+            The neighbouring relation: one row replaced (n public) or one row added or removed.
+    grad_tol : float
+        The gradient-norm threshold (MEAN private objective) the solver must meet, > 0.
+    output_fraction : float, default 0.05
+        f, the share of epsilon and delta spent on the output noise, in (0, 1/2).
+    n_classes : int, default 2
+        K, the number of classes.
+    nonincreasing_loss : bool, default False
+        True when loss' <= 0 everywhere (binary losses only).
+
+    Returns
+    -------
+    AMPCalibration
+        The two noise scales and the split.
     """
     eps, dlt, nn, al, r, c, nb, k = _calibration_args(epsilon, delta, n, alpha, data_norm,
                                                       curvature, neighbouring, n_classes)

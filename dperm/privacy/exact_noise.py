@@ -240,7 +240,7 @@ def _bern_exp_rational(num, den, rng):
 
 def _laplace(a, b, n, rng):
     """n draws of the discrete Laplace with scale t = a/b (integers 1 <= a, b <= 2^52):
-    P[Y = y] proportional to exp(-|y| / t).  CKS Algorithm 2.
+    P[Y = y] proportional to exp(-abs(y) / t).  CKS Algorithm 2.
 
     Per slot: U uniform in {0..a-1}, keep with probability exp(-U/a); V ~ P[V >= v]
     = e^-v; X = U + a V is then geometric, P[X = x] proportional to exp(-x/a);
@@ -336,7 +336,7 @@ def bernoulli_exp(gamma_num, gamma_den=1, size=None, rng=None):
 
 
 def discrete_laplace(t, size=None, rng=None):
-    """Exact discrete Laplace samples: P[Y = y] = (1 - e^{-1/t}) / (1 + e^{-1/t}) * exp(-|y| / t), y in Z.
+    """Exact discrete Laplace samples: P[Y = y] = (1 - e^{-1/t}) / (1 + e^{-1/t}) * exp(-abs(y) / t), y in Z.
 
     CKS 2020 Algorithm 2, integer arithmetic only.
 
@@ -369,10 +369,10 @@ def discrete_gaussian(sigma2_num, sigma2_den=1, size=None, rng=None):
     sigma^2 = sigma2_num / sigma2_den exactly (no rounding here).  Rejection from a
     discrete Laplace (CKS 2020 Algorithm 3), with c = floor(sigma) + 1 and Laplace
     scale t = sigma^2 / c (rational): a candidate Y is kept with probability
-    exp(-(|Y| - c)^2 / (2 sigma^2)); the product exp(-|y| c / sigma^2) *
-    exp(-(|y| - c)^2 / (2 sigma^2)) is proportional to exp(-y^2 / (2 sigma^2)).
+    exp(-(abs(Y) - c)^2 / (2 sigma^2)); the product exp(-abs(y) c / sigma^2) *
+    exp(-(abs(y) - c)^2 / (2 sigma^2)) is proportional to exp(-y^2 / (2 sigma^2)).
     (Any positive t gives the exact target; choosing t with sigma^2 / t an integer
-    keeps the exponent an integer ratio: gamma = den (|Y| - c)^2 / (2 num).)  About
+    keeps the exponent an integer ratio: gamma = den (abs(Y) - c)^2 / (2 num).)  About
     1.3 candidates per sample for large sigma (acceptance about sqrt(2 pi) e^-1/2 / 2);
     10^6 samples at sigma = 2^20 take about 0.8 s on one core.  The variance of N_Z(0, sigma^2) is
     at most sigma^2.
@@ -482,8 +482,20 @@ def _grid_index(values, g, name="values"):
 
 
 def grid_range(g):
-    """(2**52 - 2**40) g: the largest |value| a release on the grid g * Z handles
-    exactly (room of 2**40 steps is left for the noise).  g is a power of two."""
+    """(2**52 - 2**40) g: the largest absolute value a release on the grid g * Z handles exactly.
+
+    Room of 2**40 steps is left for the noise.
+
+    Parameters
+    ----------
+    g : float
+        The grid step, a power of two.
+
+    Returns
+    -------
+    float
+        The range, in the units of g.
+    """
     ge = _grid_exponent(g)
     return math.ldexp(2.0**52 - 2.0**40, ge) if 52 + ge < 1024 else math.inf
 
@@ -495,6 +507,18 @@ def clamp_to_range(values, g):
     no center aborts a release (an abort, or its message, would depend on the data).
     A coordinate-wise clamp is 1-Lipschitz in every l_p norm: the sensitivity a
     noise scale was calibrated for holds for the clamped centers too.  NaN stays NaN.
+
+    Parameters
+    ----------
+    values : array_like
+        The centers (any shape; coefficient units).
+    g : float
+        The grid step, a power of two.
+
+    Returns
+    -------
+    ndarray
+        A new float64 array of the shape of ``values``.
     """
     b = grid_range(g)
     return np.clip(np.asarray(values, dtype=np.float64), -b, b)
@@ -506,14 +530,14 @@ def round_to_grid(values, g):
     Parameters
     ----------
     values : array_like of float, any shape
-        Finite, with |value| / g < 2**52 (ValueError naming ``values`` otherwise).
+        Finite, with abs(value) / g < 2**52 (ValueError naming ``values`` otherwise).
     g : float
         Grid step, an exact power of two (see :func:`grid_for`).
 
     Returns
     -------
     float64 array of the shape of ``values`` (a new array; the input is not written).
-    Each entry is k * g with k an integer and |value - k g| <= g / 2.
+    Each entry is k * g with k an integer and abs(value - k g) <= g / 2.
     """
     k = _grid_index(values, g)
     return k.astype(np.float64) * float(g)
@@ -579,13 +603,22 @@ def grid_sensitivity(sensitivity, d, g):
 
 
 def grid_variance(sigma, g):
-    """The exact variance parameter s^2 (in squared grid steps) that
-    :func:`gaussian_on_grid` uses: (sigma / g)^2 rounded UP to a dyadic rational
-    n / 2**k with k = min(20, 52 - bitlength(ceil((sigma / g)^2))) and n <= 2**52.
+    """The exact variance parameter s^2 (in squared grid steps) that :func:`gaussian_on_grid` uses.
+
+    (sigma / g)^2 rounded UP to a dyadic rational n / 2**k with
+    k = min(20, 52 - bitlength(ceil((sigma / g)^2))) and n <= 2**52.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise standard deviation, > 0 (coefficient units).
+    g : float
+        The grid step, a power of two (coefficient units).
 
     Returns
     -------
-    Fraction >= (sigma / g)^2, relative excess <= 2**-50 when sigma / g >= 2**20.
+    fractions.Fraction
+        At least (sigma / g)^2; relative excess <= 2**-50 when sigma / g >= 2**20.
     """
     ge = _grid_exponent(g)
     sigma = float(sigma)
@@ -662,10 +695,24 @@ def calibrate_on_grid(sigma_for, sensitivity, d, *, bits=_DEFAULT_BITS, max_iter
     grid_sensitivity(sensitivity, d, g)) until grid_for(sigma) <= g, so that the
     returned sigma covers ``grid_sensitivity(sensitivity, d, grid_for(sigma))``.
 
+    Parameters
+    ----------
+    sigma_for : callable
+        float -> float: the standard deviation the accounting requires at an L2
+        sensitivity.
+    sensitivity : float
+        The L2 sensitivity of the released center before rounding (coefficient units).
+    d : int
+        The number of released coordinates (the rounding adds sqrt(d) g).
+    bits : int, default 20
+        The grid is the largest power of two g <= sigma / 2**bits.
+    max_iter : int, default 64
+        Iterations before giving up (RuntimeError).
+
     Returns
     -------
-    (sigma, g) : floats; pass sigma (and bits) to :func:`gaussian_on_grid`,
-    which recomputes the same g.
+    sigma, g : float
+        Pass sigma (and bits) to :func:`gaussian_on_grid`, which recomputes the same g.
     """
     g = grid_for(sigma_for(float(sensitivity)), bits)
     for _ in range(max_iter):

@@ -11,14 +11,14 @@ __all__ = ["NEIGHBOURING", "check_neighbouring", "sensitivity_factor", "RANK_SEN
 NEIGHBOURING = ("replace_one", "add_remove")
 
 
-def check_neighbouring(value):
+def check_neighbouring(value: object) -> str:
     """`value` if it names a relation; ValueError otherwise."""
     if value not in NEIGHBOURING:
         raise ValueError(f"neighbouring: must be one of {NEIGHBOURING}, got {value!r}")
     return value
 
 
-def sensitivity_factor(neighbouring):
+def sensitivity_factor(neighbouring: str) -> float:
     """How many rows' gradients two neighbours' sums differ by: 2.0 (replace_one), 1.0
     (add_remove).  Every sensitivity is this factor times a one-row bound."""
     return 2.0 if neighbouring == "replace_one" else 1.0

@@ -1,7 +1,7 @@
 """Noise samplers and the randomness policy.
 
 Policy: every private computation draws from a fresh generator seeded from OS
-entropy (`dperm._validation.fresh_generator`, never numpy's global state) unless
+entropy (`dperm.data.validation.fresh_generator`, never numpy's global state) unless
 the caller passes `random_state` (an int seed or a numpy Generator) for a
 reproducible experiment or test.
 
@@ -12,8 +12,10 @@ exactly the non-private difference.  Entry points that fit call
 be charged to a BudgetAccountant.
 """
 import warnings
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dperm.data.validation import check_random_state, is_fixed_seed
 from dperm.exceptions import PrivacyLeakWarning
@@ -21,11 +23,33 @@ from dperm.exceptions import PrivacyLeakWarning
 __all__ = ["sample_l2_laplace", "check_random_state", "warn_if_seeded"]
 
 
-def warn_if_seeded(random_state, *, accountant=None, name="random_state", stacklevel=3):
-    """Warn (PrivacyLeakWarning) when `random_state` is a fixed seed; returns whether it is.
+def warn_if_seeded(random_state: Any, *, accountant: Any = None, name: str = "random_state",
+                   stacklevel: int = 3) -> bool:
+    """Warn (PrivacyLeakWarning) when ``random_state`` is a fixed seed; returns whether it is.
 
     With an accountant attached a seeded fit is refused (ValueError): charging
     epsilon for a release whose noise can be regenerated would be a false record.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.Generator
+        The fit's source of randomness.
+    accountant : BudgetAccountant, optional
+        The accountant the fit spends from, if any.
+    name : str, default "random_state"
+        The parameter's name in messages.
+    stacklevel : int, default 3
+        Passed to :func:`warnings.warn`.
+
+    Returns
+    -------
+    bool
+        True for a fixed seed.
+
+    Raises
+    ------
+    ValueError
+        A fixed seed with an accountant attached.
     """
     if not is_fixed_seed(random_state):
         return False
@@ -42,7 +66,8 @@ def warn_if_seeded(random_state, *, accountant=None, name="random_state", stackl
     return True
 
 
-def sample_l2_laplace(beta, d, size=(), random_state=None):
+def sample_l2_laplace(beta: ArrayLike, d: int, size: Any = (),
+                      random_state: Any = None) -> np.ndarray:
     """Draw b in R^d with density proportional to exp(-beta ||b||_2).
 
     The norm is Gamma(shape=d, scale=1/beta) and the direction is uniform on

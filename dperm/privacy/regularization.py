@@ -12,7 +12,7 @@ perturbation's term b.f / n moves the minimizer by about ||b|| / (n Lambda)), so
 best Lambda falls with n epsilon.  Measured (issue 21: six calibration data sets at 12
 (data set, n) settings, n from 379 to 250,000, d from 17 to 401, each at epsilon 0.1, 1
 and 10), it falls a little faster than 1 / (n epsilon) for objective perturbation and
-grows slowly with d:
+grows slowly with d::
 
     Lambda = C R^2 (d / 100)^a / (n epsilon)^b
 
@@ -37,7 +37,7 @@ The constants were fitted with `benchmarks/alpha_auto.py --calibrate` on the cur
 the calibration data sets only (Adult, KDD Cup 99, breast cancer, digits, letter,
 synthetic one-hot; docs/alpha_auto_calibration.json): among the rules of this form, the
 smallest mean accuracy gap to the best Lambda in hindsight whose worst gap is no larger
-than the earlier rule's (C / (n epsilon), C = 8 and 25).  The README's table measures
+than the earlier rule's (C / (n epsilon), C = 8 and 25).  The table of docs/alpha_auto_study.md measures
 them again, with held-out data sets apart: cases within 0.005 of the best Lambda of a
 half-decade grid, objective 25 of 36 (calibration) and 8 of 21 (held out), output 27 of
 36 and 13 of 21; largest gap 0.070 (held out, KDD Cup 99 five classes at epsilon 0.1,
@@ -47,6 +47,7 @@ C = 13), so no such rule is within 0.005 of the best everywhere; `dperm.private_
 (Algorithm 4) selects Lambda privately when the budget and n allow splitting the data.
 """
 import math
+import sys
 
 from dperm.data.validation import check_choice, check_epsilon, check_positive
 from dperm.losses import get_loss
@@ -78,6 +79,8 @@ _K_NONE = 0.002
 # the rule never goes outside this range (times R^2): below it the solve is slow and
 # the model noise-dominated, above it every coefficient is shrunk to nothing
 _ALPHA_MIN, _ALPHA_MAX = 1e-8, 1.0
+# log of the largest float (about 709.78): exp / expm1 / pow above it overflow
+_LOG_FLOAT_MAX = math.log(sys.float_info.max)
 
 
 def _check(n_samples, n_features, epsilon, perturbation, data_norm):
@@ -103,7 +106,7 @@ def auto_alpha(n_samples, n_features, epsilon, *, perturbation="objective", loss
     loss : loss name (checked; selects the constants).
     data_norm : float > 0, the public row-norm bound R.
     h : float > 0, Huber / smoothed-hinge / pseudo-Huber width.
-    label_bound : float > 0, the public bound B on |y| (regression losses only).
+    label_bound : float > 0, the public bound B on abs(y) (regression losses only).
 
     Returns
     -------
@@ -131,13 +134,15 @@ def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None, label_bound=N
         return R2 * min(max(_K_NONE / math.sqrt(n), _ALPHA_MIN), _ALPHA_MAX)
     C, a, b, S = _RULE[lo.name][perturbation] if constants is None else constants
     ne = n * epsilon
-    alpha = C * R2 * (d / 100.0) ** a / ne ** b
+    # a large epsilon (about 1420 and above for b = 1.2) overflows (n eps)^b: the rule's
+    # value is then far below the floor _ALPHA_MIN R^2 it is clipped to, so use 0
+    log_ne_b = b * math.log(ne)
+    alpha = C * R2 * (d / 100.0) ** a / ne ** b if log_ne_b < _LOG_FLOAT_MAX else 0.0
     if lo.regression:
         alpha *= h / label_bound
     if perturbation == "objective":
         # epsilon' = 0 where 2q + q^2 = e^eps - 1, q = c R^2 / (n Lambda)
-        q_zero = math.expm1(epsilon / 2.0)
-        alpha = max(alpha, 2.0 * lo.curvature(h, R) / (n * q_zero))
+        alpha = max(alpha, 2.0 * lo.curvature(h, R) / (n * _expm1_or_inf(epsilon / 2.0)))
     alpha = min(max(alpha, _ALPHA_MIN * R2), _ALPHA_MAX * R2)
     # raise it until the expected noise shift is below S times the largest norm the
     # noise-free coefficients can have (monotone above the epsilon' = 0 point, so a
@@ -149,6 +154,12 @@ def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None, label_bound=N
             break
         alpha = min(alpha * 1.1, _ALPHA_MAX * R2)
     return alpha
+
+
+def _expm1_or_inf(x):
+    """e^x - 1, or inf where it overflows a float (x above about 709.78): math.expm1
+    raises OverflowError there (epsilon above about 1420 in the epsilon' = 0 floor)."""
+    return math.expm1(x) if x < _LOG_FLOAT_MAX else math.inf
 
 
 def _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h, label_bound=None):
@@ -177,8 +188,39 @@ def expected_noise_shift(n_samples, n_features, epsilon, alpha, *, perturbation=
     Output perturbation: E||b|| = d / beta = 2 d L / (n Lambda epsilon), exactly.
     Objective perturbation: ||b|| / (n (Lambda + Delta)) with E||b|| = 2 d L / epsilon',
     the first-order shift of the minimizer (exact for a quadratic loss); L the loss's
-    gradient bound (R, or h R for the pseudo-Huber loss).
-    Public quantities only.
+    gradient bound (R, or h R for the pseudo-Huber loss).  Public quantities only.
+
+    Parameters
+    ----------
+    n_samples : int
+        n, the public normalisation count.
+    n_features : int
+        d of the problem solved (with the intercept column, if any).
+    epsilon : float
+        The fit's epsilon, > 0.
+    alpha : float
+        Lambda > 0 (mean units).
+    perturbation : {"objective", "output"}, default "objective"
+        The mechanism.
+    loss : str, default "logistic"
+        The loss's name.
+    data_norm : float, default 1.0
+        R, the public row-norm bound.
+    h : float, default 0.5
+        Huber / smoothed-hinge / pseudo-Huber width.
+    label_bound : float, optional
+        B, the public bound on abs(y) (regression losses only).
+
+    Returns
+    -------
+    float
+        The expected L2 shift, coefficient units (inf where epsilon' <= 0 has no Delta).
+
+    Examples
+    --------
+    >>> from dperm.privacy.regularization import expected_noise_shift
+    >>> round(expected_noise_shift(10_000, 10, 1.0, 1e-2, perturbation="output"), 6)
+    0.2
     """
     n, d, R = _check(n_samples, n_features, epsilon, perturbation, data_norm)
     alpha = check_positive(alpha, "alpha")
@@ -187,8 +229,26 @@ def expected_noise_shift(n_samples, n_features, epsilon, alpha, *, perturbation=
 
 
 def coefficient_bound(alpha, *, loss="logistic", h=0.5, label_bound=None):
-    """An upper bound on ||f*|| for any data: J(f*) <= J(0) gives ||f*||^2 <= 2 loss(0) / Lambda
-    (loss(0) <= rho(B) for a regression loss, B = label_bound)."""
+    """An upper bound on ||f*|| for any data.
+
+    J(f*) <= J(0) gives ||f*||^2 <= 2 loss(0) / Lambda (loss(0) <= rho(B) for a regression
+    loss, B = label_bound).
+
+    Parameters
+    ----------
+    alpha : float
+        Lambda > 0.
+    loss : str, default "logistic"
+        The loss's name.
+    h : float, default 0.5
+        The loss's width.
+    label_bound : float, optional
+        B (regression losses only).
+
+    Returns
+    -------
+    float
+    """
     lo = get_loss(loss)
     return math.sqrt(2.0 * lo.value_at_zero(h, _label_bound(lo, label_bound))
                      / check_positive(alpha, "alpha"))
@@ -197,12 +257,37 @@ def coefficient_bound(alpha, *, loss="logistic", h=0.5, label_bound=None):
 def noise_dominates(n_samples, n_features, epsilon, alpha, *, perturbation="objective",
                     loss="logistic", data_norm=1.0, h=0.5, label_bound=None):
     """True when the expected noise shift exceeds S times the largest norm the noise-free
-    coefficients can have (so the released model is mostly noise), S the rule's safeguard
-    factor (1.5 for the logistic loss under objective perturbation, else 1): the same
-    test alpha="auto" applies.  Public inputs only.
+    coefficients can have (so the released model is mostly noise).
 
+    S is the rule's safeguard factor (1.5 for the logistic loss under objective
+    perturbation, else 1): the same test ``alpha="auto"`` applies.  Public inputs only.
     For objective perturbation the regularizer is Lambda + Delta (the Delta branch of
     Algorithm 2), which the bound uses.
+
+    Parameters
+    ----------
+    n_samples : int
+        n, the public normalisation count.
+    n_features : int
+        d of the problem solved (with the intercept column, if any).
+    epsilon : float
+        The fit's epsilon, > 0.
+    alpha : float
+        Lambda > 0 (mean units).
+    perturbation : {"objective", "output"}, default "objective"
+        The mechanism.
+    loss : str, default "logistic"
+        The loss's name.
+    data_norm : float, default 1.0
+        R, the public row-norm bound.
+    h : float, default 0.5
+        Huber / smoothed-hinge / pseudo-Huber width.
+    label_bound : float, optional
+        B, the public bound on abs(y) (regression losses only).
+
+    Returns
+    -------
+    bool
     """
     n, d, R = _check(n_samples, n_features, epsilon, perturbation, data_norm)
     alpha = check_positive(alpha, "alpha")

@@ -40,6 +40,7 @@ from dperm.data.validation import check_epsilon, check_positive, check_random_st
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.privacy.accountant import ApproxEvent
 from dperm.privacy.noise import warn_if_seeded
+from dperm.privacy.record import ReleaseRecord
 
 __all__ = ["private_tuning", "PrivateTuningResult", "exponential_mechanism", "random_split"]
 
@@ -50,7 +51,8 @@ _RESERVED = ("epsilon", "perturbation", "random_state", "accountant")
 _PUBLIC_BOUNDS = ("classes", "data_norm", "norm_policy")
 
 
-def exponential_mechanism(scores, epsilon, sensitivity=1.0, random_state=None):
+def exponential_mechanism(scores: ArrayLike, epsilon: float, sensitivity: float = 1.0,
+                          random_state: Any = None) -> tuple[int, np.ndarray]:
     """Pick an index with probability proportional to exp(-epsilon * score / (2 * sensitivity)).
 
     Scores are costs (lower is better), such as mistake counts.  If changing one
@@ -88,7 +90,7 @@ def exponential_mechanism(scores, epsilon, sensitivity=1.0, random_state=None):
     return index, probabilities
 
 
-def selection_probabilities(scores, epsilon, sensitivity=1.0):
+def selection_probabilities(scores: ArrayLike, epsilon: float, sensitivity: float = 1.0) -> np.ndarray:
     """The exponential mechanism's probabilities q_i, shape (m,); see exponential_mechanism."""
     try:
         s = np.asarray(scores, dtype=np.float64)
@@ -102,7 +104,7 @@ def selection_probabilities(scores, epsilon, sensitivity=1.0):
     return w / w.sum()
 
 
-def random_split(n_samples, n_parts, random_state=None):
+def random_split(n_samples: int, n_parts: int, random_state: Any = None) -> list[np.ndarray]:
     """Split range(n_samples) uniformly at random into n_parts disjoint parts.
 
     The split is a uniformly random permutation cut into consecutive blocks, so
@@ -126,34 +128,63 @@ def random_split(n_samples, n_parts, random_state=None):
 
 @dataclass
 class PrivateTuningResult:
-    """What private_tuning returns.
+    """What :func:`private_tuning` returns.
 
-    Safe to release (covered by the epsilon guarantee): `best_estimator_`,
-    `best_params_`, `best_index_`, `estimators_` (every model was trained on
+    Safe to release (covered by the epsilon guarantee): ``best_estimator_``,
+    ``best_params_``, ``best_index_``, ``estimators_`` (every model was trained on
     its own part, so releasing all of them is covered too), and the public
-    inputs `params`, `epsilon`, `train_sizes` and `validation_size` (functions
+    inputs ``params``, ``epsilon``, ``train_sizes`` and ``validation_size`` (functions
     of n and m).  No random_state, seed or generator is left in any released
     estimator's parameters.
 
-    NOT releasable: `fit_diagnostics_` holds the mistake counts z_i and the
+    NOT releasable: ``fit_diagnostics_`` holds the mistake counts z_i and the
     selection probabilities q_i, computed from the private validation part
     without noise.  They are for the analyst's eyes and for tests; they are not
     shown in the repr.
 
-    Attributes
+    Parameters
     ----------
-    best_estimator_ : the chosen fitted estimator (trained on its part only).
-    best_params_ : dict, the chosen parameter setting.
-    best_index_ : int, its position in `params`.
-    params : list of m dicts, the grid in the order used.
-    train_sizes : ndarray (m,), the size of the part each model was trained on.
-    validation_size : int, the size of part m + 1.
-    epsilon : float, the privacy parameter of the whole procedure.
-    delta : float, its delta: 0 for pure-epsilon models, else the largest delta of
-        the models' settings (the procedure is (epsilon, delta)-DP).
-    estimators_ : list of the m fitted estimators.
-    fit_diagnostics_ : dict with "mistakes" (ndarray (m,), z_i) and
-        "probabilities" (ndarray (m,), q_i). Not releasable.
+    best_estimator_ : estimator
+        The chosen fitted estimator (trained on its part only).
+    best_params_ : dict
+        The chosen parameter setting.
+    best_index_ : int
+        Its position in ``params``.
+    params : list of dict
+        The m settings of the grid, in the order used.
+    train_sizes : ndarray of shape (m,)
+        The size of the part each model was trained on.
+    validation_size : int
+        The size of part m + 1.
+    epsilon : float
+        The privacy parameter of the whole procedure.
+    estimators_ : list
+        The m fitted estimators.
+    delta : float, default 0.0
+        0 for pure-epsilon models, else the largest delta of the models' settings (the
+        procedure is (epsilon, delta)-DP).
+    release_record_ : ReleaseRecord
+        The record of the procedure (dperm.privacy.record); ``privacy_`` is its
+        serialised dict (epsilon, delta, neighbouring, n_candidates, train_sizes,
+        validation_size).
+    fit_diagnostics_ : dict
+        ``"mistakes"`` (ndarray (m,), z_i) and ``"probabilities"`` (ndarray (m,), q_i).
+        Not releasable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 5))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)      # every row has norm 1 (public)
+    >>> y = np.where(X[:, 0] + 0.3 * rng.normal(size=4000) > 0, 1, -1)
+    >>> res = dperm.private_tuning(dperm.PrivateLinearClassifier(classes=[-1, 1]), X, y,
+    ...                            param_grid={"alpha": [1e-3, 1e-2]}, epsilon=1.0)
+    >>> res.best_params_["alpha"] in (1e-3, 1e-2), len(res.estimators_)
+    (True, 2)
+    >>> sorted(res.fit_diagnostics_)                        # for the analyst only
+    ['mistakes', 'probabilities']
     """
 
     best_estimator_: object
@@ -166,10 +197,21 @@ class PrivateTuningResult:
     estimators_: list = field(default_factory=list, repr=False)
     delta: float = 0.0
     fit_diagnostics_: dict = field(default_factory=dict, repr=False)
+    release_record_: object = field(default=None, repr=False)
 
     @property
-    def n_candidates(self):
+    def n_candidates(self) -> int:
         return len(self.params)
+
+    @property
+    def privacy_(self):
+        """The procedure's release record (dperm.privacy.record, layout "tuning")
+        serialised: its epsilon and delta, the relation (replace_one), the number of
+        candidates and the parts' sizes (functions of the public n).  Each released
+        model carries its own ``privacy_``."""
+        from dperm.privacy.record import record_to_dict
+
+        return None if self.release_record_ is None else record_to_dict(self.release_record_)
 
 
 def _check_grid(param_grid):
@@ -256,7 +298,7 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
         and charged to it once for the whole procedure.
     X : array of shape (n_samples, n_features), a DataFrame, or a dask.array or
         dask.dataframe
-        A Dask array (rows chunked, see dperm._dask) is split on the workers:
+        A Dask array (rows chunked, see dperm.data.dask_rows) is split on the workers:
         each model is fitted there on its part and the validation mistakes are
         counted there (only the counts come back).  Each part is cut from X's
         blocks, so persist X first if its blocks are costly to compute.  A pandas
@@ -290,6 +332,20 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
     PrivateTuningResult
         `best_estimator_` is the released model; `fit_diagnostics_` (mistake
         counts and probabilities) is NOT covered by the guarantee.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 5))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)      # every row has norm 1 (public)
+    >>> y = np.where(X[:, 0] + 0.3 * rng.normal(size=4000) > 0, 1, -1)
+    >>> res = dperm.private_tuning(dperm.PrivateLinearClassifier(classes=[-1, 1]), X, y,
+    ...                            param_grid={"alpha": [1e-3, 1e-2]}, epsilon=1.0)
+    >>> res.best_params_["alpha"] in (1e-3, 1e-2), len(res.estimators_)
+    (True, 2)
+    >>> model = res.best_estimator_                         # publish this, and res.params
     """
     from sklearn.base import clone
 
@@ -354,7 +410,7 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
             raise ValueError(f"y: values {np.unique(y[bad])[:5].tolist()} are not in {k}="
                              f"{classes.tolist()}")
 
-    accountants = []
+    accountants: list = []
     for k in _keys(base, "accountant"):
         a = base[k]
         if a is not None and all(a is not b for b in accountants):
@@ -395,8 +451,13 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
     best, probabilities = exponential_mechanism(mistakes, epsilon, 1.0, rng)
     for a in accountants:
         a.spend(event, label=f"private_tuning({type(estimator).__name__}, m={m})")
+    sizes = [len(p) for p in parts[:-1]]
+    record = ReleaseRecord(layout="tuning", mechanism="private_tuning", epsilon=epsilon,
+                           delta=delta, neighbouring="replace_one", n_candidates=m,
+                           train_sizes=sizes, validation_size=len(val))
     return PrivateTuningResult(
         best_estimator_=estimators[best], best_params_=dict(grid[best]), best_index_=best,
-        params=grid, train_sizes=np.array([len(p) for p in parts[:-1]]),
+        params=grid, train_sizes=np.array(sizes),
         validation_size=len(val), epsilon=epsilon, delta=delta, estimators_=estimators,
-        fit_diagnostics_={"mistakes": mistakes, "probabilities": probabilities})
+        fit_diagnostics_={"mistakes": mistakes, "probabilities": probabilities},
+        release_record_=record)

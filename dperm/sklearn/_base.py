@@ -26,6 +26,7 @@ from dperm.optim import erm
 from dperm.privacy.accountant import BudgetAccountant
 from dperm.privacy.mechanisms import check_privacy_params
 from dperm.privacy.noise import warn_if_seeded
+from dperm.privacy.record import record_to_dict
 
 __all__ = ["PrivateLinearBase", "split_intercept"]
 
@@ -133,8 +134,19 @@ class PrivateLinearBase(BaseEstimator):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.alpha_ = alpha
-        self.privacy_ = record
+        self.release_record_ = record
         self.fit_diagnostics_ = diagnostics
+
+    @property
+    def privacy_(self):
+        """The public privacy record of the fit as a new dict: the serialised form
+        (dperm.privacy.record.record_to_dict) of `release_record_`, the immutable
+        ReleaseRecord the fit built from public values only.  The same mapping is the
+        model file's "privacy" object (dperm.save_model)."""
+        rec = self.__dict__.get("release_record_")
+        if rec is None:
+            raise AttributeError(f"{type(self).__name__} is not fitted: privacy_ is set by fit")
+        return record_to_dict(rec)
 
     def _spend_events(self, events):
         self.accountant.spend_all(events, label=repr(self))

@@ -33,6 +33,7 @@ from dperm.privacy.mechanisms import (
     privacy_events,
 )
 from dperm.privacy.neighbouring import sensitivity_factor
+from dperm.privacy.record import ReleaseRecord, public_count
 from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
 from dperm.sklearn._base import (  # split_intercept: re-exported
     PrivateLinearBase,
@@ -76,13 +77,16 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         The neighbouring relation the guarantee is for: one row replaced (n public,
         the default) or one row added or removed (then pass n_public).
     n_public : None or int
-        add_remove only: a public count that normalises the objective (without it n
+        A public count that normalises the objective.  add_remove: without it n
         is read from X and a PrivacyLeakWarning says the guarantee then covers data
-        sets of that size only).
+        sets of that size only.  replace_one: optional, the public size of the data
+        set before a rule that depends on the data (e.g. dropping rows with a missing
+        value) left the rows of X; the guarantee then also covers a row the rule
+        drops or keeps (docs/privacy_analysis.md, "Rows dropped for missing values").
     alpha : "auto" (default) or float > 0
         Regularization strength Lambda (units of loss / ||f||^2). "auto" picks
         it by a rule of public quantities only (n, d, epsilon, data_norm, the
-        mechanism; see dperm.regularization.auto_alpha), so it costs no extra
+        mechanism; see dperm.privacy.regularization.auto_alpha), so it costs no extra
         privacy; the value used is stored in `alpha_`.  A given value whose
         expected noise would swamp the model draws a UserWarning.
     h : float > 0
@@ -98,9 +102,9 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         The PUBLIC label set: two labels ([negative, positive]) or every one of
         K > 2 classes, in the order of the model's scores. If None, it is read
         from y and a PrivacyLeakWarning says so.
-    tol, max_iter, n_threads : solver controls (gradient-norm tolerance; see dperm.erm.minimize).
+    tol, max_iter, n_threads : solver controls (gradient-norm tolerance; see dperm.optim.erm.minimize).
     solver : {"auto", "lbfgs", "newton"}
-        Batched L-BFGS or trust-region Newton-CG (dperm.erm.minimize); "auto" is
+        Batched L-BFGS or trust-region Newton-CG (dperm.optim.erm.minimize); "auto" is
         L-BFGS today (BENCHMARKS.md). Every solver meets the same tolerance, so
         the guarantee does not depend on the choice.
     random_state : None, int or numpy Generator
@@ -123,18 +127,39 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     alpha_ : float, the Lambda used (a public rule's value when alpha="auto")
     n_features_in_ : int
     feature_names_in_ : ndarray (n_features,) of str, when X was a DataFrame
-    privacy_ : dict of public values: mechanism, noise, loss, epsilon (per model)
-        and epsilon_total, delta (the (epsilon, delta) parameter) and delta_total,
+    release_record_ : ReleaseRecord (dperm.privacy.record): the fit's immutable,
+        typed record, built from public values only
+    privacy_ : dict
+        ``release_record_`` serialised (a new dict each time), of public values:
+        mechanism, noise, loss, epsilon (per model) and epsilon_total,
+        delta (the (epsilon, delta) parameter) and delta_total,
         neighbouring, n_samples (n, or n_public), n_classes, multiclass,
         epsilon_prime, extra_l2 (the paper's Delta), beta, sigma, sigma_output,
         grid, alpha, data_norm, h, curvature.  Values that do not apply are None.
+        The model file of dperm.save_model holds the same record.
 
     NOT releasable:
 
     fit_diagnostics_ : dict, for the analyst who holds the data: grad_norm
         (final gradient norm), converged, n_iter, rows_clipped.  Every entry
         depends on the private data (for output perturbation, on the
-        noise-free minimizer itself); never publish it beside the model.
+        noise-free minimizer itself); never publish it beside the model.  A pickle
+        (or joblib.dump, copy.deepcopy) of the fitted estimator carries it: that is
+        for the analyst; the publishable form is dperm.save_model's model file,
+        which holds the coefficients, the public parameters and ``privacy_`` only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> X, y = dperm.datasets.load_adult(preprocess="public")  # public bounds: ||x|| <= 1
+    >>> clf = dperm.PrivateLinearClassifier(epsilon=1.0, classes=[-1, 1])
+    >>> clf.fit(X[:30000], y[:30000])
+    PrivateLinearClassifier(classes=[-1, 1])
+    >>> bool(clf.score(X[30000:], y[30000:]) > 0.76)      # the majority class: 0.75
+    True
+    >>> clf.privacy_["epsilon"], clf.privacy_["mechanism"] # public: publish with the model
+    (1.0, 'objective')
     """
 
     _fitted_attributes = ("coef_", "classes_")
@@ -177,7 +202,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
 
     def _equivalent_epsilon(self, n, d, lo, eps, delta, nb, n_classes):
         """The pure, replace-one epsilon whose noise has the norm this fit's noise has:
-        the public rules of dperm.regularization were calibrated on that mechanism.
+        the public rules of dperm.privacy.regularization were calibrated on that mechanism.
         Pure: eps (replace_one) or 2 eps (add_remove: half the sensitivity).  Gaussian:
         the Laplace-type norm d * sens / eps equals the Gaussian norm sqrt(d) sigma."""
         if self.perturbation == "none":
@@ -269,6 +294,17 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         codes = np.zeros(y.shape[0], dtype=np.intp)
         for k, c in enumerate(classes):
             codes[y == c] = k
+        if y.size and (codes == codes[0]).all():
+            # the public classes make the fit well defined, but a model fitted to one
+            # label is rarely what was meant (a filtered file, the wrong label column);
+            # a notice for the analyst, as sklearn's classifiers refuse such y outright
+            only, rest = classes.tolist()[codes[0]], classes.tolist()
+            warnings.warn(
+                f"y: every label is {only!r}: none of the other classes "
+                f"{[c for c in rest if c != only][:5]} occurs, "
+                "so the model learns to predict one class (plus noise); check the label "
+                "column and the rows (this notice is about the private data: do not "
+                "publish it)", UserWarning, stacklevel=3)
         return classes, codes
 
     def _multiclass_mode(self, K):
@@ -287,7 +323,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         Two classes: one binary model.  K > 2 classes: the softmax (multinomial
         logistic) model when loss="logistic" and delta > 0; otherwise one-vs-rest, K
         binary models on all rows, each with epsilon/K (and delta/K), the K noise draws
-        independent (privacy_ records the split and the total).
+        independent (``privacy_`` records the split and the total).
 
         A failed fit (bad input, exceeded budget) leaves the estimator as it was.
         ``sample_weight`` is refused: weights change how much one row can move
@@ -299,10 +335,21 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             Rows with norms <= data_norm (longer ones per norm_policy).
         y : array (n,)
             Labels, from `classes` when it is given.
+        **fit_params
+            Refused: ``sample_weight`` (and any other fit parameter) raises a
+            ValueError saying why.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            Bad input (naming the parameter, row or column), a label outside ``classes``,
+            or a row above data_norm with ``norm_policy="error"``.
+        BudgetExceededError
+            The fit would exceed the accountant's budget (checked before the data are read).
         """
         self._start_fit(fit_params, "perturbation")
         feature_names = _feature_names(X)
@@ -350,7 +397,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         common = dict(alpha=alpha, h=float(self.h), tol=self.tol, max_iter=self.max_iter,
                       n_threads=self.n_threads, solver=self.solver)
         private = dict(delta=delta / n_fits, neighbouring=nb,
-                       n_public=n_norm if nb == "add_remove" else None)
+                       n_public=n_norm)
         rng = self._fit_generator()
         if self.perturbation == "none":
             if mode == "multinomial":
@@ -365,12 +412,12 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
                 res = [erm.minimize(Xa, yk, loss=lo.name, **common) for yk in Y]
                 W = np.stack([r.coef for r in res])
                 res = res[0]
-            record = {"mechanism": "none", "noise": None, "loss": lo.name if mode != "multinomial"
-                      else MULTINOMIAL, "neighbouring": nb, "epsilon": float("inf"),
-                      "delta": 0.0, "epsilon_prime": None, "extra_l2": 0.0, "beta": None,
-                      "sigma": None, "sigma_output": None, "grid": None, "alpha": alpha,
-                      "data_norm": R, "h": float(self.h), "n_samples": int(n_norm),
-                      "curvature": lo.curvature(self.h, R), "n_classes": K}
+            record = ReleaseRecord(
+                layout="mechanism", mechanism="none",
+                loss=lo.name if mode != "multinomial" else MULTINOMIAL, neighbouring=nb,
+                epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=alpha, data_norm=R,
+                h=float(self.h), n_samples=public_count(nb, self.n_public, n),
+                curvature=lo.curvature(self.h, R), n_classes=K)
             diagnostics = {"grad_norm": float(np.max(res.grad_norm)),
                            "converged": bool(np.all(res.converged)),
                            "n_iter": int(np.max(res.n_iter))}
@@ -400,10 +447,12 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             diagnostics = {"grad_norm": max(d["grad_norm"] for d in diags),
                            "converged": all(d["converged"] for d in diags),
                            "n_iter": max(d["n_iter"] for d in diags)}
-        record["n_classes"] = K
-        record["multiclass"] = {"binary": None, "multinomial": "multinomial", "ovr": "ovr"}[mode]
-        record["epsilon_total"] = float(self.epsilon) if self.perturbation != "none" else float("inf")
-        record["delta_total"] = delta if self.perturbation != "none" else 0.0
+        # the estimator's release: the mechanism's record and the split over K classes
+        record = record.replace(
+            layout="classifier", n_classes=K,
+            multiclass={"binary": None, "multinomial": "multinomial", "ovr": "ovr"}[mode],
+            epsilon_total=float(self.epsilon) if self.perturbation != "none" else float("inf"),
+            delta_total=delta if self.perturbation != "none" else 0.0)
         diagnostics["rows_clipped"] = int(clipped)
         W = np.asarray(W, dtype=np.float64).reshape(-1, Xa.shape[1])
         if self.fit_intercept:
@@ -429,24 +478,27 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         if delta_fit == 0:
             # pure epsilon: a float is a PureEvent, recorded as the float
             return [eps_fit] * (K if mode == "ovr" else 1)
-        rec = {"epsilon": eps_fit, "delta": delta_fit, "mechanism": self.perturbation,
-               "n_samples": n_norm, "alpha": alpha, "data_norm": R, "neighbouring": nb,
-               "loss": MULTINOMIAL if mode == "multinomial" else lo.name,
-               "n_classes": K if mode == "multinomial" else 2,
-               "curvature": softmax_curvature(K, R) if mode == "multinomial"
-               else lo.curvature(self.h, R)}
+        # the record this fit will release (public values only), as far as the
+        # accountant's event needs it
+        rec = ReleaseRecord(
+            layout="mechanism", epsilon=eps_fit, delta=delta_fit, mechanism=self.perturbation,
+            n_samples=n_norm, alpha=alpha, data_norm=R, neighbouring=nb, h=float(self.h),
+            loss=MULTINOMIAL if mode == "multinomial" else lo.name,
+            n_classes=K if mode == "multinomial" else 2,
+            curvature=softmax_curvature(K, R) if mode == "multinomial"
+            else lo.curvature(self.h, R))
         if self.perturbation == "objective":
             cal = calibration.objective_gaussian_calibration(
                 eps_fit, delta_fit, n=n_norm, alpha=alpha, data_norm=R,
                 curvature=rec["curvature"], neighbouring=nb, n_classes=rec["n_classes"],
                 nonincreasing_loss=mode != "multinomial")
-            rec.update(sigma=cal.sigma, extra_l2=cal.extra_l2)
+            rec = rec.replace(sigma=cal.sigma, extra_l2=cal.extra_l2)
         return privacy_events(rec, K if mode == "ovr" else 1)
 
     # ------------------------------------------------------------------ predict
     @_oracle.on_workers_if_dask()
     def decision_function(self, X: ArrayLike) -> np.ndarray:
-        """Signed score f.x + b, shape (n,); positive means classes_[1].
+        """Signed score f.x + b, shape (n,); positive means ``classes_[1]``.
 
         Rows longer than data_norm are first shrunk onto the sphere of radius
         data_norm, the same public map the training rows went through (whatever
@@ -470,7 +522,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
 
     @_oracle.on_workers_if_dask(dtype=lambda self: self.classes_.dtype)
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Predicted labels, taken from classes_ (the largest score for K > 2).
+        """Predicted labels, taken from ``classes_`` (the largest score for K > 2).
 
         Parameters
         ----------
@@ -493,7 +545,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     @available_if(_has_proba)
     @_oracle.on_workers_if_dask(out_cols=lambda self: len(self.classes_))
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
-        """Class probabilities (n, K) in the order of classes_ (logistic loss only).
+        """Class probabilities (n, K) in the order of ``classes_`` (logistic loss only).
 
         Binary: sigmoid of the score.  Multinomial (softmax) model: softmax of the K
         scores.  One-vs-rest: the K sigmoids normalised to sum to 1.

@@ -37,6 +37,7 @@ from dperm.privacy.mechanisms import (
     privacy_events,
 )
 from dperm.privacy.neighbouring import sensitivity_factor
+from dperm.privacy.record import ReleaseRecord, public_count
 from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
 from dperm.sklearn._base import PrivateLinearBase, _feature_names, _warn_clipped, split_intercept
 
@@ -79,8 +80,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     Gaussian noise for delta > 0.
 
     Minimizes (1/n) sum_i rho_h(f.x_i + b - y_i) + (alpha/2) ||(f, b)||^2, rho_h the
-    pseudo-Huber loss (quadratic for |r| << h, h |r| for |r| >> h), and releases the
-    result privately.  Rows satisfy ||x_i|| <= data_norm and targets |y_i| <= label_bound,
+    pseudo-Huber loss (quadratic for abs(r) << h, h abs(r) for abs(r) >> h), and releases the
+    result privately.  Rows satisfy ||x_i|| <= data_norm and targets abs(y_i) <= label_bound,
     both PUBLIC bounds (rows and targets beyond them are clipped, with a warning).
 
     Parameters
@@ -96,30 +97,36 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     epsilon : float > 0
     delta : float in [0, 1); 0 (default) is pure epsilon-DP.
     neighbouring : {"replace_one", "add_remove"}
-    n_public : None or int (add_remove only: the public count normalising the objective)
+    n_public : None or int
+        The public count normalising the objective: add_remove (without it, the row
+        count, with a PrivacyLeakWarning; AdaSSP needs no count and records None), or
+        replace_one's optional public size of the data set before a data-dependent
+        filter such as dropping rows with a missing value (as for PrivateLinearClassifier).
     alpha : "auto" (default) or float > 0
         "auto": Lambda = C R^2 (h / B) / (n epsilon) raised by public safeguards
-        (dperm.regularization.auto_alpha with loss="pseudo_huber"; no privacy cost).
+        (dperm.privacy.regularization.auto_alpha with loss="pseudo_huber"; no privacy cost).
     h : None or float > 0
         Width of the pseudo-Huber loss; None (default) uses label_bound (residuals of
         the size of the targets are in the loss's quadratic range).  The noise scales
         with h (the gradient bound is h R).
     label_bound : float > 0
-        Public bound B on |y|; targets beyond it are clipped to [-B, B] (ClippingWarning).
+        Public bound B on abs(y); targets beyond it are clipped to [-B, B] (ClippingWarning).
     data_norm : float > 0
         Public bound R on the Euclidean norm of a row.
     norm_policy : {"clip", "error"}
     fit_intercept : bool
         The public constant column of PrivateLinearClassifier (dperm.data.design).
-    tol, max_iter, n_threads, solver : solver controls (dperm.erm.minimize).
+    tol, max_iter, n_threads, solver : solver controls (dperm.optim.erm.minimize).
     random_state : None, int or numpy Generator (an int voids the guarantee).
     accountant : None or BudgetAccountant
 
     Attributes
     ----------
     Releasable: coef_ (n_features,), intercept_ (float), alpha_, n_features_in_,
-    feature_names_in_, privacy_ (dict of public values: method, mechanism, noise, loss,
-    epsilon, delta, neighbouring, n_samples, epsilon_prime, extra_l2, beta, sigma,
+    feature_names_in_, release_record_ (the fit's immutable ReleaseRecord,
+    dperm.privacy.record), privacy_ (its serialised form, a new dict each time, of
+    public values: method, mechanism, noise, loss, epsilon, delta, neighbouring,
+    n_samples, epsilon_prime, extra_l2, beta, sigma,
     sigma_output, grid, alpha, data_norm, label_bound, h, curvature, gradient_bound,
     task, epsilon_total, delta_total).
 
@@ -127,7 +134,22 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     scales, the split, and the released noisy lambda_min and ridge), alpha_ is None.
 
     NOT releasable: fit_diagnostics_ (grad_norm, converged, n_iter, rows_clipped,
-    labels_clipped): statistics of the private data, for the analyst only.
+    labels_clipped): statistics of the private data, for the analyst only.  A pickle
+    (or joblib.dump) of the fitted estimator carries it; dperm.save_model writes the
+    publishable form (coefficients, public parameters, ``privacy_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(20000, 5)) / np.sqrt(5)    # rows of norm <= 1 (public)
+    >>> y = np.clip(X @ [1.0, -2.0, 0.5, 0.0, 1.5] + 0.1 * rng.normal(size=20000), -1, 1)
+    >>> reg = dperm.PrivateLinearRegression(epsilon=1.0, label_bound=1.0, data_norm=1.0)
+    >>> bool(reg.fit(X, y).score(X, y) > 0.8)
+    True
+    >>> reg.privacy_["method"]
+    'objective'
     """
 
     def __init__(self, method="auto", epsilon=1.0, delta=0.0, neighbouring="replace_one",
@@ -219,36 +241,57 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
 
             cal = adassp_calibration(eps, delta, n_features=d, data_norm=float(self.data_norm),
                                      label_bound=float(self.label_bound), neighbouring=nb)
-            return privacy_events({"epsilon": eps, "delta": delta, "mechanism": "adassp",
-                                   "noise_multiplier": cal.noise_multiplier}, 1)
+            return privacy_events(ReleaseRecord(
+                layout="adassp", epsilon=eps, delta=delta, mechanism="adassp",
+                noise_multiplier=cal.noise_multiplier), 1)
         lo = get_loss(LOSS)
         R = float(self.data_norm)
-        rec = {"epsilon": eps, "delta": delta, "mechanism": method, "n_samples": n_norm,
-               "alpha": alpha, "data_norm": R, "neighbouring": nb, "loss": LOSS, "h": h,
-               "n_classes": 2, "curvature": lo.curvature(h, R)}
+        # the record this fit will release, as far as the accountant's event needs it
+        rec = ReleaseRecord(layout="mechanism", epsilon=eps, delta=delta, mechanism=method,
+                            n_samples=n_norm, alpha=alpha, data_norm=R, neighbouring=nb,
+                            loss=LOSS, h=h, n_classes=2, curvature=lo.curvature(h, R))
         if method == "objective":
             cal = calibration.objective_gaussian_calibration(
                 eps, delta, n=n_norm, alpha=alpha, data_norm=lo.gradient_bound(R, h),
                 curvature=rec["curvature"], neighbouring=nb,
                 nonincreasing_loss=lo.nonincreasing)
-            rec.update(sigma=cal.sigma, extra_l2=cal.extra_l2)
+            rec = rec.replace(sigma=cal.sigma, extra_l2=cal.extra_l2)
         return privacy_events(rec, 1)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> PrivateLinearRegression:
-        """Fit privately.  X: (n, d) rows with norms <= data_norm (dense, CSR, float32 or
-        float64, a memory map or a DataFrame; not a Dask array); y: (n,) finite real
-        targets, |y| <= label_bound (clipped beyond it).
+        """Fit privately.
 
         A failed fit (bad input, exceeded budget) leaves the estimator as it was; the
         user's X and y are never modified.  ``sample_weight`` is refused (weights change
         the sensitivity).
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d), CSR matrix, memory map, DataFrame or Dask array
+            Rows with norms <= data_norm (longer ones per norm_policy); dense or CSR, float32
+            or float64.  A Dask array's rows stay on the workers.
+        y : array_like of shape (n,)
+            Finite real targets, abs(y) <= label_bound (clipped beyond it, with a
+            ClippingWarning).
+        **fit_params
+            Refused: ``sample_weight`` (and any other fit parameter) raises a ValueError.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Bad input (naming the parameter, row or column), or a row above data_norm with
+            ``norm_policy="error"``.
+        BudgetExceededError
+            The fit would exceed the accountant's budget (checked before the data are read).
         """
         self._start_fit(fit_params, "method")
         feature_names = _feature_names(X)
-        _oracle.require_local(X, "X: PrivateLinearRegression does not support a Dask "
-                              "collection yet; compute X first (or fit on a local sample)")
-        X, y, _ = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
+        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
         n = X.shape[0]
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
@@ -258,6 +301,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         delta, nb, n_norm = check_privacy_params(self.delta, self.neighbouring, self.n_public, n,
                                                  warn=False)
         R = float(self.data_norm)
+        if distributed:   # the clipped targets go to the workers, beside their rows
+            X = _oracle.with_worker_labels(X, bound_labels(y, B)[0], min_samples=2,
+                                           regression=True)
         row_stats = {}
         X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
         if "max_norm" in row_stats:
@@ -286,22 +332,21 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         if method == "adassp":
             from dperm.privacy.adassp import adassp
 
-            W, record = adassp(_oracle.dense_matrix(Xa), yc, epsilon=eps, delta=delta,
-                               data_norm=R, label_bound=B, neighbouring=nb,
-                               n_public=int(n_norm) if nb == "add_remove" else None,
-                               random_state=self._fit_generator())
-            # sequences (the split) as lists: a record of plain values
-            record = {k: (np.asarray(v).tolist() if np.ndim(v) else v) for k, v in record.items()}
-            record.update(loss=None, h=None, alpha=None, noise="gaussian")
+            # the statistics are sums: AdaSSP needs no count, and under add_remove
+            # records only a PUBLIC one (n_public), never the row count
+            W, raw = adassp(_oracle.dense_matrix(Xa), yc, epsilon=eps, delta=delta,
+                            data_norm=R, label_bound=B, neighbouring=nb,
+                            random_state=self._fit_generator())
+            raw = dict(raw, n_samples=public_count(nb, self.n_public, n, needs_count=False))
+            record = ReleaseRecord(layout="adassp", noise="gaussian", **raw)
             diagnostics = {}
         elif method == "none":
             res = erm.minimize(Xa, yc, loss=LOSS, **common)
             W = res.coef
-            record = {"mechanism": "none", "noise": None, "loss": LOSS, "neighbouring": nb,
-                      "epsilon": float("inf"), "delta": 0.0, "epsilon_prime": None,
-                      "extra_l2": 0.0, "beta": None, "sigma": None, "sigma_output": None,
-                      "grid": None, "alpha": alpha, "data_norm": R, "h": h,
-                      "n_samples": int(n_norm), "curvature": lo.curvature(h, R)}
+            record = ReleaseRecord(
+                layout="mechanism", mechanism="none", loss=LOSS, neighbouring=nb,
+                epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=alpha, data_norm=R, h=h,
+                n_samples=public_count(nb, self.n_public, n), curvature=lo.curvature(h, R))
             diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
                            "n_iter": int(res.n_iter)}
         else:
@@ -311,15 +356,16 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
                 warnings.filterwarnings("ignore", message="n_public: not given")
                 fit = mech(Xa, yc, loss=LOSS, epsilon=eps, data_norm=R, norm_policy="clip",
                            n_draws=1, random_state=self._fit_generator(), delta=delta,
-                           neighbouring=nb, n_public=n_norm if nb == "add_remove" else None,
-                           **common)
+                           neighbouring=nb, n_public=n_norm, **common)
             W = fit.coef[0]
-            record = fit.record()
-            record.pop("n_classes", None)
+            record = fit.record().replace(n_classes=None)
             diagnostics = fit.diagnostics()
-        record.update(method=method, task="regression", label_bound=B,
-                      gradient_bound=None if method == "adassp" else lo.gradient_bound(R, h),
-                      epsilon_total=eps, delta_total=delta if method != "none" else 0.0)
+        # the estimator's release: the mechanism's record and the regression's bounds
+        record = record.replace(
+            layout="adassp" if method == "adassp" else "regression", method=method,
+            task="regression", label_bound=B,
+            gradient_bound=None if method == "adassp" else lo.gradient_bound(R, h),
+            epsilon_total=eps, delta_total=delta if method != "none" else 0.0)
         diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(y_clipped))
         W = np.asarray(W, dtype=np.float64).reshape(-1)
         if self.fit_intercept:
@@ -335,12 +381,24 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         return self
 
     # ------------------------------------------------------------------ predict
+    @_oracle.on_workers_if_dask()
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """f.x + b for each row, shape (n,).  Rows longer than data_norm are first shrunk
-        onto the sphere of radius data_norm, the public map the training rows went
-        through.  Predictions are not clipped to [-label_bound, label_bound]."""
-        _oracle.require_local(X, "X: PrivateLinearRegression.predict does not support a "
-                              "Dask collection yet; compute X first")
+        """f.x + b for each row.
+
+        Rows longer than data_norm are first shrunk onto the sphere of radius data_norm, the
+        public map the training rows went through.  Predictions are not clipped to
+        [-label_bound, label_bound].
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d), CSR matrix, memory map, DataFrame or Dask array
+            Rows with the columns seen in fit.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            A Dask array (lazy, predicted block by block on the workers) for a Dask X.
+        """
         X = self._check_fitted_X(X)
         return _oracle.linear_scores(X, self.coef_[None, :], np.array([self.intercept_]))[:, 0]
 

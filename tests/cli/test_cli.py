@@ -122,9 +122,14 @@ def test_fit_with_schema_then_predict(toy):
         assert (p["prediction"] == "yes") == (s > 0)
         assert math.isclose(q, 1 / (1 + math.exp(-s)), rel_tol=1e-9)
 
-    # to stdout; an unknown category at predict time is an all-zero group, not an error
+    # to stdout; an unknown category at predict time is an error, as in the Python
+    # pipeline (naming the row, line, column and value), or with --unknown zero an
+    # all-zero group
     write_csv(toy / "new.csv", ["color", "b", "a"], [["purple", "0", "9.5"], ["red", "0", "1"]])
     res = run(toy, "predict", "model.json", "new.csv")
+    assert_clean_error(res, "unknown category 'purple'", "column 'color'", "row 1, line 2",
+                       "--unknown zero")
+    res = run(toy, "predict", "model.json", "new.csv", "--unknown", "zero")
     assert res.returncode == 0, res.stderr
     rows = list(csv.DictReader(res.stdout.splitlines()))
     x0 = np.array([0.95, 0.5, 0, 0, 0]) / math.sqrt(3)
@@ -277,18 +282,25 @@ def test_reproduce_calls_the_runners(monkeypatch, tmp_path, capsys):
     out = str(tmp_path / "res")
     assert cli.main(["reproduce", "table1", "--quick", "--out", out, "--seed", "7",
                      "--threads", "2", "--no-progress"]) == 0
-    assert calls["table1"] == dict(out=out, quick=True, progress=False, n_threads=2, seed=7)
+    # the runner writes into a staging folder inside --out, renamed into place at the end
+    staged = calls["table1"].pop("out")
+    assert os.path.dirname(staged) == out and os.path.basename(staged).startswith(".dperm-")
+    assert calls["table1"] == dict(quick=True, progress=False, n_threads=2, seed=7)
+    assert os.listdir(out) == ["table1.csv"] and open(os.path.join(out, "table1.csv")).read() == "x\n"
     text = capsys.readouterr().out
-    assert "THE TABLE" in text and "table1.csv" in text and "wall time" in text
+    assert "THE TABLE" in text and f"CSV: {os.path.join(out, 'table1.csv')}" in text
+    assert ".dperm-" not in text and "wall time" in text
     assert "Reproducing Table 1 on Adult (quick, seed 7)" in text
 
     assert cli.main(["reproduce", "figure2", "--out", out]) == 0
-    assert calls["figure2"] == dict(out=out, quick=False, n_threads=None)
+    assert os.path.dirname(calls["figure2"].pop("out")) == out
+    assert calls["figure2"] == dict(quick=False, n_threads=None)
     text = capsys.readouterr().out
     assert "figure2.csv" in text and "logistic" in text and "plot" in text
 
     assert cli.main(["reproduce", "tuning", "--quick", "--threads", "3", "--out", out]) == 0
-    assert calls["tuning"] == dict(out=out, quick=True, seed=0)
+    assert os.path.dirname(calls["tuning"].pop("out")) == out
+    assert calls["tuning"] == dict(quick=True, seed=0)
     captured = capsys.readouterr()
     assert "tuning.png" in captured.out and "--threads" in captured.err
 
@@ -348,7 +360,9 @@ def test_missing_drop_fits_and_reports_rows_dropped(holes, capsys):
     assert "dropped 1 of 400" in err and "399 remain" in err
     assert "dropped" not in out  # a count about the private data: stderr, for the analyst
     model = json.loads((tmp_path / "m.json").read_text())
-    assert model["privacy"]["n_samples"] == 399
+    # normalised by the PUBLIC count of rows read, not the 399 left (a row with a
+    # missing cell may not change the release; docs/privacy_analysis.md, section 15)
+    assert model["privacy"]["n_samples"] == model["training"]["n_samples"] == 400
     assert set(model["schema"]["numeric"]) == {"a", "b"}  # b stays numeric
     assert model["feature_names"][:2] == ["a", "b"] and len(model["coef"]) == 6
     # a missing label is a missing value of a used column too
@@ -591,13 +605,13 @@ def test_version_1_model_still_loads_and_predicts(toy, capsys, monkeypatch):
 
 def test_other_format_versions_are_refused(toy, capsys, monkeypatch):
     monkeypatch.chdir(toy)
-    for version in (4, 0, "2", True, None):
+    for version in (5, 0, "2", True, None):
         model = _v1_model(toy)
         model["format_version"] = version
         (toy / "vx.json").write_text(json.dumps(model))
         assert cli.main(["predict", "vx.json", "train.csv"]) == 2
         err = capsys.readouterr().err
-        assert "unsupported format_version" in err and "versions 1, 2, 3" in err, err
+        assert "unsupported format_version" in err and "versions 1, 2, 3, 4" in err, err
     # version 3 is a regression model's: a classifier's file with it is refused
     model = _v1_model(toy)
     model["format_version"] = 3

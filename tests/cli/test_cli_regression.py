@@ -66,7 +66,8 @@ def test_fit_then_predict_real_values(reg):
     (("--label-bound", "0"), ["label-bound"]),
     ((), ["--label-bound"]),
     (("--label-bound", "5", "--perturbation", "amp", "--delta", "1e-6"), ["amp"]),
-    (("--label-bound", "5", "--memory-budget", "1M"), ["in memory"]),
+    # --memory-budget streams (tests/cli/test_cli_stream.py); a kept binary is for classification
+    (("--label-bound", "5", "--keep-binary", "kb"), ["--keep-binary and --from-binary"]),
 ])
 def test_bad_regression_options(reg, args, words):
     res = run(reg, "fit", "train.csv", "--task", "regression", "--schema", "schema.json",

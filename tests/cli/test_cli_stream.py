@@ -169,7 +169,7 @@ def test_streamed_fit_peak_memory_is_bounded(tmp_path):
     dense_bytes = n * (2 + 50 + 1000 + 1) * 8
     driver = textwrap.dedent("""
         import sys, threading
-        import dperm.cli, dperm._cli_stream, scipy.sparse, sklearn
+        import dperm.cli, dperm.cli._stream, scipy.sparse, sklearn
         def anon():
             with open("/proc/self/status") as fh:
                 return next(int(l.split()[1]) * 1024 for l in fh if l.startswith("RssAnon:"))
@@ -443,3 +443,105 @@ def test_encoded_design_rows_are_design_rows_of_the_encoding(tmp_path, schema_ob
         assert row_norms(got).max() <= 1.0
     y = label_codes(table, "y", schema.classes)      # reused from missing_masks' matching
     assert np.array_equal(y, label_codes(read_csv(str(path)), "y", schema.classes))
+
+
+# ----------------------------------------------------------------------------- regression
+REG_SCHEMA = {"numeric": {"a": [0, 10], "b": [-5, 5]},
+              "categorical": {"color": [f"c{i}" for i in range(N_CATS)]},
+              "label": {"column": "t"}}
+
+
+def reg_rows(n=1500, seed=2):
+    """t = 0.3 a - 0.4 b + [c0] - 1.5 + noise (some |t| over the label bound 3)."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.uniform(-1, 11, n), rng.uniform(-5, 5, n)
+    color = rng.choice([f"c{i}" for i in range(N_CATS)], n)
+    t = 0.3 * a - 0.4 * b + 1.0 * (color == "c0") - 1.5 + 0.3 * rng.normal(size=n)
+    return [[f"{a[i]:.4f}", f"{b[i]:.4f}", color[i], f"{t[i]:.4f}", "x"] for i in range(n)]
+
+
+@pytest.fixture
+def reg(tmp_path, monkeypatch):
+    write_csv(tmp_path / "reg.csv", reg_rows(), header=("a", "b", "color", "t", "note"))
+    (tmp_path / "reg_schema.json").write_text(json.dumps(REG_SCHEMA))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+REG = ("reg.csv", "--task", "regression", "--schema", "reg_schema.json", "--label-bound", "3",
+       "--seed", "3", "--epsilon", "5")
+
+
+@pytest.mark.parametrize("opts", [
+    ("--sparse", "yes"),
+    ("--sparse", "no"),
+    ("--sparse", "no", "--perturbation", "output", "--no-intercept"),
+    ("--sparse", "yes", "--dtype", "float32", "--delta", "1e-6"),
+    ("--sparse", "no", "--perturbation", "adassp", "--delta", "1e-6"),
+    ("--sparse", "no", "--perturbation", "none"),
+])
+def test_streamed_regression_writes_the_in_memory_model(reg, capsys, opts):
+    """--task regression with --memory-budget (chunks of about a hundred rows) streams
+    the CSV and writes the in-memory fit's model file, byte for byte."""
+    code, _, err = fit(capsys, *REG, *opts, "-o", "mem.json")
+    assert code == 0, err
+    work = reg / "work"
+    work.mkdir()
+    code, out, err = fit(capsys, *REG, *opts, *SMALL, "--work-dir", work, "-o", "stream.json")
+    assert code == 0, err
+    assert "streaming reg.csv in chunks of" in err
+    rows = int(err.split("in chunks of ")[1].split()[0])
+    assert rows < 300                                 # several chunks
+    layout = "CSR" if "yes" in opts else "dense"
+    assert f"{layout} {'float32' if 'float32' in opts else 'float64'} binary" in err
+    assert (reg / "stream.json").read_bytes() == (reg / "mem.json").read_bytes()
+    assert "model written to stream.json" in out and "label bound" in out
+    assert os.listdir(work) == []                     # the temporary binary is gone
+    model = json.loads((reg / "stream.json").read_text())
+    assert model["task"] == "regression" and model["training"]["n_samples"] == 1500
+
+
+def test_streamed_regression_missing_values(reg, capsys):
+    """--missing drop: the in-memory model; --missing error: the in-memory error (a row
+    in a later chunk), no model and no binary left."""
+    rows = reg_rows()
+    for i in (3, 250, 251, 1499):
+        rows[i][i % 2] = "NA"
+    rows[700][3] = ""                                 # a missing target
+    write_csv(reg / "holes.csv", rows, header=("a", "b", "color", "t", "note"))
+    args = ("holes.csv", *REG[1:], "--missing", "drop")
+    code, _, err_mem = fit(capsys, *args, "-o", "mem.json")
+    assert code == 0, err_mem
+    code, _, err = fit(capsys, *args, *SMALL, "-o", "stream.json")
+    assert code == 0, err
+    assert (reg / "stream.json").read_bytes() == (reg / "mem.json").read_bytes()
+    note = "dropped 5 of 1500 training rows of holes.csv"
+    assert err.count(note) == 1 and err_mem.count(note) == 1
+    args = ("holes.csv", *REG[1:])
+    code, _, err_mem = fit(capsys, *args, "-o", "e1.json")
+    work = reg / "work"
+    work.mkdir()
+    code2, _, err = fit(capsys, *args, *SMALL, "--work-dir", work, "-o", "e2.json")
+    assert code == code2 == 2 and "Traceback" not in err
+    assert [ln for ln in err.splitlines() if "error" in ln] == \
+        [ln for ln in err_mem.splitlines() if "error" in ln]
+    assert "missing value in column 'b' (row 4, line 5)" in err
+    assert not (reg / "e2.json").exists() and os.listdir(work) == []
+    bad = reg_rows()
+    bad[900][3] = "abc"                               # a non-numeric target mid-file
+    write_csv(reg / "bad.csv", bad, header=("a", "b", "color", "t", "note"))
+    code, _, err_mem = fit(capsys, "bad.csv", *REG[1:], "-o", "e3.json")
+    code2, _, err = fit(capsys, "bad.csv", *REG[1:], *SMALL, "-o", "e4.json")
+    assert code == code2 == 2
+    assert "'abc' (row 901, line 902)" in err and \
+        [ln for ln in err.splitlines() if "error" in ln] == \
+        [ln for ln in err_mem.splitlines() if "error" in ln]
+
+
+def test_streamed_regression_options(reg, capsys):
+    code, _, err = fit(capsys, *REG, *SMALL, "--keep-binary", "kept", "-o", "m.json")
+    assert code == 2 and "--keep-binary and --from-binary are for classification" in err
+    code, _, err = fit(capsys, "reg.csv", "--task", "regression", "--label-bound", "3",
+                       *SMALL, "-o", "m.json")
+    assert code == 2 and "--memory-budget: streaming needs --schema" in err
+    assert not (reg / "m.json").exists()

@@ -1,4 +1,4 @@
-"""The Dask backend (dperm._dask) on a real LocalCluster: the same answers as the local
+"""The Dask backend (dperm.data.dask_rows) on a real LocalCluster: the same answers as the local
 path (dense and CSR chunks, float32 and float64; non-private, both mechanisms, the
 estimator), validation on the workers, and a worker killed in the middle of a fit."""
 import os
@@ -60,8 +60,32 @@ def _variants(X, chunks=450):
     return out
 
 
+def test_only_public_distributed_api():
+    """The backend talks to distributed through its public API only (issue 27, item 7):
+    no import from a distributed submodule (distributed.core's send_recv, ...), no
+    worker internals (rpc pools, executors, the worker state machine)."""
+    import ast
+
+    tree = ast.parse(open(_dask.__file__, encoding="utf-8").read())
+    private = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("distributed."):
+            private.append(f"from {node.module} import ...")
+        if isinstance(node, ast.Import):
+            private += [a.name for a in node.names if a.name.startswith("distributed.")]
+        if isinstance(node, ast.Attribute) and node.attr in (
+                "rpc", "state", "executors", "send_recv", "actor_execute", "get_worker",
+                "_address", "_key", "_worker"):
+            private.append(f".{node.attr} (line {node.lineno})")
+        if isinstance(node, ast.alias) and node.name == "get_worker":
+            private.append("get_worker")
+    assert not private, private
+
+
 def test_import_does_not_import_dask():
-    code = ("import dperm, dperm.erm, dperm.estimators, dperm.mechanisms, dperm._dask, sys; "
+    code = ("import dperm, dperm.optim.erm, dperm.sklearn.classifier, dperm.privacy.mechanisms, "
+            "dperm.data.dask_rows, sys; "
             "assert 'dask' not in sys.modules and 'distributed' not in sys.modules, "
             "sorted(m for m in sys.modules if 'dask' in m or 'distributed' in m)")
     subprocess.run([sys.executable, "-c", code], cwd=_HERE, check=True)
@@ -155,7 +179,7 @@ def test_column_chunks_and_unknown_sizes_refused(client):
 
 
 def test_no_client_is_a_clear_error():
-    code = ("import numpy as np, dask.array as da, dperm.erm as e\n"
+    code = ("import numpy as np, dask.array as da, dperm.optim.erm as e\n"
             "try:\n"
             "    e.minimize(da.ones((10, 2), chunks=(5, 2)) * 0.1, np.ones(10), alpha=1.0)\n"
             "except RuntimeError as exc:\n"
@@ -167,7 +191,7 @@ def test_no_client_is_a_clear_error():
 
 def test_check_X_refuses_to_load_a_dask_array(client):
     with pytest.raises(TypeError, match="map_blocks"):
-        dperm._validation.check_X(da.ones((4, 2), chunks=(2, 2)))
+        dperm.data.validation.check_X(da.ones((4, 2), chunks=(2, 2)))
 
 
 @pytest.mark.parametrize("mode", ["tree", "flat"])
@@ -368,14 +392,14 @@ def _fault_run():
         ref = erm.minimize(Xd, y, alpha=1e-3)
         calls = {"n": 0}
         real = _dask._Cluster.reduce
-        _dask.TREE_CONNECT_TIMEOUT = 1.0     # a lost worker below the root: fail fast
+        _dask.LOST_WORKER_POLL = 0.5     # a lost worker below the root: noticed fast
 
         def reduce(self, *args):
             calls["n"] += 1
             if calls["n"] in (4, 10):
                 # first a worker below the root of the message tree (the root's call to
                 # it fails), then the root's own worker (the client's call fails)
-                root = self.shards[0][0]._address
+                root = self.shards[0][3]
                 others = [w for w in c.scheduler_info()["workers"] if w != root]
                 victim = others[0] if calls["n"] == 4 else root
                 c.submit(os._exit, 1, workers=[victim], pure=False)
@@ -588,3 +612,28 @@ def test_data_larger_than_one_worker():
     code = "import sys; sys.path.insert(0, %r); import test_dask; test_dask._big_run()" % (
         os.path.dirname(__file__))
     subprocess.run([sys.executable, "-c", code], cwd=_HERE, check=True, timeout=600)
+
+
+def test_a_slow_pass_is_waited_for(client, monkeypatch):
+    """The client checks for lost workers every LOST_WORKER_POLL seconds while a pass is
+    out; a pass that takes longer, with every worker alive, is waited for (not rebuilt,
+    not repeated)."""
+    import time
+
+    X, y = _problem(n=400, d=5)
+    rows = _dask.as_rows(da.from_array(X, chunks=(100, -1)), y)
+    real, rebuild = _dask._Shard.partial, _dask._Cluster._build
+    built = []
+
+    def slow(self, *args):
+        time.sleep(0.4)
+        return real(self, *args)
+
+    def build(self):
+        built.append(1)
+        return rebuild(self)
+    monkeypatch.setattr(_dask, "LOST_WORKER_POLL", 0.05)
+    monkeypatch.setattr(_dask._Shard, "partial", slow)
+    monkeypatch.setattr(_dask._Cluster, "_build", build)
+    F, G = rows.value_grad(np.zeros((1, 5)), np.ones(1), None, 0, 0.5)
+    assert built == [] and np.allclose(F, np.log(2.0))

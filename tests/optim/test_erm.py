@@ -1,4 +1,4 @@
-"""dperm.erm: the fused kernels (objective, Hessian, Hv) and the batched L-BFGS.
+"""dperm.optim.erm: the fused kernels (objective, Hessian, Hv) and the batched L-BFGS.
 
 The reference objective below is written independently in numpy, so both the
 kernels and the solver are checked against something that does not share code

@@ -1,4 +1,4 @@
-"""dperm._multinomial: the softmax logistic objective and its batched minimiser.
+"""dperm.optim.softmax: the softmax logistic objective and its batched minimiser.
 
 The reference objective is written directly in numpy/scipy (no shared code);
 the minimiser is checked against scikit-learn and against the first-order

@@ -69,7 +69,7 @@ def test_refuses_before_a_fit_that_would_exceed(monkeypatch):
     X, y = make_data()
     acc = BudgetAccountant(1.0)
     est = PLC(epsilon=0.6, accountant=acc).fit(X, y)
-    coef, intercept, privacy = est.coef_, est.intercept_, est.privacy_
+    coef, intercept, privacy = est.coef_, est.intercept_, est.release_record_
     coef_values = coef.copy()
 
     # the refusal comes before the data is touched: no mechanism may run
@@ -87,7 +87,7 @@ def test_refuses_before_a_fit_that_would_exceed(monkeypatch):
         est.set_params(perturbation="output").fit(X, y)
     # nothing spent, estimator unchanged
     assert acc.spent == pytest.approx(0.6) and len(acc.history) == 1
-    assert est.coef_ is coef and est.intercept_ is intercept and est.privacy_ is privacy
+    assert est.coef_ is coef and est.intercept_ is intercept and est.release_record_ is privacy
     np.testing.assert_array_equal(est.coef_, coef_values)
     # a fit that does fit in what is left still works
     monkeypatch.undo()

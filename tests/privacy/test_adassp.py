@@ -450,3 +450,53 @@ def test_close_to_ols_at_large_n_epsilon():
         errs[eps] = np.linalg.norm(coef - ols) / np.linalg.norm(ols)
     assert errs[10.0] < 0.01
     assert errs[10.0] < errs[0.1]
+
+
+# ------------------------------------------------------------------ issue 29, item 8
+@pytest.mark.parametrize("R_", [0.4, 3.0])
+def test_rows_above_data_norm_are_refused_at_any_bound(R_):
+    """The refusal was tested at data_norm = 1 only, where a check against 1 or R^2 is
+    the same check (a mutant comparing with 1.0 survived)."""
+    y = np.array([0.1, -0.2])
+    kw = dict(epsilon=EPS, delta=DELTA, data_norm=R_, label_bound=1.0, random_state=0)
+    inside = np.array([[0.9 * R_, 0.0], [0.0, -0.95 * R_]])
+    adassp(inside, y, **kw)                                   # accepted
+    for over in (1.05, 1.5 * max(1.0, R_)):                  # above R (and above R^2 / 1)
+        X = inside.copy()
+        X[1] = [over * R_ / math.sqrt(2.0), over * R_ / math.sqrt(2.0)]
+        with pytest.raises(ValueError, match=r"1 row\(s\) have norm above data_norm"):
+            adassp(X, y, **kw)
+    # a huge cell is refused too (its norm used to overflow to inf; now it is exact)
+    X = inside.copy()
+    X[0, 0] = 1e200
+    with pytest.raises(ValueError, match="data_norm"):
+        adassp(X, y, **kw)
+
+
+def test_ridge_comes_from_the_noisy_lambda_min():
+    """The ridge must be a function of the release: max(0, eta - max(noisy lambda_min -
+    shift, 0)).  The earlier consistency check ran where lambda_min ~ 0, so a ridge
+    computed from the TRUE lambda_min passed it.  Here lambda_min is far from 0 (between
+    shift and shift + eta, where the ridge depends on it), and the whole release is
+    replayed from the seed."""
+    d, seed = 3, 11
+    cal = adassp_calibration(EPS, DELTA, n_features=d, data_norm=R, label_bound=B)
+    target = cal.shift + 0.5 * cal.eta                 # lambda_min of the data
+    k = int(math.ceil(target / R ** 2))
+    X = np.repeat(np.eye(d) * R, k, axis=0)            # X^T X = k R^2 I
+    X = X * math.sqrt(target / (k * R ** 2))           # lambda_min = target exactly-ish
+    rng = np.random.default_rng(3)
+    y = rng.uniform(-B, B, X.shape[0])
+    lam_true = float(np.linalg.eigvalsh(X.T @ X)[0])
+    assert cal.shift < lam_true < cal.shift + cal.eta
+    coef, rec = adassp(X, y, epsilon=EPS, delta=DELTA, data_norm=R, label_bound=B,
+                       random_state=seed)
+    lam, G, v = adassp_module._release_statistics(*adassp_module._statistics(X, y), cal,
+                                                  np.random.default_rng(seed))
+    lam = float(lam)
+    ridge = max(0.0, cal.eta - max(lam - cal.shift, 0.0))
+    ridge_if_true = max(0.0, cal.eta - max(lam_true - cal.shift, 0.0))
+    assert ridge > 0.0 and abs(ridge - ridge_if_true) > 1e-6 * cal.eta   # the case has power
+    assert rec["lambda_min_noisy"] == lam
+    assert rec["ridge"] == ridge
+    np.testing.assert_allclose(coef, np.linalg.solve(G + ridge * np.eye(d), v), rtol=1e-12)

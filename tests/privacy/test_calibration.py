@@ -1,4 +1,4 @@
-"""Tests of dperm.calibration against independent numerical evaluations.
+"""Tests of dperm.privacy.calibration against independent numerical evaluations.
 
 Each test computes the privacy quantity a second way (quadrature, Monte Carlo over the
 corner privacy losses, a 1-d mechanism whose densities are written out, a dp_accounting

@@ -1,4 +1,4 @@
-"""dperm.exact_noise: exact samplers (integer draws only) and the power-of-two grid.
+"""dperm.privacy.exact_noise: exact samplers (integer draws only) and the power-of-two grid.
 
 Distribution tests use fixed seeds and reject at p < 1e-6 (chi-square against the
 exact pmf, binomial/normal tolerance of 5 standard deviations), so correct samplers

@@ -1,7 +1,7 @@
 """Algorithms 1 and 2 (dperm.output_perturbation / dperm.objective_perturbation).
 
 The constants are recomputed here from docs/specification.md, independently of
-dperm.mechanisms, with a public row-norm bound R: the gradient bound scales by
+dperm.privacy.mechanisms, with a public row-norm bound R: the gradient bound scales by
 R and the curvature bound c by R^2.
 """
 import math
@@ -39,7 +39,7 @@ def make_data(n=60, d=4, R=1.0, seed=0):
 def test_scalar_alpha_shapes(mech):
     X, y = make_data(d=3)
     fit = mech(X, y, alpha=0.1, epsilon=1.0, n_draws=5, random_state=0)
-    assert isinstance(fit, dperm.mechanisms.PrivateFit)
+    assert isinstance(fit, dperm.privacy.mechanisms.PrivateFit)
     assert fit.coef.shape == (5, 3)
     for a in (fit.grad_norm, fit.converged, fit.n_iter):
         assert np.shape(a) == (5,)
@@ -230,7 +230,7 @@ def test_output_is_minimizer_plus_noise(R):
     # released on the public grid: within a grid step of f* + b (f* rounded, then the sum)
     assert np.all(fit.beta <= n * alphas * 2.0 / (2 * R))   # the grid term only lowers beta
     for a in range(2):
-        assert dperm.exact_noise.on_grid(fit.coef[a], fit.grid[a])
+        assert dperm.privacy.exact_noise.on_grid(fit.coef[a], fit.grid[a])
         np.testing.assert_allclose(fit.coef[a], f_star[a] + b[a], rtol=0, atol=fit.grid[a])
     # and the noise has the advertised scale: E||b|| = d / beta, beta = n Lambda eps / (2R)
     norms = np.linalg.norm(fit.coef - f_star[:, None, :], axis=-1)
@@ -320,13 +320,29 @@ def test_unconverged_output_perturbation_releases_nothing(delta):
                                   max_iter=1, random_state=0)
 
 
-def test_unconverged_is_reported():
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_objective_refuses_a_fit_that_stopped_early(delta):
+    """Issue 29, item 5: Algorithm 2's guarantee holds for the exact minimiser of the
+    perturbed objective; a fit that missed the tolerance was released with a
+    ConvergenceWarning only.  Now nothing is released, and the error says what to change
+    (docs/privacy_analysis.md, section 11.1)."""
     X, y = make_data()
-    with pytest.warns(dperm.ConvergenceWarning):
-        fit = dperm.objective_perturbation(X, y, alpha=1e-6, epsilon=1.0, n_draws=2,
-                                           max_iter=1, random_state=0)
-    assert not fit.converged.any()
-    assert np.all(fit.grad_norm > 1e-8)
+    with pytest.warns(dperm.ConvergenceWarning), \
+            pytest.raises(RuntimeError, match="nothing is released") as err:
+        dperm.objective_perturbation(X, y, alpha=[1e-6, 1e-2], epsilon=1.0, delta=delta,
+                                     n_draws=2, max_iter=1, random_state=0)
+    for word in ("max_iter", "tol=", "solver", "perturbation='amp'"):
+        assert word in str(err.value)
+    # the same problem solved to the tolerance is released, with its diagnostics
+    fit = dperm.objective_perturbation(X, y, alpha=[1e-6, 1e-2], epsilon=1.0, delta=delta,
+                                       n_draws=2, random_state=0)
+    assert fit.converged.all() and np.all(fit.grad_norm <= 1e-8)
+    # AMP's own check is unchanged: a fit above its tolerance is refused as well
+    if delta:
+        with pytest.warns(dperm.ConvergenceWarning), pytest.raises(RuntimeError,
+                                                                   match="amp"):
+            dperm.objective_perturbation(X, y, alpha=1e-6, epsilon=1.0, delta=delta,
+                                         perturbation="amp", max_iter=1, random_state=0)
 
 
 # ---------------------------------------------------------------------------- bad input

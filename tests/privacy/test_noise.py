@@ -1,4 +1,4 @@
-"""dperm.noise.sample_l2_laplace: distribution and randomness policy.
+"""dperm.privacy.noise.sample_l2_laplace: distribution and randomness policy.
 
 Density proportional to exp(-beta ||b||) on R^d means: ||b|| ~ Gamma(d, scale 1/beta),
 direction uniform on the sphere and independent of the norm; for d = 1, Laplace(0, 1/beta).

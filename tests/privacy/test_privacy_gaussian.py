@@ -113,7 +113,7 @@ RUN = {"objective": run_objective, "output": run_output}
 
 # ============================================================== broken calibrations
 def break_calibration(monkeypatch, mechanism, how):
-    """Patch dperm.calibration so that `mechanism` is under-noised.
+    """Patch dperm.privacy.calibration so that `mechanism` is under-noised.
 
     how = "sigma/3": the calibrated sigma divided by 3; "8eps": calibrated for 8 epsilon.
     The mechanisms look the functions up on the module at call time.
@@ -316,7 +316,7 @@ def test_objective_sigma_meets_delta(loss, relation, regime):
         assert ed == pytest.approx(eps / 2, rel=1e-9)
     assert ed <= eps / 2 * (1 + 1e-12)
     assert rec["epsilon_prime"] == pytest.approx(eps - ed, rel=1e-12)
-    # ... and they are what dperm.calibration returns for these public numbers
+    # ... and they are what dperm.privacy.calibration returns for these public numbers
     cal = calibration.objective_gaussian_calibration(
         eps, delta, n=n_norm, alpha=alpha, data_norm=R, curvature=rec["curvature"],
         neighbouring=relation, n_classes=K, nonincreasing_loss=K == 2)

@@ -22,7 +22,7 @@ import pytest
 from _privacy_audit import epsilon_lower_bound
 
 from dperm.exceptions import ConvergenceWarning
-from dperm.losses import Loss, get_loss
+from dperm.losses import PseudoHuber, get_loss
 from dperm.optim import erm
 from dperm.privacy import calibration
 from dperm.privacy.mechanisms import (
@@ -318,10 +318,10 @@ def _release(y, lipschitz_one, n_draws, seed):
         warnings.simplefilter("ignore", ConvergenceWarning)
         if lipschitz_one:
             # an under-noised variant: a loss object that claims |rho'| <= 1
-            class Lip1(Loss):
+            class Lip1(PseudoHuber):
                 def lipschitz(self, h=0.5):
                     return 1.0
-            loss = Lip1("pseudo_huber", 3, True, regression=True, nonincreasing=False)
+            loss = Lip1()
         else:
             loss = LOSS
         return objective_perturbation(X, y, loss=loss, alpha=5.0, epsilon=EPS, h=4.0,

@@ -1,4 +1,4 @@
-"""alpha="auto": the public rule of dperm.regularization (issue 21's re-derivation)."""
+"""alpha="auto": the public rule of dperm.privacy.regularization (issue 21's re-derivation)."""
 import math
 
 import numpy as np
@@ -71,3 +71,47 @@ def test_rule_reads_no_data():
     with pytest.warns(dperm.PrivacyLeakWarning):
         fits[1].fit(rng.normal(size=(300, 4)), rng.integers(0, 2, 300))
     assert fits[0].alpha_ == fits[1].alpha_ == auto_alpha(300, 5, 0.5)
+
+
+@pytest.mark.parametrize("eps", [1e3, 1e4, 1e6])
+def test_large_epsilon_gives_a_finite_lambda(eps):
+    """Issue 29, item 5: epsilon above about 1420 raised OverflowError from the
+    epsilon' = 0 floor (math.expm1(eps / 2)) and (n eps)^b; the rule now reaches its
+    floor _ALPHA_MIN R^2 instead."""
+    from dperm.privacy.regularization import expected_noise_shift
+
+    for mech in ("objective", "output"):
+        for loss, kw in (("logistic", {}), ("pseudo_huber", {"label_bound": 1.0})):
+            a = auto_alpha(1000, 10, eps, perturbation=mech, loss=loss, data_norm=2.0, **kw)
+            assert math.isfinite(a) and 4e-8 <= a <= 4.0
+            assert math.isfinite(expected_noise_shift(1000, 10, eps, a, perturbation=mech,
+                                                      loss=loss, data_norm=2.0, **kw))
+            assert not noise_dominates(1000, 10, eps, a, perturbation=mech, loss=loss,
+                                       data_norm=2.0, **kw)
+    # the rule still falls with epsilon up to its floor
+    assert auto_alpha(1000, 10, 1e6) <= auto_alpha(1000, 10, 1e4) <= auto_alpha(1000, 10, 1e3)
+
+
+def test_infinite_epsilon_is_refused():
+    with pytest.raises(ValueError, match="epsilon"):
+        auto_alpha(1000, 10, math.inf)
+
+
+@pytest.mark.parametrize("eps", [1e4, 1e6])
+def test_estimators_fit_at_a_large_epsilon(eps):
+    from dperm import PrivateLinearClassifier, PrivateLinearRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    X /= np.linalg.norm(X, axis=1).max()
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.warns(Warning):   # the seeded-noise warning
+        clf = PrivateLinearClassifier(epsilon=eps, alpha="auto", classes=[0, 1],
+                                      random_state=0).fit(X, y)
+    assert np.all(np.isfinite(clf.coef_)) and clf.score(X, y) > 0.9
+    with pytest.warns(Warning):
+        reg = PrivateLinearRegression(epsilon=eps, alpha="auto", label_bound=1.0,
+                                      random_state=0).fit(X, X[:, 0])
+    assert np.all(np.isfinite(reg.coef_))
+    with pytest.raises(ValueError, match="epsilon"):
+        PrivateLinearClassifier(epsilon=math.inf, alpha="auto", classes=[0, 1]).fit(X, y)

@@ -12,12 +12,19 @@ import textwrap
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 import dperm
-from dperm import PrivacyLeakWarning, PrivateLinearClassifier, private_tuning
+from dperm import (
+    PrivacyLeakWarning,
+    PrivateLinearClassifier,
+    PrivateLinearRegression,
+    private_tuning,
+    save_model,
+)
 from dperm.cli import main as cli_main
 
 # neighbouring data sets with rows beyond data_norm and small alphas on purpose (both warnings are
@@ -87,10 +94,12 @@ def test_the_comparison_catches_a_leaked_diagnostic():
     a = PrivateLinearClassifier(**kw).fit(X, y)
     b = PrivateLinearClassifier(**kw).fit(X2, y2)
     # the old release: the noise-free minimizer's gradient norm in privacy_
-    a.privacy_["grad_norm"] = a.fit_diagnostics_["grad_norm"]
-    b.privacy_["grad_norm"] = b.fit_diagnostics_["grad_norm"]
+    # (a ReleaseRecord has no field for it, so the leak is put beside the record)
+    ra, rb = released_attributes(a), released_attributes(b)
+    ra["grad_norm"], rb["grad_norm"] = (a.fit_diagnostics_["grad_norm"],
+                                        b.fit_diagnostics_["grad_norm"])
     with pytest.raises(AssertionError):
-        assert_same(released_attributes(a), released_attributes(b))
+        assert_same(ra, rb)
 
 
 def _write_csv(path, X, y):
@@ -217,9 +226,9 @@ _FRESH_SCRIPT = textwrap.dedent("""
     import sys, warnings
     import numpy as np
     np.random.seed(0)
-    import dperm, dperm._validation
+    import dperm, dperm.data.validation
     if sys.argv[1] == "broken":   # a policy that derives the noise from the global state
-        dperm._validation.fresh_generator = lambda: np.random.default_rng(np.random.randint(2**31))
+        dperm.data.validation.fresh_generator = lambda: np.random.default_rng(np.random.randint(2**31))
     rng = np.random.default_rng(0)
     X = rng.standard_normal((100, 3)); X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = np.where(X[:, 0] > 0, 1, -1)
@@ -317,10 +326,11 @@ def test_tuning_grid_may_not_set_public_bounds(key, value):
                        epsilon=1.0)
 
 
-@pytest.mark.parametrize("perturbation", ["output"])
+@pytest.mark.parametrize("perturbation", ["output", "objective"])
 def test_unconverged_output_perturbation_refusal_is_the_same_for_neighbours(perturbation):
-    """Output perturbation releases nothing when the solver misses tol (its noise covers the
-    exact minimiser only); the refusal's text names no private number."""
+    """Output and objective perturbation release nothing when the solver misses tol (their
+    guarantees cover the exact minimiser only; objective perturbation released it with a
+    warning until issue 29, item 5); the refusal's text names no private number."""
     (X, y), (X2, y2) = neighbours()
     texts = []
     for A, b in ((X, y), (X2, y2)):
@@ -334,7 +344,7 @@ def test_unconverged_output_perturbation_refusal_is_the_same_for_neighbours(pert
     assert not any(ch.isdigit() for ch in texts[0].replace("tol=1e-10", ""))
 
 
-@pytest.mark.parametrize("perturbation", ["objective", "none"])
+@pytest.mark.parametrize("perturbation", ["none"])
 def test_convergence_warning_text_is_the_same_for_neighbours(perturbation):
     (X, y), (X2, y2) = neighbours()
     texts = []
@@ -345,3 +355,420 @@ def test_convergence_warning_text_is_the_same_for_neighbours(perturbation):
         texts.append([str(w.message) for w in rec if issubclass(w.category, dperm.ConvergenceWarning)])
     assert texts[0] == texts[1] and texts[0]
     assert not any(ch.isdigit() for ch in texts[0][0].replace("tol=1e-10", ""))
+
+
+# ---------------------------------------------------------------------------- issue 29, item 3
+def _records_equal(a, b):
+    assert a.release_record_ == b.release_record_
+    assert a.privacy_ == b.privacy_ and a.alpha_ == b.alpha_
+
+
+def test_adassp_add_remove_without_n_public_records_no_count():
+    """AdaSSP's sums need no count: under add/remove it records n_public or None, never
+    the row count (it recorded the true n before)."""
+    from dperm import PrivateLinearRegression
+
+    (X, y), _ = neighbours()
+    y = np.clip(X @ np.linspace(1, -1, X.shape[1]), -1, 1)
+    kw = dict(method="adassp", delta=1e-6, neighbouring="add_remove")
+    a = PrivateLinearRegression(**kw).fit(X, y)
+    b = PrivateLinearRegression(**kw).fit(X[1:], y[1:])          # a row removed
+    assert a.privacy_["n_samples"] is None
+    strip = ("lambda_min_noisy", "ridge")                          # released noisy values
+    assert {k: v for k, v in a.privacy_.items() if k not in strip} == \
+        {k: v for k, v in b.privacy_.items() if k not in strip}
+    c = PrivateLinearRegression(n_public=1000, **kw).fit(X, y)
+    assert c.privacy_["n_samples"] == 1000
+
+
+@pytest.mark.parametrize("method", ["objective", "output", "none"])
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_regressor_auto_alpha_under_add_remove_reads_n_public_only(method, delta):
+    """Issue 29 item 8: alpha="auto" under add/remove is a function of n_public, not of
+    the private row count: neighbours by removing a row release the same alpha_."""
+    from dperm import PrivateLinearRegression
+
+    (X, y), _ = neighbours()
+    y = np.clip(X @ np.linspace(1, -1, X.shape[1]), -1, 1)
+    kw = dict(method=method, delta=delta, neighbouring="add_remove", n_public=250)
+    a = PrivateLinearRegression(**kw).fit(X, y)
+    b = PrivateLinearRegression(**kw).fit(X[:-1], y[:-1])
+    assert a.alpha_ == b.alpha_
+    _records_equal(a, b)
+    assert a.privacy_["n_samples"] == 250
+
+
+@pytest.mark.parametrize("estimator", ["classifier", "regressor"])
+def test_replace_one_n_public_covers_a_dropped_row(estimator):
+    """Under replace-one, n_public (the public size before rows with a missing value
+    were dropped) normalises the fit: the data set with a row dropped releases the same
+    record and alpha_ as the full one."""
+    from dperm import PrivateLinearRegression
+
+    (X, y), _ = neighbours()
+    if estimator == "classifier":
+        make = lambda: PrivateLinearClassifier(classes=[-1, 1], n_public=len(X))  # noqa: E731
+    else:
+        y = np.clip(X @ np.linspace(1, -1, X.shape[1]), -1, 1)
+        make = lambda: PrivateLinearRegression(n_public=len(X))  # noqa: E731
+    a, b = make().fit(X, y), make().fit(X[1:], y[1:])
+    _records_equal(a, b)
+    assert a.privacy_["neighbouring"] == "replace_one" and a.privacy_["n_samples"] == len(X)
+
+
+def test_release_record_is_immutable_and_holds_plain_values():
+    from dperm.privacy.record import ReleaseRecord, record_to_dict
+
+    (X, y), _ = neighbours()
+    est = PrivateLinearClassifier(classes=[-1, 1]).fit(X, y)
+    rec = est.release_record_
+    with pytest.raises(TypeError):
+        rec["epsilon"] = 2.0
+    with pytest.raises(AttributeError):
+        rec.epsilon = 2.0
+    est.privacy_["epsilon"] = 99.0                 # a copy: the release is unchanged
+    assert est.privacy_["epsilon"] == 1.0
+    assert record_to_dict(rec) == est.privacy_ == dict(rec)
+    json.dumps(est.privacy_)
+    with pytest.raises(TypeError, match="plain public value"):
+        rec.replace(alpha=np.ones(3))              # an array of anything is refused
+    with pytest.raises(ValueError, match="not part of"):
+        ReleaseRecord(layout="classifier", ridge=1.0)
+
+
+def _cli_set(tmp_path, name, rows, header):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "data.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
+    return d
+
+
+def _cli_fit(d, schema_path, *extra):
+    assert cli_main(["fit", str(d / "data.csv"), "--schema", str(schema_path),
+                     "-o", str(d / "model.json"), *extra]) == 0
+    m = json.loads((d / "model.json").read_text())
+    m.pop("coef"), m.pop("intercept")
+    return m
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_cli_missing_drop_releases_nothing_about_the_dropped_row(tmp_path, capsys, task):
+    """--missing drop under replace-one: a row replaced by one with a missing cell (so
+    dropped) changes nothing in the model file but the coefficients."""
+    (X, y), _ = neighbours(n=120, d=3)
+    label = (["no", "yes"] if task == "classification" else ["-0.5", "0.5"])
+    rows = [",".join(repr(float(v)) for v in x) + "," + label[int(t > 0)] for x, t in zip(X, y)]
+    schema = {"numeric": {f"x{j}": [-1, 1] for j in range(3)},
+              "label": {"column": "label", **({"classes": ["no", "yes"]}
+                                              if task == "classification" else {})}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    other = list(rows)
+    other[0] = "?," + rows[0].split(",", 1)[1]
+    extra = ["--missing", "drop", "--epsilon", "0.5"]
+    if task == "regression":
+        extra += ["--task", "regression", "--label-bound", "1"]
+    a = _cli_fit(_cli_set(tmp_path, "a", rows, "x0,x1,x2,label"), tmp_path / "s.json", *extra)
+    b = _cli_fit(_cli_set(tmp_path, "b", other, "x0,x1,x2,label"), tmp_path / "s.json", *extra)
+    capsys.readouterr()
+    assert a == b
+    assert a["privacy"]["n_samples"] == a["training"]["n_samples"] == 120
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_cli_add_remove_model_holds_n_public_not_the_row_count(tmp_path, capsys, task):
+    (X, y), _ = neighbours(n=120, d=3)
+    label = (["no", "yes"] if task == "classification" else ["-0.5", "0.5"])
+    rows = [",".join(repr(float(v)) for v in x) + "," + label[int(t > 0)] for x, t in zip(X, y)]
+    schema = {"numeric": {f"x{j}": [-1, 1] for j in range(3)},
+              "label": {"column": "label", **({"classes": ["no", "yes"]}
+                                              if task == "classification" else {})}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    extra = ["--neighbouring", "add_remove", "--n-public", "500"]
+    if task == "regression":
+        extra += ["--task", "regression", "--label-bound", "1"]
+    a = _cli_fit(_cli_set(tmp_path, "a", rows, "x0,x1,x2,label"), tmp_path / "s.json", *extra)
+    b = _cli_fit(_cli_set(tmp_path, "b", rows[1:], "x0,x1,x2,label"), tmp_path / "s.json",
+                 *extra)
+    capsys.readouterr()
+    assert a == b
+    assert a["training"]["n_samples"] == a["privacy"]["n_samples"] == 500
+
+
+# ---------------------------------------------------------------------------- every relation
+# Issue 29, item 3: fit neighbouring data sets under every relation the guarantee covers
+# (a row replaced, added, removed, or given a missing cell) through both estimators (every
+# method), private_tuning, estimate_bounds and the command line, and compare EVERYTHING
+# released except the noisy output itself: privacy_, the record's repr, alpha_, classes_,
+# the parameters and the estimator's repr, the model file (dperm.save_model; dperm fit's)
+# without its coefficients, and the accountant's events and labels.
+#
+# Which relations a configuration covers (docs/privacy_analysis.md, section 13):
+#   replace_one              : a row replaced (n public: a row added or removed changes n)
+#   replace_one + n_public N : also a row dropped for a missing cell, added or removed
+#                              (N fixed: a dropped row is the zero row)
+#   add_remove + n_public N  : all four
+#   AdaSSP, add_remove       : all four without n_public (its sums need no count)
+RELATIONS = ("replace", "add", "remove", "missing")
+COVERED = {"replace_one": ("replace",), "replace_one+N": RELATIONS, "add_remove+N": RELATIONS,
+           "adassp_add_remove": RELATIONS}
+#: AdaSSP's record holds two values of its noisy release itself (like coef_)
+NOISY_VALUES = ("lambda_min_noisy", "ridge")
+
+
+def _base_data(regression, n=240, d=4, seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) / 2
+    s = X @ np.linspace(1, -1, d) + 0.1
+    if regression:
+        y = np.clip(s, -1, 1)
+    elif classes == 2:
+        y = np.where(s > 0, 1, -1)
+    else:
+        y = np.digitize(s, [-0.3, 0.3])
+    return X, y
+
+
+def _neighbour(X, y, relation, regression):
+    """(X', y'): (X, y) with row 0 replaced by a far-away row with another label, a row
+    added, row 0 removed, or a missing cell put in row 0 (NaN)."""
+    far = -3 * X[0] / np.linalg.norm(X[0])
+    other = (5.0 if regression else (y[0] + 1) % 3 if y.min() >= 0 and y.max() > 1
+             else -y[0])
+    if relation == "replace":
+        X2, y2 = X.copy(), y.copy()
+        X2[0], y2[0] = far, other
+    elif relation == "add":
+        X2, y2 = np.vstack([X, far]), np.append(y, other)
+    elif relation == "remove":
+        X2, y2 = X[1:], y[1:]
+    else:
+        X2, y2 = X.copy(), y.copy()
+        X2[0, 1] = np.nan
+    return X2, y2
+
+
+def _drop_missing(X, y):
+    """What a user does before fitting: drop the rows with a missing cell."""
+    keep = ~np.isnan(X).any(axis=1)
+    return X[keep], y[keep]
+
+
+def _released(est, accountant, path):
+    """Everything a fit releases, except the noisy coefficients (and AdaSSP's noisy
+    lambda_min and ridge)."""
+    rec = est.release_record_
+    if rec.mechanism == "adassp":
+        rec = rec.replace(**dict.fromkeys(NOISY_VALUES))
+    save_model(est, path)
+    model = json.loads(path.read_text())
+    model.pop("coef"), model.pop("intercept")
+    for k in NOISY_VALUES:
+        model["privacy"].pop(k, None)
+    out = {"privacy_": {k: v for k, v in est.privacy_.items() if k not in NOISY_VALUES},
+           "record repr": repr(rec), "model file": model, "repr": repr(est),
+           "params": {k: v for k, v in est.get_params().items() if k != "accountant"},
+           "events": list(accountant.history), "spent": accountant.spent_epsilon_delta()}
+    for k, v in vars(est).items():
+        if k.endswith("_") and not k.startswith("_") and k not in (
+                "coef_", "intercept_", "fit_diagnostics_", "release_record_"):
+            out[k] = v.tolist() if isinstance(v, np.ndarray) else v
+    return out
+
+
+def _fit_release(make, X, y, n_read, tmp_path, name):
+    """Fit (dropping rows with a missing cell, as a user would) and what it releases."""
+    from dperm import BudgetAccountant
+
+    acc = BudgetAccountant(1e6, 0.5)
+    Xf, yf = _drop_missing(X, y)
+    est = make(n_read).set_params(accountant=acc).fit(Xf, yf)
+    return _released(est, acc, tmp_path / f"{name}.json"), est
+
+
+CLASSIFIER_METHODS = [dict(perturbation="objective"), dict(perturbation="output"),
+                      dict(perturbation="objective", delta=1e-6),
+                      dict(perturbation="output", delta=1e-6),
+                      dict(perturbation="amp", delta=1e-6),
+                      dict(perturbation="objective", delta=1e-6, K=3),        # multinomial
+                      dict(perturbation="output", loss="huber", K=3)]         # one-vs-rest
+REGRESSOR_METHODS = [dict(method="objective"), dict(method="output"), dict(method="auto"),
+                     dict(method="objective", delta=1e-6), dict(method="output", delta=1e-6),
+                     dict(method="adassp", delta=1e-6)]
+
+
+def _configs(kw, regression):
+    out = ["replace_one", "replace_one+N", "add_remove+N"]
+    if kw.get("method") == "adassp":
+        out.append("adassp_add_remove")
+    return out
+
+
+def _maker(kw, config, regression):
+    kw = dict(kw)
+    K = kw.pop("K", 2)
+
+    def make(n_read):
+        nb = {"replace_one": dict(), "replace_one+N": dict(n_public=n_read),
+              "add_remove+N": dict(neighbouring="add_remove", n_public=n_read),
+              "adassp_add_remove": dict(neighbouring="add_remove")}[config]
+        if regression:
+            return PrivateLinearRegression(epsilon=0.5, **nb, **kw)
+        return PrivateLinearClassifier(epsilon=0.5, classes=[-1, 1] if K == 2 else [0, 1, 2],
+                                       **nb, **kw)
+    return make, K
+
+
+@pytest.mark.parametrize("regression, kw", [(False, m) for m in CLASSIFIER_METHODS]
+                         + [(True, m) for m in REGRESSOR_METHODS],
+                         ids=lambda v: str(v) if not isinstance(v, bool) else
+                         ("regressor" if v else "classifier"))
+def test_every_relation_releases_the_same_through_the_estimators(tmp_path, regression, kw):
+    checked = 0
+    for config in _configs(kw, regression):
+        make, K = _maker(kw, config, regression)
+        X, y = _base_data(regression, classes=K)
+        n_read = len(X)          # the public count: the rows read, before any drop
+        a, est_a = _fit_release(make, X, y, n_read, tmp_path, "a")
+        for relation in COVERED[config]:
+            X2, y2 = _neighbour(X, y, relation, regression)
+            b, est_b = _fit_release(make, X2, y2, n_read, tmp_path, "b")
+            assert a.keys() == b.keys()
+            for k in a:
+                assert a[k] == b[k], (config, relation, k, a[k], b[k])
+            # power: the two fits are of different data (the diagnostics tell them apart)
+            assert not np.array_equal(est_a.coef_, est_b.coef_)
+            checked += 1
+    assert checked >= 9
+
+
+def test_every_relation_check_catches_a_recorded_row_count(tmp_path, monkeypatch):
+    """A deliberately broken variant (the record's count read from the rows, as AdaSSP's
+    was under add/remove) fails the comparison above."""
+    import dperm.sklearn.regressor as reg
+
+    monkeypatch.setattr(reg, "public_count", lambda nb, n_public, n, needs_count=True: n)
+    make, _ = _maker(dict(method="adassp", delta=1e-6), "adassp_add_remove", True)
+    X, y = _base_data(True)
+    a, _ = _fit_release(make, X, y, len(X), tmp_path, "a")
+    b, _ = _fit_release(make, *_neighbour(X, y, "remove", True), len(X), tmp_path, "b")
+    assert a["privacy_"] != b["privacy_"] and a["model file"] != b["model file"]
+
+
+def test_every_relation_private_tuning(tmp_path):
+    """private_tuning is argued for replace-one (its parts have sizes computed from n):
+    neighbours by replacement release the same, and an add/remove estimator is refused
+    before the data are read, with the same words for both data sets."""
+    X, y = _base_data(False, n=300)
+    X2, y2 = _neighbour(X, y, "replace", False)
+    grid = [{"alpha": 1e-2}, {"alpha": 1e-1}]
+    out = []
+    for A, b in ((X, y), (X2, y2)):
+        acc = dperm.BudgetAccountant(10.0)
+        res = private_tuning(PrivateLinearClassifier(classes=[-1, 1], accountant=acc), A, b,
+                             grid, epsilon=1.0)
+        out.append({"params": res.params, "train_sizes": res.train_sizes.tolist(),
+                    "validation_size": res.validation_size, "epsilon": res.epsilon,
+                    "delta": res.delta, "events": acc.history, "privacy_": res.privacy_,
+                    "record repr": repr(res.release_record_),
+                    "models": [(e.privacy_, repr(e), e.alpha_) for e in res.estimators_]})
+    assert out[0] == out[1]
+    texts = []
+    for A, b in ((X, y), _neighbour(X, y, "remove", False)):
+        with pytest.raises(ValueError) as err:
+            private_tuning(PrivateLinearClassifier(classes=[-1, 1], neighbouring="add_remove",
+                                                   n_public=300), A, b, grid, epsilon=1.0)
+        texts.append(str(err.value))
+    assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("relation", RELATIONS)
+def test_every_relation_estimate_bounds(relation):
+    X, y = _base_data(True, n=400)
+    X = X * 10 + 50
+    X2, _ = _neighbour(X, y, relation, True)
+    a = _quiet_bounds(X, 1.0)
+    b = _quiet_bounds(X2, 1.0)
+    assert a.privacy_ == b.privacy_
+    assert repr(a.release_record_) == repr(b.release_record_)
+    assert list(a) == list(b)
+
+
+@pytest.mark.xfail(strict=True, reason="fixed on branch bounds (columns=None reads the "
+                                       "DataFrame's inferred dtypes)")
+def test_every_relation_estimate_bounds_frame_with_a_missing_marker():
+    X, y = _base_data(True, n=400)
+    frame = pd.DataFrame(X * 10 + 50, columns=list("abcd"))
+    other = frame.astype(object)
+    other.iloc[0, 1] = "?"
+    assert _quiet_bounds(frame, 1.0).privacy_ == _quiet_bounds(other, 1.0).privacy_
+
+
+def _quiet_bounds(X, eps):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dperm.estimate_bounds(X, eps)
+
+
+def _csv_rows(X, y, regression):
+    rows = []
+    for x, t in zip(X, y):
+        cells = ["?" if np.isnan(v) else repr(float(v)) for v in x]
+        rows.append(",".join(cells) + "," + (repr(float(t)) if regression
+                                             else ("yes" if t > 0 else "no")))
+    return rows
+
+
+CLI_CASES = [
+    # (relations covered, options)
+    (("replace",), ()),
+    (("replace", "missing"), ("--missing", "drop")),
+    (RELATIONS, ("--missing", "drop", "--neighbouring", "add_remove", "--n-public", "500")),
+    (("replace", "missing"), ("--missing", "drop", "--perturbation", "output", "--delta",
+                              "1e-6")),
+]
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.parametrize("relations, opts", CLI_CASES)
+def test_every_relation_releases_the_same_through_dperm_fit(tmp_path, capsys, task,
+                                                           relations, opts):
+    regression = task == "regression"
+    X, y = _base_data(regression, n=150, d=3)
+    schema = {"numeric": {f"x{j}": [-1, 1] for j in range(3)},
+              "label": {"column": "label", **({} if regression
+                                              else {"classes": ["no", "yes"]})}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    extra = ["--task", "regression", "--label-bound", "1"] if regression else []
+
+    def fit(name, A, b, more=()):
+        d = _cli_set(tmp_path, name, _csv_rows(A, b, regression), "x0,x1,x2,label")
+        return _cli_fit(d, tmp_path / "s.json", "--epsilon", "0.5", *opts, *extra, *more)
+
+    a = fit("base", X, y)
+    for relation in relations:
+        b = fit(relation, *_neighbour(X, y, relation, regression))
+        assert a == b, (relation, a, b)
+    if not regression and "--missing" in opts:
+        # the streamed fit (and a refit from its binary) counts the rows read alike
+        more = ["--memory-budget", "64KiB"]
+        s = fit("stream", X, y, more)
+        t = fit("stream-missing", *_neighbour(X, y, "missing", False), more)
+        assert s == t and s["privacy"] == a["privacy"]
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("relation", RELATIONS)
+def test_every_relation_releases_the_same_through_dperm_bounds(tmp_path, capsys, relation):
+    X, y = _base_data(True, n=300, d=3)
+    X = X * 10 + 50
+    out = []
+    for name, (A, b) in (("a", (X, y)), ("b", _neighbour(X, y, relation, True))):
+        d = _cli_set(tmp_path, name, _csv_rows(A, b, True), "x0,x1,x2,label")
+        assert cli_main(["bounds", str(d / "data.csv"), "--epsilon", "1", "--columns",
+                         "x0,x1,x2", "--label", "label", "-o", str(d / "s.json")]) == 0
+        schema = json.loads((d / "s.json").read_text())
+        # the bounds themselves are the noisy release; everything else must agree
+        schema["numeric"] = sorted(schema["numeric"])
+        text = capsys.readouterr().out
+        out.append((schema, text.splitlines()[0]))
+    assert out[0] == out[1]

@@ -712,7 +712,7 @@ def test_failed_fit_leaves_estimator_unchanged(name, breaker):
 @pytest.mark.parametrize("kwargs,match", [
     (dict(delta=-1e-6), r"^delta"), (dict(delta=1.0), r"^delta"), (dict(delta="0"), r"^delta"),
     (dict(neighbouring="swap"), r"^neighbouring"),
-    (dict(n_public=100), r"^n_public"),                       # replace_one takes no n_public
+    (dict(n_public=2.5), r"^n_public"),                       # a count, under replace_one too
     (dict(neighbouring="add_remove", n_public=0), r"^n_public"),
     (dict(perturbation="amp"), r"^delta"),                    # amp needs delta > 0
 ])
@@ -808,7 +808,10 @@ def test_data_norm_far_above_the_rows_is_named(R):
     with pytest.warns(dperm.DataNormWarning, match=re.escape(f"data_norm={R:g} is more than 100")):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", dperm.ConvergenceWarning)
-            dperm.PrivateLinearClassifier(classes=[-1, 1], data_norm=R).fit(X, y)
+            try:
+                dperm.PrivateLinearClassifier(classes=[-1, 1], data_norm=R).fit(X, y)
+            except RuntimeError as exc:   # the solver missed tol (R = 1e10): nothing released
+                assert "nothing is released" in str(exc)
     with warnings.catch_warnings():
         warnings.simplefilter("error", dperm.DataNormWarning)
         dperm.PrivateLinearClassifier(classes=[-1, 1], data_norm=1.0).fit(X, y)

@@ -1,0 +1,553 @@
+"""PrivateLinearClassifier and PrivateLinearRegression as pyspark.ml estimators.
+
+A fit builds `SparkRows` over the DataFrame (dperm.data.spark_rows: the rows stay on the
+executors) and runs the local estimator's steps on them -- the same parameter checks,
+the public Lambda rule, the mechanism (dperm.privacy.mechanisms) and the same release
+record -- so `model.privacy` is the dict the local estimator's `privacy_` would be, and
+`model.localModel` is a fitted dperm estimator (for numpy and pandas rows).
+"""
+import json
+import warnings
+
+import numpy as np
+from pyspark.ml import Estimator, Model
+from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.ml.param.shared import (
+    HasFeaturesCol,
+    HasFitIntercept,
+    HasLabelCol,
+    HasMaxIter,
+    HasPredictionCol,
+    HasProbabilityCol,
+    HasRawPredictionCol,
+    HasTol,
+)
+from pyspark.ml.util import (
+    DefaultParamsReadable,
+    DefaultParamsReader,
+    DefaultParamsWritable,
+    MLReadable,
+    MLReader,
+    MLWritable,
+    MLWriter,
+)
+
+from dperm.data.design import WithInterceptColumn
+from dperm.data.spark_rows import SparkRows
+from dperm.data.validation import bound_rows
+from dperm.losses import get_loss
+from dperm.optim import erm
+from dperm.privacy.mechanisms import check_privacy_params, objective_perturbation, output_perturbation
+from dperm.sklearn import classifier as _clf
+from dperm.sklearn import regressor as _reg
+from dperm.sklearn._base import _warn_clipped, split_intercept
+
+__all__ = ["PrivateLinearClassifier", "PrivateLinearClassificationModel",
+           "PrivateLinearRegression", "PrivateLinearRegressionModel"]
+
+
+# ------------------------------------------------------------------ parameters
+def _to_optional_int(value):
+    return None if value is None else TypeConverters.toInt(value)
+
+
+def _to_optional_float(value):
+    return None if value is None else TypeConverters.toFloat(value)
+
+
+def _to_alpha(value):
+    if isinstance(value, str):
+        if value != "auto":
+            raise TypeError(f"alpha: 'auto' or a positive number, got {value!r}")
+        return value
+    return TypeConverters.toFloat(value)
+
+
+def _param(name, doc, conv):
+    return Param(Params._dummy(), name, doc, typeConverter=conv)
+
+
+#: Spark parameter -> the local estimator's parameter
+_COMMON = {"epsilon": "epsilon", "delta": "delta", "neighbouring": "neighbouring",
+           "nPublic": "n_public", "alpha": "alpha", "dataNorm": "data_norm",
+           "normPolicy": "norm_policy", "fitIntercept": "fit_intercept", "tol": "tol",
+           "maxIter": "max_iter", "randomState": "random_state", "solver": "solver", "h": "h"}
+
+
+class _PrivateParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasFitIntercept, HasMaxIter,
+                     HasTol):
+    """The parameters both estimators (and their models) share, named as in MLlib; each
+    is the local estimator's parameter of the same meaning (dperm.PrivateLinearClassifier)."""
+
+    epsilon = _param("epsilon", "privacy parameter epsilon > 0 of the released model",
+                     TypeConverters.toFloat)
+    delta = _param("delta", "0 (pure epsilon-DP) or in (0, 1): Gaussian noise for "
+                   "(epsilon, delta)-DP", TypeConverters.toFloat)
+    neighbouring = _param("neighbouring", "'replace_one' (n public) or 'add_remove' (then "
+                          "give nPublic)", TypeConverters.toString)
+    nPublic = _param("nPublic", "add_remove only: the public count normalising the objective",
+                     _to_optional_int)
+    alpha = _param("alpha", "regularization Lambda > 0, or 'auto' (a public rule)", _to_alpha)
+    dataNorm = _param("dataNorm", "public bound R on a row's Euclidean norm (longer rows are "
+                      "clipped or refused, per normPolicy)", TypeConverters.toFloat)
+    normPolicy = _param("normPolicy", "'clip' or 'error': rows over dataNorm",
+                        TypeConverters.toString)
+    randomState = _param("randomState", "None (fresh entropy, the default) or an int seed "
+                         "(reproducible, and then NOT private: for tests only)", _to_optional_int)
+    solver = _param("solver", "'auto', 'lbfgs' or 'newton'", TypeConverters.toString)
+    threadsPerTask = _param("threadsPerTask", "threads of the compiled pass in each Spark task "
+                            "(None: spark.task.cpus)", _to_optional_int)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(epsilon=1.0, delta=0.0, neighbouring="replace_one", nPublic=None,
+                         alpha="auto", dataNorm=1.0, normPolicy="clip", randomState=None,
+                         solver="auto", threadsPerTask=None, fitIntercept=True,
+                         maxIter=erm.DEFAULT_MAX_ITER, tol=erm.DEFAULT_TOL)
+
+    def _local_params(self):
+        """The local estimator's parameters (dperm.PrivateLinearClassifier / Regression)."""
+        out = {}
+        for name, local in {**_COMMON, **self._LOCAL}.items():
+            out[local] = self.getOrDefault(name)
+        return out
+
+
+def _accessors(cls):
+    """MLlib's getX / setX for every parameter of cls (and its bases)."""
+    for p in cls().params:
+        cap = p.name[0].upper() + p.name[1:]
+        if not hasattr(cls, "get" + cap):
+            setattr(cls, "get" + cap, lambda self, _n=p.name: self.getOrDefault(_n))
+        if not hasattr(cls, "set" + cap):
+            def setter(self, value, _n=p.name):
+                return self._set(**{_n: value})
+            setattr(cls, "set" + cap, setter)
+    return cls
+
+
+class _ClassifierParams(_PrivateParams, HasRawPredictionCol, HasProbabilityCol):
+    loss = _param("loss", "'logistic', 'huber' or 'smooth_hinge'", TypeConverters.toString)
+    perturbation = _param("perturbation", "'objective', 'output', 'amp' (delta > 0) or "
+                          "'none' (non-private)", TypeConverters.toString)
+    h = _param("h", "width of the Huber / smoothed-hinge transition", TypeConverters.toFloat)
+    classes = _param("classes", "the public label values [negative, positive] of labelCol",
+                     TypeConverters.toListFloat)
+    _LOCAL = {"loss": "loss", "perturbation": "perturbation", "classes": "classes"}
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(loss="logistic", perturbation="objective", h=0.5, classes=[0.0, 1.0])
+
+
+class _RegressionParams(_PrivateParams):
+    method = _param("method", "'auto', 'objective', 'output' or 'none' (non-private)",
+                    TypeConverters.toString)
+    h = _param("h", "width of the pseudo-Huber loss (None: labelBound)", _to_optional_float)
+    labelBound = _param("labelBound", "public bound B on |label| (beyond it, clipped)",
+                        TypeConverters.toFloat)
+    _LOCAL = {"method": "method", "labelBound": "label_bound"}
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(method="auto", h=None, labelBound=1.0)
+
+
+def _init(self, kwargs):
+    unknown = sorted(set(kwargs) - {p.name for p in self.params})
+    if unknown:
+        raise TypeError(f"{type(self).__name__}: unknown parameter(s) {unknown}; known: "
+                        f"{sorted(p.name for p in self.params)}")
+    self._set(**kwargs)
+
+
+# ------------------------------------------------------------------ the fits
+def _fit_classifier(local, rows):
+    """The binary branch of dperm.PrivateLinearClassifier.fit on rows whose labels (+-1)
+    are on the executors; sets local's fitted attributes."""
+    local._start_fit({}, "perturbation")
+    n = rows.shape[0]
+    if n < 2:
+        raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
+    delta, nb, n_norm = check_privacy_params(local.delta, local.neighbouring, local.n_public, n)
+    eps_fit = float(local.epsilon) if local.perturbation != "none" else float("inf")
+    lo = get_loss(local.loss)
+    R = float(local.data_norm)
+    X, clipped = bound_rows(rows, R, local.norm_policy, return_clipped=True)
+    Xa = WithInterceptColumn(X, R) if local.fit_intercept else X
+    alpha = local._resolve_alpha(int(n_norm), Xa.shape[1], lo, eps_fit, delta, nb, 2)
+    _warn_clipped(clipped, n, R)
+    common = dict(alpha=alpha, h=float(local.h), tol=local.tol, max_iter=local.max_iter,
+                  n_threads=local.n_threads, solver=local.solver)
+    rng = local._fit_generator()
+    if local.perturbation == "none":
+        res = erm.minimize(Xa, None, loss=lo.name, **common)
+        W = res.coef
+        record = {"mechanism": "none", "noise": None, "loss": lo.name, "neighbouring": nb,
+                  "epsilon": float("inf"), "delta": 0.0, "epsilon_prime": None, "extra_l2": 0.0,
+                  "beta": None, "sigma": None, "sigma_output": None, "grid": None,
+                  "alpha": alpha, "data_norm": R, "h": float(local.h), "n_samples": int(n_norm),
+                  "curvature": lo.curvature(local.h, R), "n_classes": 2}
+        diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
+                       "n_iter": int(res.n_iter)}
+    else:
+        mech = output_perturbation if local.perturbation == "output" else objective_perturbation
+        extra = {} if local.perturbation == "output" else {"perturbation": local.perturbation}
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="n_public: not given")
+            fit = mech(Xa, None, loss=lo.name, epsilon=eps_fit, data_norm=R, norm_policy="clip",
+                       n_draws=1, random_state=rng, delta=delta, neighbouring=nb,
+                       n_public=n_norm if nb == "add_remove" else None, **extra, **common)
+        W = fit.coef[0]
+        record = fit.record()
+        diagnostics = fit.diagnostics()
+    record["n_classes"] = 2
+    record["multiclass"] = None
+    record["epsilon_total"] = float(local.epsilon) if local.perturbation != "none" else float("inf")
+    record["delta_total"] = delta if local.perturbation != "none" else 0.0
+    diagnostics["rows_clipped"] = int(clipped)
+    W = np.asarray(W, dtype=np.float64).reshape(-1, Xa.shape[1])
+    coef, intercept = split_intercept(W, R) if local.fit_intercept else (W, np.zeros(1))
+    local.classes_ = np.asarray(local.classes, dtype=np.float64)
+    local.coef_ = np.asarray(coef, dtype=np.float64).reshape(1, X.shape[1])
+    local.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(-1)
+    local._set_fitted(X.shape[1], None, alpha, record, diagnostics)
+    return local
+
+
+def _fit_regression(local, rows):
+    """dperm.PrivateLinearRegression.fit (objective, output or none) on rows whose targets
+    (clipped to label_bound) are on the executors; sets local's fitted attributes."""
+    local._start_fit({}, "method")
+    n = rows.shape[0]
+    if n < 2:
+        raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
+    B = float(local.label_bound)
+    h = local._h()
+    delta, nb, n_norm = check_privacy_params(local.delta, local.neighbouring, local.n_public, n,
+                                             warn=False)
+    R = float(local.data_norm)
+    X, clipped = bound_rows(rows, R, local.norm_policy, return_clipped=True)
+    Xa = WithInterceptColumn(X, R) if local.fit_intercept else X
+    d = Xa.shape[1]
+    method = _reg.resolve_method(local.method, n=int(n_norm), d=d, epsilon=float(local.epsilon),
+                                 delta=delta)
+    if method == "adassp":
+        raise ValueError("method='adassp' is not available on Spark yet; use 'objective' (the "
+                         "default rule's choice) or 'output'")
+    if method != "none":
+        check_privacy_params(local.delta, local.neighbouring, local.n_public, n)
+    eps = float(local.epsilon) if method != "none" else float("inf")
+    alpha = local._resolve_alpha(int(n_norm), d, method, eps, delta, nb, h)
+    _warn_clipped(clipped, n, R)
+    _reg._warn_labels_clipped(rows.labels_clipped, n, B)
+    common = dict(alpha=alpha, h=h, tol=local.tol, max_iter=local.max_iter,
+                  n_threads=local.n_threads, solver=local.solver)
+    lo = get_loss(_reg.LOSS)
+    if method == "none":
+        res = erm.minimize(Xa, None, loss=_reg.LOSS, **common)
+        W = res.coef
+        record = {"mechanism": "none", "noise": None, "loss": _reg.LOSS, "neighbouring": nb,
+                  "epsilon": float("inf"), "delta": 0.0, "epsilon_prime": None,
+                  "extra_l2": 0.0, "beta": None, "sigma": None, "sigma_output": None,
+                  "grid": None, "alpha": alpha, "data_norm": R, "h": h,
+                  "n_samples": int(n_norm), "curvature": lo.curvature(h, R)}
+        diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
+                       "n_iter": int(res.n_iter)}
+    else:
+        mech = output_perturbation if method == "output" else objective_perturbation
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="n_public: not given")
+            fit = mech(Xa, None, loss=_reg.LOSS, epsilon=eps, data_norm=R, norm_policy="clip",
+                       n_draws=1, random_state=local._fit_generator(), delta=delta,
+                       neighbouring=nb, n_public=n_norm if nb == "add_remove" else None,
+                       **common)
+        W = fit.coef[0]
+        record = fit.record()
+        record.pop("n_classes", None)
+        diagnostics = fit.diagnostics()
+    record.update(method=method, task="regression", label_bound=B,
+                  gradient_bound=lo.gradient_bound(R, h), epsilon_total=eps,
+                  delta_total=delta if method != "none" else 0.0)
+    diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(rows.labels_clipped))
+    W = np.asarray(W, dtype=np.float64).reshape(-1)
+    coef, intercept = split_intercept(W, R) if local.fit_intercept else (W, 0.0)
+    local.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1)
+    local.intercept_ = float(intercept)
+    local._set_fitted(X.shape[1], None, alpha, record, diagnostics)
+    return local
+
+
+class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
+    def _fit(self, dataset):
+        local = self._local_class(**self._local_params())
+        local._check_params()
+        # the fit's clipping onto dataNorm is counted (or refused) as the rows are read
+        rows = SparkRows(dataset, self.getFeaturesCol(), self.getLabelCol(), **self._rows_kw(),
+                         n_threads=self.getOrDefault("threadsPerTask"),
+                         bound=(local.data_norm, local.norm_policy))
+        try:
+            self._fit_local(local, rows)
+        finally:
+            rows.close()
+        model = self._model_class(local)
+        self._copyValues(model)
+        return model
+
+
+@_accessors
+class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
+    """Differentially private binary linear classifier on a Spark DataFrame: the
+    mechanisms of dperm.PrivateLinearClassifier (objective or output perturbation,
+    pure epsilon or (epsilon, delta); AMP; "none" for the non-private baseline) with the
+    passes over the rows on the executors.
+
+    featuresCol: a vector (VectorAssembler's) or array column with ||x|| <= dataNorm;
+    labelCol: one of the two public values in `classes` (default [0.0, 1.0], MLlib's
+    convention; classes[1] is the positive class).  The model adds predictionCol (a
+    value of `classes`), rawPredictionCol ([-score, score]) and, for the logistic loss,
+    probabilityCol.  An int randomState makes the fit reproducible and voids the
+    guarantee (tests and experiments only).
+    """
+
+    _local_class = _clf.PrivateLinearClassifier
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        _init(self, kwargs)
+
+    def _rows_kw(self):
+        return {"task": "binary", "classes": tuple(self.getOrDefault("classes"))}
+
+    def _fit_local(self, local, rows):
+        return _fit_classifier(local, rows)
+
+    @property
+    def _model_class(self):
+        return PrivateLinearClassificationModel
+
+
+@_accessors
+class PrivateLinearRegression(_PrivateEstimator, _RegressionParams):
+    """Differentially private linear regression (the pseudo-Huber loss of
+    dperm.PrivateLinearRegression) on a Spark DataFrame: objective or output
+    perturbation (method "auto" picks objective), the passes on the executors.
+
+    featuresCol: rows with ||x|| <= dataNorm; labelCol: real targets, clipped to
+    [-labelBound, labelBound].  The model adds predictionCol (f.x + b)."""
+
+    _local_class = _reg.PrivateLinearRegression
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        _init(self, kwargs)
+
+    def _rows_kw(self):
+        return {"task": "regression", "label_bound": self.getOrDefault("labelBound")}
+
+    def _fit_local(self, local, rows):
+        return _fit_regression(local, rows)
+
+    @property
+    def _model_class(self):
+        return PrivateLinearRegressionModel
+
+
+# ------------------------------------------------------------------ the models
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (np.bool_, bool)):
+        return bool(v)
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        return float(v)
+    return v
+
+
+class _PrivateModel(Model, MLWritable, MLReadable):
+    """A fitted model: the local dperm estimator (`localModel`) and its Spark transform."""
+
+    def __init__(self, local=None):
+        super().__init__()
+        self._local = local
+
+    @property
+    def localModel(self):
+        """The fitted dperm estimator (dperm.PrivateLinearClassifier / Regression): the
+        same coefficients, for numpy and pandas rows."""
+        return self._local
+
+    @property
+    def privacy(self):
+        """The release record: the local estimator's privacy_ (public values only)."""
+        return dict(self._local.privacy_)
+
+    @property
+    def numFeatures(self):
+        return int(self._local.n_features_in_)
+
+    def _coef(self):
+        return np.asarray(self._local.coef_, dtype=np.float64).reshape(-1)
+
+    def _intercept(self):
+        return float(np.asarray(self._local.intercept_).reshape(-1)[0])
+
+    @property
+    def coefficients(self):
+        from pyspark.ml.linalg import DenseVector
+
+        return DenseVector(self._coef())
+
+    @property
+    def intercept(self):
+        return self._intercept()
+
+    def _score(self, dataset):
+        """f.x' + b for each row, x' = x clipped onto the ball of radius dataNorm (the
+        public map the training rows went through), in Spark SQL."""
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        col = self.getFeaturesCol()
+        if col not in dataset.schema.names:
+            raise ValueError(f"featuresCol: the DataFrame has no column {col!r}")
+        ft = dataset.schema[col].dataType
+        if type(ft).__name__ == "VectorUDT":
+            from pyspark.ml.functions import vector_to_array
+
+            x = vector_to_array(F.col(col), "float64")
+        elif isinstance(ft, T.ArrayType) and isinstance(ft.elementType, T.NumericType):
+            x = F.col(col).cast("array<double>")
+        else:
+            raise TypeError(f"featuresCol: column {col!r} has type {ft.simpleString()}; "
+                            "expected a vector or an array of numbers")
+        coef = self._coef()
+        d = coef.size
+        R = float(self.getOrDefault("dataNorm"))
+        w = F.array(*[F.lit(float(c)) for c in coef])
+        dot = F.aggregate(F.zip_with(x, w, lambda a, b: a * b), F.lit(0.0),
+                          lambda acc, v: acc + v)
+        norm = F.sqrt(F.aggregate(x, F.lit(0.0), lambda acc, v: acc + v * v))
+        # bound_rows' factor: R / ||x|| shrunk by 2^-40 for rows over the bound
+        factor = F.when(norm > R, F.lit(R) / norm * F.lit(1.0 - 2.0**-40)).otherwise(F.lit(1.0))
+        score = dot * factor + F.lit(self._intercept())
+        return F.when(F.size(x) == d, score).otherwise(F.raise_error(F.lit(
+            f"featuresCol: a row does not have {d} features (the model's)")))
+
+    def write(self):
+        return _ModelWriter(self)
+
+    @classmethod
+    def read(cls):
+        return _ModelReader(cls)
+
+
+@_accessors
+class PrivateLinearClassificationModel(_PrivateModel, _ClassifierParams):
+    """A fitted PrivateLinearClassifier: transform() adds predictionCol (a value of
+    `classes`), rawPredictionCol and, for the logistic loss, probabilityCol."""
+
+    _local_class = _clf.PrivateLinearClassifier
+
+    @property
+    def numClasses(self):
+        return 2
+
+    def _transform(self, dataset):
+        from pyspark.ml.functions import array_to_vector
+        from pyspark.sql import functions as F
+
+        score = self._score(dataset)
+        classes = [float(c) for c in self._local.classes_]
+        out = dataset.withColumn("__dperm_score", score)
+        s = F.col("__dperm_score")
+        if self.getRawPredictionCol():
+            out = out.withColumn(self.getRawPredictionCol(), array_to_vector(F.array(-s, s)))
+        if self.getProbabilityCol() and self._local.loss == "logistic":
+            p = F.when(s >= 0, 1.0 / (1.0 + F.exp(-s))).otherwise(F.exp(s) / (1.0 + F.exp(s)))
+            out = out.withColumn(self.getProbabilityCol(), array_to_vector(F.array(1.0 - p, p)))
+        if self.getPredictionCol():
+            out = out.withColumn(self.getPredictionCol(),
+                                 F.when(s > 0, F.lit(classes[1])).otherwise(F.lit(classes[0])))
+        return out.drop("__dperm_score")
+
+
+@_accessors
+class PrivateLinearRegressionModel(_PrivateModel, _RegressionParams):
+    """A fitted PrivateLinearRegression: transform() adds predictionCol, f.x + b (rows
+    longer than dataNorm first shrunk onto the ball, as in training)."""
+
+    _local_class = _reg.PrivateLinearRegression
+
+    def _transform(self, dataset):
+        if not self.getPredictionCol():
+            return dataset
+        return dataset.withColumn(self.getPredictionCol(), self._score(dataset))
+
+
+# ------------------------------------------------------------------ persistence
+#: parameters never written to a model file: a seed is not a public part of a release
+_NOT_SAVED = ("randomState",)
+
+
+class _ModelWriter(MLWriter):
+    """Spark's model layout (path/metadata, JSON) holding the parameters (not the seed),
+    the coefficients, the intercept and the release record -- public values only (the
+    analyst's fit diagnostics are not written)."""
+
+    def __init__(self, instance):
+        super().__init__()
+        self.instance = instance
+
+    def saveImpl(self, path):
+        m = self.instance
+        local = m._local
+        params = {p.name: _jsonable(m.getOrDefault(p)) for p in m.params
+                  if m.isDefined(p) and p.name not in _NOT_SAVED}
+        extra = {"format": "dperm.spark/1", "coefficients": m._coef().tolist(),
+                 "intercept": m._intercept(), "numFeatures": m.numFeatures,
+                 "alpha": _jsonable(local.alpha_), "privacy": _jsonable(local.privacy_)}
+        if hasattr(local, "classes_"):
+            extra["classes"] = [float(c) for c in local.classes_]
+        # Spark's metadata layout (DefaultParamsReader reads it) without the time of saving
+        meta = {"class": f"{type(m).__module__}.{type(m).__name__}",
+                "sparkVersion": self.sparkSession.version, "uid": m.uid, "paramMap": params,
+                "defaultParamMap": {}, **extra}
+        text = json.dumps(meta, separators=(",", ":"))
+        self.sparkSession.createDataFrame([(text,)], schema=["value"]).coalesce(1).write.text(
+            path + "/metadata")
+
+
+class _ModelReader(MLReader):
+    def __init__(self, cls):
+        super().__init__()
+        self.cls = cls
+
+    def load(self, path):
+        meta = DefaultParamsReader.loadMetadata(path, self.sc)
+        if meta.get("format") != "dperm.spark/1":
+            raise ValueError(f"path: {path!r} is not a dperm.spark model (format "
+                             f"{meta.get('format')!r})")
+        model = self.cls()
+        for name, value in meta["paramMap"].items():
+            model._set(**{name: value})
+        local = self.cls._local_class(**model._local_params())
+        coef = np.asarray(meta["coefficients"], dtype=np.float64)
+        if "classes" in meta:
+            local.classes_ = np.asarray(meta["classes"], dtype=np.float64)
+            local.coef_ = coef.reshape(1, -1)
+            local.intercept_ = np.array([float(meta["intercept"])])
+        else:
+            local.coef_ = coef
+            local.intercept_ = float(meta["intercept"])
+        local.n_features_in_ = int(meta["numFeatures"])
+        local.alpha_ = meta["alpha"]
+        local.privacy_ = meta["privacy"]
+        model._local = local
+        return model
