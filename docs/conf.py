@@ -56,7 +56,9 @@ myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 4
 # The Markdown pages were written for GitHub: their links to files of the repository
 # (tests/..., dperm/..., ../BENCHMARKS.md) are not pages of this site.
-suppress_warnings = ["myst.xref_missing", "myst.header"]
+# "ref.python": an attribute named in two classes (``privacy_``) is ambiguous to the
+# Python domain when numpydoc links a class's Attributes entries.
+suppress_warnings = ["myst.xref_missing", "myst.header", "ref.python"]
 
 # --- sphinx-gallery: every example runs at build time and its figures are kept
 sphinx_gallery_conf = {
@@ -104,7 +106,7 @@ def _module_page(name):
     lines = [title, "=" * len(title), "",
              f"The module's public names (``dperm.{name}.__all__``; the code lives in "
              f"``{module.__name__}``).", "",
-             f".. automodule:: dperm.{name}", "   :members:", "   :imported-members:"]
+             f".. automodule:: {module.__name__}", "   :members:", "   :imported-members:"]
     if constants:
         lines.append(f"   :exclude-members: {', '.join(constants)}")
     lines.append("")
@@ -122,7 +124,7 @@ def _module_page(name):
             text = repr(value)
             if len(text) > 160:
                 text = text[:150] + " ..."
-            lines += [f".. py:data:: {const}", f"   :module: dperm.{name}",
+            lines += [f".. py:data:: {const}", f"   :module: {module.__name__}",
                       f"   :type: {type(value).__name__}", ""]
             if comments.get(const):
                 lines += [f"   {comments[const].strip()}", ""]

@@ -250,11 +250,7 @@ def model_to_dict(model: Any) -> dict:
 
 
 def save_model(model: Any, path: str | os.PathLike) -> None:
-    """Write a fitted model to `path` as a dperm model file (JSON), atomically.
-
-    model : a fitted PrivateLinearClassifier or PrivateLinearRegression, or a Pipeline of
-        a fitted PublicBoundsTransformer (e.g. ``PublicBoundsTransformer.from_schema``)
-        and one of them.  The transformer's data_norm may not exceed the estimator's.
+    """Write a fitted model to ``path`` as a dperm model file (JSON), atomically.
 
     The file holds only what may be published: the noisy coefficients, the public
     schema, the estimator's public parameters and its release record (``privacy_``), and
@@ -264,6 +260,37 @@ def save_model(model: Any, path: str | os.PathLike) -> None:
     a model without a schema, format version 4), and :func:`load_model` gives back a
     model that predicts as ``dperm predict`` does.  The file is written to a temporary
     file in the same folder and renamed into place: a failure leaves no partial file.
+
+    Parameters
+    ----------
+    model : PrivateLinearClassifier, PrivateLinearRegression or Pipeline
+        A fitted estimator, or a Pipeline of a fitted PublicBoundsTransformer (e.g.
+        ``PublicBoundsTransformer.from_schema``) and one of them.  The transformer's
+        data_norm may not exceed the estimator's.
+    path : str or os.PathLike
+        The file to write (replaced atomically if it exists).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 3))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)      # rows of norm 1 (public)
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> clf = dperm.PrivateLinearClassifier(epsilon=1.0, classes=[-1, 1]).fit(X, y)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "model.json")
+    ...     dperm.save_model(clf, path)                    # the publishable form
+    ...     loaded = dperm.load_model(path)
+    ...     same = np.array_equal(loaded.predict(X), clf.predict(X))
+    >>> same
+    True
     """
     from dperm._files import atomic_write_text
 
@@ -535,8 +562,41 @@ class LoadedModel:
 
 
 def load_model(path: str | os.PathLike) -> LoadedModel:
-    """Read a model file written by ``dperm fit`` or :func:`save_model` (format versions
-    1 to 4): a :class:`LoadedModel` that predicts exactly as ``dperm predict`` does.
-    Categories and classes keep the types the file holds.  ModelFormatError (a
-    ValueError) names the file and what is wrong with it."""
+    """Read a model file written by ``dperm fit`` or :func:`save_model` (format versions 1 to 4).
+
+    Categories and classes keep the types the file holds.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file.
+
+    Returns
+    -------
+    LoadedModel
+        A model that predicts exactly as ``dperm predict`` does.
+
+    Raises
+    ------
+    ModelFormatError
+        A ValueError naming the file and what is wrong with it.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 3))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)      # rows of norm 1 (public)
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> clf = dperm.PrivateLinearClassifier(epsilon=1.0, classes=[-1, 1]).fit(X, y)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "model.json")
+    ...     dperm.save_model(clf, path)                    # the publishable form
+    ...     loaded = dperm.load_model(path)
+    ...     same = np.array_equal(loaded.predict(X), clf.predict(X))
+    >>> same
+    True
+    """
     return LoadedModel(read_model(path, categories_as_text=False))

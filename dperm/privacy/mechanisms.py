@@ -9,7 +9,7 @@ result.  The derivations are in docs/privacy_analysis.md.
 Rows satisfy ||x_i|| <= R (`data_norm`, public).  The loss gradient bound is L = l R
 and the curvature bound c R^2, both declared by the loss (dperm.losses.Loss.gradient_bound
 and .curvature: l = 1 for the margin losses, l = h for the pseudo-Huber regression loss,
-whose c is 1).  With q = c R^2 / (n Lambda):
+whose c is 1).  With q = c R^2 / (n Lambda)::
 
     pure output perturbation:     beta = eps / sens, sens = 2L/(n Lambda) (replace_one)
                                   or L/(n Lambda) (add_remove)
@@ -18,7 +18,7 @@ whose c is 1).  With q = c R^2 / (n Lambda):
                                   Delta branch if eps' <= 0;  beta = eps' / (2L) or eps' / L.
 
 A regression loss (loss="pseudo_huber") takes real labels y; its guarantee needs no
-bound on them (|rho'| <= h whatever the residual), docs/privacy_analysis.md, section 12.
+bound on them (abs(rho') <= h whatever the residual), docs/privacy_analysis.md, section 12.
 
 Neighbouring relations.  "replace_one" (the paper's, docs/specification.md): n is public.  "add_remove"
 (the relation DP-SGD libraries use): the data set's size is itself private, so the mean
@@ -77,26 +77,51 @@ GRID_BITS = 20
 class PrivateFit:
     """Result of a private mechanism.
 
-    Releasable (a function of public inputs and the noisy model only): `coef` and the
-    public constants, the fields of `record()`.
+    Releasable (a function of public inputs and the noisy model only): ``coef`` and the
+    public constants, the fields of ``record()``.
 
-    NOT releasable, for the analyst who holds the data: `grad_norm`, `converged` and
-    `n_iter` describe the solve on the private data (for output perturbation, the
+    NOT releasable, for the analyst who holds the data: ``grad_norm``, ``converged`` and
+    ``n_iter`` describe the solve on the private data (for output perturbation, the
     noise-free minimizer itself) and differ between neighbouring data sets;
-    `diagnostics()` gathers them.  They are left out of the repr so that printing a
+    ``diagnostics()`` gathers them.  They are left out of the repr so that printing a
     result does not show them.
 
-    coef : (len(alpha), n_draws, d), or (n_draws, d) when alpha was a scalar; with
+    Parameters
+    ----------
+    mechanism : str
+        ``"objective"``, ``"output"`` or ``"amp"``.
+    loss : str
+        The loss's name.
+    epsilon : float
+        The epsilon of each released coefficient vector.
+    data_norm : float
+        R, the public row-norm bound.
+    h : float
+        The loss's width.
+    n_samples : int
+        The public normalisation count n.
+    curvature : float
+        The curvature bound used (c R^2).
+    alpha, epsilon_prime, extra_l2, beta : ndarray of shape (len(alpha),) or float
+        Lambda, the epsilon left for the noise after the log-det term, the paper's extra
+        regulariser Delta (mean units), the Laplace rate beta (pure; else nan).
+    coef : ndarray
+        (len(alpha), n_draws, d), or (n_draws, d) when alpha was a scalar; with
         loss="multinomial" a (K, d) matrix per fit: (len(alpha), n_draws, K, d).
-    epsilon, delta : the (epsilon, delta) of each released coefficient vector
-        (delta = 0: pure epsilon-DP).
-    alpha, epsilon_prime, extra_l2, beta, sigma, sigma_output, grid : (len(alpha),) or
-        scalars: Lambda, the epsilon left for the noise after the log-det term,
-        the paper's extra regulariser Delta (mean units), the Laplace rate beta
-        (pure; else nan), the Gaussian scale sigma (objective noise, SUM units; output
-        perturbation: coefficient units; else nan), AMP's output-noise sigma
-        (coefficient units; else nan), and the public grid of the released values.
-    grad_norm, converged, n_iter : per fit, shaped like coef[..., 0] (or [..., 0, 0]).
+    grad_norm, converged, n_iter : ndarray
+        Per fit, shaped like coef[..., 0] (or [..., 0, 0]).  NOT releasable.
+    delta : float, default 0.0
+        The delta of each released vector (0: pure epsilon-DP).
+    neighbouring : str, default "replace_one"
+        The neighbouring relation.
+    noise : str, default "l2_laplace"
+        The noise distribution.
+    sigma, sigma_output, grid : ndarray or float, default nan
+        The Gaussian scale sigma (objective noise, SUM units; output perturbation:
+        coefficient units; else nan), AMP's output-noise sigma (coefficient units; else
+        nan), and the public grid of the released values.
+    n_classes : int, default 2
+        K.
     """
 
     mechanism: str
@@ -127,13 +152,23 @@ class PrivateFit:
         return a.item() if a.ndim == 0 else a.reshape(-1)[i] if a.ndim == 1 else a[i, j]
 
     def record(self, i=0, j=0):
-        """The releasable privacy record of fit (alpha index i, draw j): a
-        dperm.privacy.record.ReleaseRecord (layout "mechanism"), public values only.
+        """The releasable privacy record of fit (alpha index i, draw j): public values only.
 
         Keys: mechanism, noise, loss, neighbouring, epsilon, delta, epsilon_prime,
         extra_l2, beta, sigma, sigma_output, grid, alpha, data_norm, h, n_samples (the
         public normalisation count), curvature, n_classes.  Values that do not apply to
         the mechanism are None.
+
+        Parameters
+        ----------
+        i : int, default 0
+            Index into ``alpha``.
+        j : int, default 0
+            Index of the noise draw.
+
+        Returns
+        -------
+        dict
         """
         from dperm.privacy.record import ReleaseRecord
 
@@ -151,7 +186,20 @@ class PrivateFit:
             curvature=self.curvature, n_classes=int(self.n_classes))
 
     def diagnostics(self, i=0, j=0):
-        """Solver diagnostics of fit (i, j): data-dependent, for the analyst's eyes only."""
+        """Solver diagnostics of fit (i, j): data-dependent, for the analyst's eyes only.
+
+        Parameters
+        ----------
+        i : int, default 0
+            Index into ``alpha``.
+        j : int, default 0
+            Index of the noise draw.
+
+        Returns
+        -------
+        dict
+            ``grad_norm``, ``converged``, ``n_iter``.  NOT releasable.
+        """
         return {"grad_norm": float(self._pick(self.grad_norm, i, j)),
                 "converged": bool(self._pick(self.converged, i, j)),
                 "n_iter": int(self._pick(self.n_iter, i, j))}
@@ -160,9 +208,30 @@ class PrivateFit:
 # ----------------------------------------------------------------------------- constants
 def output_perturbation_constants(n, alpha, epsilon, gradient_bound=1.0,
                                   neighbouring="replace_one"):
-    """beta of Algorithm 1: the L2 sensitivity of the minimizer is 2L/(n Lambda)
-    (replace_one) or L/(n Lambda) (add_remove, n the public normalisation), L the bound
-    on one row's gradient (Loss.gradient_bound: R for the margin losses)."""
+    """beta of Algorithm 1.
+
+    The L2 sensitivity of the minimizer is 2L/(n Lambda) (replace_one) or L/(n Lambda)
+    (add_remove, n the public normalisation), L the bound on one row's gradient
+    (Loss.gradient_bound: R for the margin losses).
+
+    Parameters
+    ----------
+    n : float
+        The public normalisation count.
+    alpha : float or array_like
+        Lambda > 0.
+    epsilon : float
+        > 0.
+    gradient_bound : float, default 1.0
+        L.
+    neighbouring : {"replace_one", "add_remove"}, default "replace_one"
+        The neighbouring relation.
+
+    Returns
+    -------
+    float or ndarray
+        beta = epsilon / sensitivity, of alpha's shape.
+    """
     alpha = np.asarray(alpha, dtype=np.float64)
     return n * alpha * epsilon / (sensitivity_factor(neighbouring) * gradient_bound)
 
@@ -171,11 +240,30 @@ def objective_perturbation_constants(n, alpha, epsilon, curvature, gradient_boun
                                      neighbouring="replace_one"):
     """(epsilon_prime, Delta, beta) of Algorithm 2 for each alpha.
 
-    `curvature` is the bound on phi'' ||x||^2 for rows of norm <= R, i.e. c R^2
-    (Loss.curvature(h, data_norm) gives it); `gradient_bound` L the bound on one row's
-    gradient (Loss.gradient_bound(data_norm, h): R for the margin losses, h R for the
-    pseudo-Huber loss).  replace_one: the Jacobian ratio is at most (1 + q)^2 and the
-    noise moves by <= 2L; add_remove: (1 + q) and L.
+    replace_one: the Jacobian ratio is at most (1 + q)^2 and the noise moves by <= 2L;
+    add_remove: (1 + q) and L (q = curvature / (n Lambda)).
+
+    Parameters
+    ----------
+    n : float
+        The public normalisation count.
+    alpha : float or array_like
+        Lambda > 0.
+    epsilon : float
+        > 0.
+    curvature : float
+        The bound on phi'' ||x||^2 for rows of norm <= R, i.e. c R^2
+        (``Loss.curvature(h, data_norm)`` gives it).
+    gradient_bound : float, default 1.0
+        L, the bound on one row's gradient (``Loss.gradient_bound(data_norm, h)``: R for the
+        margin losses, h R for the pseudo-Huber loss).
+    neighbouring : {"replace_one", "add_remove"}, default "replace_one"
+        The neighbouring relation.
+
+    Returns
+    -------
+    epsilon_prime, extra_l2, beta : ndarray
+        Each of alpha's shape.
     """
     alpha = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
     q = curvature / (n * alpha)
@@ -197,10 +285,32 @@ def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_s
     # (margin losses: the gradient bound is data_norm)
     """The noise step of Algorithm 1, for exact minimizers already computed.
 
-    minimizers: (len(alpha), d) non-private solutions on n rows of norm <= data_norm.
-    Returns (beta (len(alpha),), coef (len(alpha), n_draws, d)).  Experiments that
-    need the non-private solution anyway use this to avoid solving twice.  (The
-    continuous noise of the paper, not rounded to a grid: output_perturbation rounds.)
+    Experiments that need the non-private solution anyway use this to avoid solving twice.
+    (The continuous noise of the paper, not rounded to a grid: output_perturbation rounds.)
+
+    Parameters
+    ----------
+    minimizers : ndarray of shape (len(alpha), d)
+        Non-private solutions on n rows of norm <= data_norm.
+    n : int
+        The public normalisation count.
+    alpha : float or sequence of float
+        Lambda of each minimiser.
+    epsilon : float
+        > 0.
+    data_norm : float
+        R.
+    n_draws : int
+        Noise draws per minimiser.
+    random_state : None, int or numpy.random.Generator, optional
+        The source of the noise (a seed voids the guarantee).
+    neighbouring : {"replace_one", "add_remove"}, default "replace_one"
+        The neighbouring relation.
+
+    Returns
+    -------
+    beta : ndarray of shape (len(alpha),)
+    coef : ndarray of shape (len(alpha), n_draws, d)
     """
     minimizers = np.atleast_2d(np.asarray(minimizers, dtype=np.float64))
     alpha = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
@@ -212,17 +322,25 @@ def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_s
 
 # ----------------------------------------------------------------------------- inputs
 def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
-    """(delta, neighbouring, n used for normalisation): validated, with a
-    PrivacyLeakWarning when add_remove has to read the count from the data.
+    """(delta, neighbouring, n used for normalisation), validated.
 
-    n_public, a public count, normalises the objective when given.  Under add_remove it
-    is what makes the size of the data private.  Under replace_one it is optional: the
-    size of a data set of public size that a rule depending on the data (rows with a
-    missing value dropped) filtered down to the n rows given; the replace-one constants
-    at the fixed count n_public then cover a row replaced, and also a row the filter
-    removes or lets through (an add/remove neighbour of the filtered rows: its
-    sensitivity, L and (1 + q), is below replace-one's 2L and (1 + q)^2;
-    docs/privacy_analysis.md, "Rows dropped for missing values")."""
+    Parameters
+    ----------
+    delta : float
+        0 or in (0, 1).
+    neighbouring : {"replace_one", "add_remove"}
+        The neighbouring relation.
+    n_public : int or None
+        add_remove: the public count; None reads ``n`` (with a PrivacyLeakWarning).
+    n : int
+        The row count of the data.
+    warn : bool, default True
+        Whether to warn when add_remove has to read the count from the data.
+
+    Returns
+    -------
+    delta, neighbouring, n_norm : tuple
+    """
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) \
             or not (0.0 <= float(delta) < 1.0):
         raise ValueError(f"delta: must be a number in [0, 1) (0 for pure epsilon-DP), got {delta!r}")
@@ -249,18 +367,26 @@ def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
 
 
 def privacy_events(record, n_fits=1):
-    """The dperm.privacy.accountant events of `n_fits` releases described by `record` (a
-    dperm.privacy.record.ReleaseRecord, e.g. PrivateFit.record() or an estimator's
-    release_record_, or its serialised dict privacy_: public values only), for a
-    BudgetAccountant.  The estimators' planned events (checked before the data are
-    read) come from the record of the fit they will make.
+    """The accountant events of ``n_fits`` releases described by ``record``, for a BudgetAccountant.
 
     Pure epsilon: PureEvent.  Gaussian objective perturbation: an
-    ObjectiveGaussianEvent with its RDP curve (dperm.privacy.calibration.objective_gaussian_rdp).
+    ObjectiveGaussianEvent with its RDP curve (dperm.calibration.objective_gaussian_rdp).
     AdaSSP (dperm.privacy.adassp): its event, the Gaussian RDP curve of its noise multiplier.
     Gaussian output perturbation and AMP: ApproxEvents with their stated (epsilon,
     delta) (the output noise's grid term depends on d, which a record does not hold;
     AMP's chain has no RDP form), composed by the accountant's basic / PLD bounds.
+
+    Parameters
+    ----------
+    record : dict
+        A ``PrivateFit.record()`` (or an estimator's ``privacy_``): public values only.
+    n_fits : int, default 1
+        How many releases the record describes.
+
+    Returns
+    -------
+    list
+        One event per release.
     """
     from dperm.privacy import accountant, calibration
 
@@ -434,13 +560,89 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
 
     delta = 0: ||b|| ~ Gamma(d, 1/beta), beta = eps / sens (sens = 2R/(n Lambda) for
     replace_one, R/(n Lambda) for add_remove), the result rounded to the public grid.
-    delta > 0: b ~ N(0, sigma^2 I) sampled exactly on the grid (dperm.privacy.exact_noise), sigma
+    delta > 0: b ~ N(0, sigma^2 I) sampled exactly on the grid (dperm.exact_noise), sigma
     the analytic Gaussian scale (Balle & Wang 2018) for sens + sqrt(d) g.
     Multinomial: the Frobenius sensitivity is sqrt(2) times larger.
-    {parameters}
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        Rows with ||x_i|| <= ``data_norm`` (clipped or refused per ``norm_policy``): dense,
+        CSR, float32/float64, a memory map, or (binary losses) a Dask array.
+    y : array_like of shape (n,)
+        Labels in {-1, +1}; with ``loss="multinomial"``, class indices 0..n_classes-1;
+        real, finite targets with ``loss="pseudo_huber"``.
+    loss : {"logistic", "huber", "smooth_hinge", "multinomial", "pseudo_huber"}, default "logistic"
+        The loss. ``"multinomial"``: softmax over ``n_classes`` classes, coefficients (K, d)
+        per fit; ``"pseudo_huber"``: the regression loss (gradient bound h R, curvature R^2;
+        local rows only).
+    alpha : float or sequence of float
+        Lambda > 0 (mean units), a scalar or a sequence (one fit per value, solved as one
+        batch).
+    epsilon : float
+        > 0; each released coefficient vector is (epsilon, delta)-DP.
+    delta : float, default 0.0
+        0 (the paper's pure epsilon-DP mechanism, Laplace-type noise) or in (0, 1): Gaussian
+        noise calibrated by :mod:`dperm.calibration` (the tight analysis of
+        docs/privacy_analysis.md).  ``loss="multinomial"`` needs delta > 0.
+    neighbouring : {"replace_one", "add_remove"}, default "replace_one"
+        One row replaced (n public) or one row added or removed.
+    n_public : int, optional
+        add_remove only: the public count that normalises the objective (without it the row
+        count is read, with a PrivacyLeakWarning).
+    n_classes : int, optional
+        ``loss="multinomial"`` only: the public number of classes K >= 3 (two classes: a
+        binary loss).
+    h : float, default 0.5
+        Huber / smoothed-hinge / pseudo-Huber width.
+    data_norm : float, default 1.0
+        R, the PUBLIC bound on every row's L2 norm (same units as X).
+    norm_policy : {"clip", "error"}, default "clip"
+        A row above ``data_norm``: scaled onto the sphere of radius R (a ClippingWarning
+        gives the count, for the analyst) or refused with a ValueError.
+    n_draws : int, default 1
+        Independent noise draws per alpha (each one a separate release).
+    random_state : None, int or numpy.random.Generator, default None
+        None draws fresh OS entropy.  An int seed makes the run reproducible and voids the
+        guarantee (PrivacyLeakWarning): for experiments and tests only.
+    tol, max_iter, n_threads : optional
+        Passed to :func:`dperm.erm.minimize` (gradient-norm tolerance, iteration cap,
+        threads).
+    solver : {"auto", "lbfgs", "newton"}, default "auto"
+        Every solver meets the same gradient-norm tolerance.
+
     Returns
     -------
-    PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).
+    PrivateFit
+        ``coef`` of shape (len(alpha), n_draws, d), or (n_draws, d) for a scalar alpha
+        ((..., K, d) for the multinomial loss), and the public constants.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range (naming it), a row above ``data_norm`` with
+        ``norm_policy="error"``, or labels outside the loss's label set.
+
+    Warns
+    -----
+    ConvergenceWarning
+        A fit missed the gradient-norm tolerance (the proof assumes the exact minimiser).
+    PrivacyLeakWarning
+        A fixed seed, or add_remove without ``n_public``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 4))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)       # rows of norm 1 (the public R)
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> fit = dperm.output_perturbation(X, y, alpha=[1e-3, 1e-2], epsilon=1.0, n_draws=3)
+    >>> fit.coef.shape                                      # (len(alpha), n_draws, d)
+    (2, 3, 4)
+    >>> fit.record()["mechanism"]                           # public: publish with the coefficients
+    'output'
     """
     from dperm.privacy import calibration, exact_noise
 
@@ -514,22 +716,103 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     b ~ N(0, sigma^2 I) with sigma and Delta from dperm.privacy.calibration
     (objective_gaussian_calibration: the tight bound of docs/privacy_analysis.md).
     Every (alpha, draw) pair is one problem of a single batched solve.  The logistic,
-    Huber and smoothed-hinge losses all qualify (|phi'| <= 1, 0 <= phi'' <= c), so does
-    the pseudo-Huber regression loss (|rho'| <= h, 0 <= rho'' <= 1), and the
+    Huber and smoothed-hinge losses all qualify (abs(phi') <= 1, 0 <= phi'' <= c), so does
+    the pseudo-Huber regression loss (abs(rho') <= h, 0 <= rho'' <= 1), and the
     multinomial logistic loss with delta > 0.  The proof assumes the exact minimizer: a
-    fit whose solver missed the gradient tolerance raises RuntimeError and releases
-    nothing (raise max_iter, change the solver or use perturbation="amp");
-    `diagnostics()` gives the final gradient norms (analyst-only).
+    ConvergenceWarning is raised when the tolerance was missed, and ``diagnostics()``
+    gives the final gradient norms (analyst-only).
 
-    perturbation="amp" (approximate minima perturbation, delta > 0): the guarantee
+    ``perturbation="amp"`` (approximate minima perturbation, delta > 0): the guarantee
     holds for any solution whose gradient norm is <= tol (checked; a fit that misses it
     raises RuntimeError and releases nothing), by adding exact Gaussian noise on the
-    grid to the approximate minimiser (dperm.privacy.calibration.amp_calibration: a fraction
-    `amp_output_fraction` of epsilon and delta pays for it).
-    {parameters}
+    grid to the approximate minimiser (dperm.calibration.amp_calibration: a fraction
+    ``amp_output_fraction`` of epsilon and delta pays for it).
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        Rows with ||x_i|| <= ``data_norm`` (clipped or refused per ``norm_policy``): dense,
+        CSR, float32/float64, a memory map, or (binary losses) a Dask array.
+    y : array_like of shape (n,)
+        Labels in {-1, +1}; with ``loss="multinomial"``, class indices 0..n_classes-1;
+        real, finite targets with ``loss="pseudo_huber"``.
+    loss : {"logistic", "huber", "smooth_hinge", "multinomial", "pseudo_huber"}, default "logistic"
+        The loss. ``"multinomial"``: softmax over ``n_classes`` classes, coefficients (K, d)
+        per fit; ``"pseudo_huber"``: the regression loss (gradient bound h R, curvature R^2;
+        local rows only).
+    alpha : float or sequence of float
+        Lambda > 0 (mean units), a scalar or a sequence (one fit per value, solved as one
+        batch).
+    epsilon : float
+        > 0; each released coefficient vector is (epsilon, delta)-DP.
+    delta : float, default 0.0
+        0 (the paper's pure epsilon-DP mechanism, Laplace-type noise) or in (0, 1): Gaussian
+        noise calibrated by :mod:`dperm.calibration` (the tight analysis of
+        docs/privacy_analysis.md).  ``loss="multinomial"`` needs delta > 0.
+    neighbouring : {"replace_one", "add_remove"}, default "replace_one"
+        One row replaced (n public) or one row added or removed.
+    n_public : int, optional
+        add_remove only: the public count that normalises the objective (without it the row
+        count is read, with a PrivacyLeakWarning).
+    n_classes : int, optional
+        ``loss="multinomial"`` only: the public number of classes K >= 3 (two classes: a
+        binary loss).
+    h : float, default 0.5
+        Huber / smoothed-hinge / pseudo-Huber width.
+    data_norm : float, default 1.0
+        R, the PUBLIC bound on every row's L2 norm (same units as X).
+    norm_policy : {"clip", "error"}, default "clip"
+        A row above ``data_norm``: scaled onto the sphere of radius R (a ClippingWarning
+        gives the count, for the analyst) or refused with a ValueError.
+    n_draws : int, default 1
+        Independent noise draws per alpha (each one a separate release).
+    random_state : None, int or numpy.random.Generator, default None
+        None draws fresh OS entropy.  An int seed makes the run reproducible and voids the
+        guarantee (PrivacyLeakWarning): for experiments and tests only.
+    tol, max_iter, n_threads : optional
+        Passed to :func:`dperm.erm.minimize` (gradient-norm tolerance, iteration cap,
+        threads).
+    solver : {"auto", "lbfgs", "newton"}, default "auto"
+        Every solver meets the same gradient-norm tolerance.
+    perturbation : {"objective", "amp"}, default "objective"
+        ``"amp"``: approximate minima perturbation (delta > 0), above.
+    amp_output_fraction : float, default 0.05
+        AMP only: the share of epsilon and delta spent on the output noise, in (0, 1/2).
+
     Returns
     -------
-    PrivateFit with coef of shape (len(alpha), n_draws, d) or (n_draws, d).
+    PrivateFit
+        ``coef`` of shape (len(alpha), n_draws, d), or (n_draws, d) for a scalar alpha
+        ((..., K, d) for the multinomial loss), and the public constants.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range (naming it), a row above ``data_norm`` with
+        ``norm_policy="error"``, or labels outside the loss's label set.
+
+    Warns
+    -----
+    ConvergenceWarning
+        A fit missed the gradient-norm tolerance (the proof assumes the exact minimiser).
+    PrivacyLeakWarning
+        A fixed seed, or add_remove without ``n_public``.
+    RuntimeError
+        AMP: a fit missed the gradient-norm tolerance; nothing is released.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 4))
+    >>> X /= np.linalg.norm(X, axis=1, keepdims=True)       # rows of norm 1 (the public R)
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> fit = dperm.objective_perturbation(X, y, alpha=[1e-3, 1e-2], epsilon=1.0, n_draws=3)
+    >>> fit.coef.shape                                      # (len(alpha), n_draws, d)
+    (2, 3, 4)
+    >>> fit.record()["mechanism"]                           # public: publish with the coefficients
+    'objective'
     """
     from dperm.privacy import calibration, exact_noise
 

@@ -218,7 +218,7 @@ def expected_noise_shift(n_samples, n_features, epsilon, alpha, *, perturbation=
 
     Examples
     --------
-    >>> from dperm.regularization import expected_noise_shift
+    >>> from dperm.privacy.regularization import expected_noise_shift
     >>> round(expected_noise_shift(10_000, 10, 1.0, 1e-2, perturbation="output"), 6)
     0.2
     """

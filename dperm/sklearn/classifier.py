@@ -129,8 +129,9 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     feature_names_in_ : ndarray (n_features,) of str, when X was a DataFrame
     release_record_ : ReleaseRecord (dperm.privacy.record): the fit's immutable,
         typed record, built from public values only
-    privacy_ : dict, release_record_ serialised (a new dict each time), of public
-        values: mechanism, noise, loss, epsilon (per model) and epsilon_total,
+    privacy_ : dict
+        ``release_record_`` serialised (a new dict each time), of public values:
+        mechanism, noise, loss, epsilon (per model) and epsilon_total,
         delta (the (epsilon, delta) parameter) and delta_total,
         neighbouring, n_samples (n, or n_public), n_classes, multiclass,
         epsilon_prime, extra_l2 (the paper's Delta), beta, sigma, sigma_output,
@@ -145,7 +146,20 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         noise-free minimizer itself); never publish it beside the model.  A pickle
         (or joblib.dump, copy.deepcopy) of the fitted estimator carries it: that is
         for the analyst; the publishable form is dperm.save_model's model file,
-        which holds the coefficients, the public parameters and privacy_ only.
+        which holds the coefficients, the public parameters and ``privacy_`` only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> X, y = dperm.datasets.load_adult(preprocess="public")  # public bounds: ||x|| <= 1
+    >>> clf = dperm.PrivateLinearClassifier(epsilon=1.0, classes=[-1, 1])
+    >>> clf.fit(X[:30000], y[:30000])
+    PrivateLinearClassifier(classes=[-1, 1])
+    >>> bool(clf.score(X[30000:], y[30000:]) > 0.76)      # the majority class: 0.75
+    True
+    >>> clf.privacy_["epsilon"], clf.privacy_["mechanism"] # public: publish with the model
+    (1.0, 'objective')
     """
 
     _fitted_attributes = ("coef_", "classes_")
@@ -309,7 +323,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         Two classes: one binary model.  K > 2 classes: the softmax (multinomial
         logistic) model when loss="logistic" and delta > 0; otherwise one-vs-rest, K
         binary models on all rows, each with epsilon/K (and delta/K), the K noise draws
-        independent (privacy_ records the split and the total).
+        independent (``privacy_`` records the split and the total).
 
         A failed fit (bad input, exceeded budget) leaves the estimator as it was.
         ``sample_weight`` is refused: weights change how much one row can move
@@ -321,10 +335,21 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             Rows with norms <= data_norm (longer ones per norm_policy).
         y : array (n,)
             Labels, from `classes` when it is given.
+        **fit_params
+            Refused: ``sample_weight`` (and any other fit parameter) raises a
+            ValueError saying why.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            Bad input (naming the parameter, row or column), a label outside ``classes``,
+            or a row above data_norm with ``norm_policy="error"``.
+        BudgetExceededError
+            The fit would exceed the accountant's budget (checked before the data are read).
         """
         self._start_fit(fit_params, "perturbation")
         feature_names = _feature_names(X)
@@ -473,7 +498,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     # ------------------------------------------------------------------ predict
     @_oracle.on_workers_if_dask()
     def decision_function(self, X: ArrayLike) -> np.ndarray:
-        """Signed score f.x + b, shape (n,); positive means classes_[1].
+        """Signed score f.x + b, shape (n,); positive means ``classes_[1]``.
 
         Rows longer than data_norm are first shrunk onto the sphere of radius
         data_norm, the same public map the training rows went through (whatever
@@ -497,7 +522,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
 
     @_oracle.on_workers_if_dask(dtype=lambda self: self.classes_.dtype)
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Predicted labels, taken from classes_ (the largest score for K > 2).
+        """Predicted labels, taken from ``classes_`` (the largest score for K > 2).
 
         Parameters
         ----------
@@ -520,7 +545,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     @available_if(_has_proba)
     @_oracle.on_workers_if_dask(out_cols=lambda self: len(self.classes_))
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
-        """Class probabilities (n, K) in the order of classes_ (logistic loss only).
+        """Class probabilities (n, K) in the order of ``classes_`` (logistic loss only).
 
         Binary: sigmoid of the score.  Multinomial (softmax) model: softmax of the K
         scores.  One-vs-rest: the K sigmoids normalised to sum to 1.

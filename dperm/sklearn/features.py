@@ -65,12 +65,23 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     Attributes
     ----------
-    omega_ : ndarray of shape (n_features_in_, n_components)
+    omega_ : ndarray of shape (n_features_in, n_components)
         Random frequencies, columns omega_j ~ N(0, 2 gamma I).
     psi_ : ndarray of shape (n_components,)
         Random phases, Uniform[-pi, pi].
     n_features_in_ : int
         Number of input columns d seen in fit.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_circles
+    >>> from sklearn.pipeline import make_pipeline
+    >>> import dperm
+    >>> X, y = make_circles(n_samples=4000, noise=0.05, factor=0.5, random_state=0)
+    >>> model = make_pipeline(dperm.RandomFourierFeatures(gamma=5.0, n_components=100),
+    ...                       dperm.PrivateLinearClassifier(epsilon=1.0, classes=[0, 1]))
+    >>> bool(model.fit(X[:3000], y[:3000]).score(X[3000:], y[3000:]) > 0.6)
+    True
     """
 
     def __init__(self, gamma=1.0, n_components=500, random_state=None):
@@ -120,7 +131,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
         Parameters
         ----------
-        X : array of shape (n_samples, n_features_in_)
+        X : array of shape (n_samples, n_features_in)
 
         Returns
         -------

@@ -80,8 +80,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     Gaussian noise for delta > 0.
 
     Minimizes (1/n) sum_i rho_h(f.x_i + b - y_i) + (alpha/2) ||(f, b)||^2, rho_h the
-    pseudo-Huber loss (quadratic for |r| << h, h |r| for |r| >> h), and releases the
-    result privately.  Rows satisfy ||x_i|| <= data_norm and targets |y_i| <= label_bound,
+    pseudo-Huber loss (quadratic for abs(r) << h, h abs(r) for abs(r) >> h), and releases the
+    result privately.  Rows satisfy ||x_i|| <= data_norm and targets abs(y_i) <= label_bound,
     both PUBLIC bounds (rows and targets beyond them are clipped, with a warning).
 
     Parameters
@@ -110,7 +110,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         the size of the targets are in the loss's quadratic range).  The noise scales
         with h (the gradient bound is h R).
     label_bound : float > 0
-        Public bound B on |y|; targets beyond it are clipped to [-B, B] (ClippingWarning).
+        Public bound B on abs(y); targets beyond it are clipped to [-B, B] (ClippingWarning).
     data_norm : float > 0
         Public bound R on the Euclidean norm of a row.
     norm_policy : {"clip", "error"}
@@ -136,7 +136,20 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     NOT releasable: fit_diagnostics_ (grad_norm, converged, n_iter, rows_clipped,
     labels_clipped): statistics of the private data, for the analyst only.  A pickle
     (or joblib.dump) of the fitted estimator carries it; dperm.save_model writes the
-    publishable form (coefficients, public parameters, privacy_).
+    publishable form (coefficients, public parameters, ``privacy_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(20000, 5)) / np.sqrt(5)    # rows of norm <= 1 (public)
+    >>> y = np.clip(X @ [1.0, -2.0, 0.5, 0.0, 1.5] + 0.1 * rng.normal(size=20000), -1, 1)
+    >>> reg = dperm.PrivateLinearRegression(epsilon=1.0, label_bound=1.0, data_norm=1.0)
+    >>> bool(reg.fit(X, y).score(X, y) > 0.8)
+    True
+    >>> reg.privacy_["method"]
+    'objective'
     """
 
     def __init__(self, method="auto", epsilon=1.0, delta=0.0, neighbouring="replace_one",
@@ -247,13 +260,34 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> PrivateLinearRegression:
-        """Fit privately.  X: (n, d) rows with norms <= data_norm (dense, CSR, float32 or
-        float64, a memory map, a DataFrame or a Dask array: its rows stay on the workers);
-        y: (n,) finite real targets, |y| <= label_bound (clipped beyond it).
+        """Fit privately.
 
         A failed fit (bad input, exceeded budget) leaves the estimator as it was; the
         user's X and y are never modified.  ``sample_weight`` is refused (weights change
         the sensitivity).
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d), CSR matrix, memory map, DataFrame or Dask array
+            Rows with norms <= data_norm (longer ones per norm_policy); dense or CSR, float32
+            or float64.  A Dask array's rows stay on the workers.
+        y : array_like of shape (n,)
+            Finite real targets, abs(y) <= label_bound (clipped beyond it, with a
+            ClippingWarning).
+        **fit_params
+            Refused: ``sample_weight`` (and any other fit parameter) raises a ValueError.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Bad input (naming the parameter, row or column), or a row above data_norm with
+            ``norm_policy="error"``.
+        BudgetExceededError
+            The fit would exceed the accountant's budget (checked before the data are read).
         """
         self._start_fit(fit_params, "method")
         feature_names = _feature_names(X)
@@ -349,10 +383,22 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     # ------------------------------------------------------------------ predict
     @_oracle.on_workers_if_dask()
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """f.x + b for each row, shape (n,).  Rows longer than data_norm are first shrunk
-        onto the sphere of radius data_norm, the public map the training rows went
-        through.  Predictions are not clipped to [-label_bound, label_bound].  A Dask
-        array: predicted block by block on the workers (a Dask array, lazily)."""
+        """f.x + b for each row.
+
+        Rows longer than data_norm are first shrunk onto the sphere of radius data_norm, the
+        public map the training rows went through.  Predictions are not clipped to
+        [-label_bound, label_bound].
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d), CSR matrix, memory map, DataFrame or Dask array
+            Rows with the columns seen in fit.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            A Dask array (lazy, predicted block by block on the workers) for a Dask X.
+        """
         X = self._check_fitted_X(X)
         return _oracle.linear_scores(X, self.coef_[None, :], np.array([self.intercept_]))[:, 0]
 
