@@ -19,7 +19,7 @@ model) and R.
     python benchmarks/alpha_auto.py --suite calibration --grid-step 0.25 --min-ratio 1e-3 \
         --rdata DIR --out docs/alpha_auto_calibration.json
     python benchmarks/alpha_auto.py --calibrate docs/alpha_auto_calibration.json   # no fits
-    # the README table: every data set, the rule as it is (about 30 min)
+    # the table of docs/alpha_auto_study.md: every data set, the rule as it is (about 30 min)
     python benchmarks/alpha_auto.py --suite all --rdata DIR --out docs/alpha_auto.json
     python benchmarks/alpha_auto.py --table docs/alpha_auto.json
     # the Huber loss (its rule not re-fitted): docs/alpha_auto_huber.json

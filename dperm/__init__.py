@@ -9,8 +9,10 @@ from dperm._core._build_info import VERSION as __version__  # meson.build's vers
 
 # The public names, imported on first use (PEP 562) so that `import dperm` and the
 # command line's start do not import scikit-learn, SciPy's statistics and pandas until
-# something needs them (`dperm info` and `dperm predict` start in a fraction of a
-# second). name -> (module, attribute; None: the module itself)
+# something needs them (`dperm info` and `--help` start in a fraction of a second;
+# `dperm predict` imports no scikit-learn: dperm.schema does not, its transformer lives in
+# dperm/sklearn/transformer.py).
+# name -> (module, attribute; None: the module itself)
 _LAZY = {
     "get_config": ("dperm._config", "get_config"),
     "show_config": ("dperm._config", "show_config"),

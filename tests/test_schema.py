@@ -549,6 +549,35 @@ def test_transformer_lives_with_the_estimators_and_the_schema_needs_no_sklearn()
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
 
 
+def test_predict_on_the_command_line_imports_no_sklearn(tmp_path):
+    """`dperm predict` encodes through dperm.schema: since the transformer left it, a
+    prediction imports no scikit-learn (it did through dperm.schema before)."""
+    from dperm.cli.main import main
+
+    rng = np.random.default_rng(0)
+    rows = ["a,color,y"] + [f"{v:.3f},{c},{'yes' if v > 5 else 'no'}"
+                            for v, c in zip(rng.uniform(0, 10, 200), rng.choice(["r", "b"], 200))]
+    (tmp_path / "train.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "schema.json").write_text(json.dumps({
+        "numeric": {"a": [0, 10]}, "categorical": {"color": ["r", "b"]},
+        "label": {"column": "y", "classes": ["no", "yes"]}}))
+    here = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert main(["fit", "train.csv", "--schema", "schema.json", "--epsilon", "5",
+                     "-o", "model.json"]) == 0
+    finally:
+        os.chdir(here)
+    code = ("import sys\nfrom dperm.cli.main import main\n"
+            "assert main(['predict', 'model.json', 'train.csv', '-o', 'pred.csv']) == 0\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "pred.csv").read_text().count("\n") == 201
+
+
 def test_category_codes_encode_as_the_values_they_stand_for():
     """A reader that matched cells against the public list in bulk (the command line's)
     hands PublicSchema the codes: the encoding, the missing mask and the unknown-category

@@ -172,6 +172,10 @@ MUTANTS = [
      "_WIDTH_KNEE = 200", "_WIDTH_KNEE = 10 ** 6"),
     ("quantile_flat_far_prior", "private bounds: a flat prior beyond the knee",
      "_WIDTH_PRIOR_FAR = 0.03", "_WIDTH_PRIOR_FAR = 0.0"),
+    ("selection_run_factor", "Lambda selection: best of logarithmic runs charged as 1 run",
+     '_RUN_FACTORS = {"logarithmic": 2.0', '_RUN_FACTORS = {"logarithmic": 1.0'),
+    ("selection_score_noise", "Lambda selection: score noise at twice the score's epsilon",
+     "rng.laplace(0.0, 1.0 / eps_score)", "rng.laplace(0.0, 0.5 / eps_score)"),
 ]
 
 #: the test files a privacy mutant must fail (found by name anywhere under tests/)
@@ -181,7 +185,7 @@ TEST_FILES = ("test_privacy_whitebox.py", "test_privacy_blackbox.py", "test_priv
               "test_design.py", "test_tuning.py", "test_losses.py", "test_multinomial.py",
               "test_quantiles.py", "test_adassp.py", "test_privacy_regression.py",
               "test_release_regression.py", "test_regressor.py", "test_bounds_separation.py",
-              "test_norms.py", "test_nonfinite.py")
+              "test_norms.py", "test_nonfinite.py", "test_selection.py")
 
 
 def locate(text):

@@ -5,7 +5,7 @@ The schema and the encoding are :class:`dperm.schema.PublicSchema`; this module
 reads CSV cells (text) into the values it encodes: numbers, categories, and
 missing values (a blank cell or one of MISSING_MARKERS). The parsing is pyarrow's
 CSV reader and every rule on cells runs on whole columns with pyarrow.compute
-(README, "Reading CSV files: pyarrow").
+(docs/user_guide/cli.md, "Reading CSV files: pyarrow").
 
 Everything here raises :class:`CLIError` with a one-line message a user can
 act on (the command line prints it and exits with status 2).

@@ -5,7 +5,7 @@
                  [--categories-from-data] [--delimiter CHAR] -o SCHEMA.json
 
 The numeric columns' (low, high) are :func:`dperm.estimate_bounds` at epsilon E
-(pure epsilon-DP; README, "Bounds you do not have to guess"); the written schema is
+(pure epsilon-DP; docs/user_guide/own_data.md, "Bounds you do not have to guess"); the written schema is
 what ``dperm fit --schema`` reads.  Everything else in it is public input: the
 category lists, label, classes and fill values of --schema BASE.json.  Anything the
 command reads from the data outside the mechanism (which columns are numeric, with

@@ -234,9 +234,13 @@ class _ReproduceParser(argparse.ArgumentParser):
         return super().format_help()
 
 
-def build_parser():
-    from dperm.privacy.neighbouring import NEIGHBOURING
+#: dperm.privacy.neighbouring.NEIGHBOURING, spelled out: importing dperm.privacy (its
+#: package imports the mechanisms and SciPy) would cost every command's start
+#: (tests/cli/test_cli_edges.py checks they agree)
+NEIGHBOURING = ("replace_one", "add_remove")
 
+
+def build_parser():
     p = argparse.ArgumentParser(
         prog="dperm",
         description="Differentially private empirical risk minimization (Chaudhuri, "

@@ -51,7 +51,7 @@ scipy.sparse CSR chunks; float32 or float64).  The rows never leave the workers:
   term and the linear term B.  B (the objective-perturbation noise) is drawn on
   the client and never leaves it.  With the tree, a worker also receives the
   partial sums of the shards below it (sums over their rows, as the client did):
-  the workers are inside the trust boundary (README, "On a cluster").
+  the workers are inside the trust boundary (docs/user_guide/large_data.md, "On a cluster (Dask)").
 
 Newton-CG's curvature cache lives on the workers: a value-and-gradient pass asked
 to keep it stores phi''(margins) per chunk and per point (row of W) on each shard,

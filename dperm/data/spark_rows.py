@@ -564,6 +564,13 @@ def _prepare(spec, p, ops):
         _prepared.move_to_end(key)
         return hit
     folder = _block_dir(spec)
+    # blocks of closed SparkRows (their folder removed) are let go: a mapped file's
+    # memory and disk space are freed only when no Data refers to it any more
+    gone = {k[0] for k in _prepared if k[0] != spec[0]}
+    gone = {g for g in gone if not os.path.isdir(os.path.join(os.path.dirname(folder),
+                                                               f"dperm-{g}"))}
+    for k in [k for k in _prepared if k[0] in gone]:
+        del _prepared[k]
     try:
         X = np.load(os.path.join(folder, f"x{p}.npy"), mmap_mode="r")
         y = np.load(os.path.join(folder, f"y{p}.npy"))

@@ -71,7 +71,7 @@ _WIDTH_PRIOR = 0.15
 _WIDTH_KNEE = 200
 _WIDTH_PRIOR_FAR = 0.03
 # the accuracy warning: when P(rank error > _WARN_ALPHA x the tail) > _WARN_BETA
-_WARN_ALPHA, _WARN_BETA = 0.5, 0.05
+_WARN_ALPHA, _WARN_BETA = 1.0, 0.05
 MECHANISM = ("exponential mechanism over pairs of grid points (rank utility of the worse "
              "end, prior for narrow intervals)")
 
@@ -408,7 +408,8 @@ def _column_list(columns):
 def inaccuracy(atoms, cells, quantiles, log_probabilities):
     """(p, tolerated): the probability, under the mechanism's exact law, that the worse
     end's rank error exceeds what the requested quantiles tolerate, and that tolerance,
-    max(min(q_low, 1 - q_high) / 2, 0.005) n ranks (a bound off by at most half its tail).
+    max(min(q_low, 1 - q_high), 0.005) n ranks (a bound off by more than its whole tail,
+    e.g. the 1 % bound beyond the 2 % quantile, is no longer a 1 % bound).
 
     Read from the private counts: for the analyst's warning only, never released.
     """
@@ -431,7 +432,7 @@ def _warn_if_inaccurate(key, atoms, cells, quantiles, epsilon, logp):
         warnings.warn(
             f"column {key!r}: n x epsilon is too small for accurate bounds: with {n} values "
             f"and epsilon {epsilon:g} for this column, a bound lands more than "
-            f"{tolerated:.0f} ranks (half the tail of the quantiles {list(quantiles)}) from "
+            f"{tolerated:.3g} ranks (the tail of the quantiles {list(quantiles)}) from "
             f"its quantile with probability {p:.0%}; give more epsilon, fewer columns, or a "
             "narrower public bounds_range (counts of private rows, for the analyst only)",
             NoiseDominatedWarning, stacklevel=3)
@@ -485,9 +486,9 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
     n eps_col large enough against the grid's size and the data's width in grid steps;
     the function warns (NoiseDominatedWarning, for the analyst only: it reads the
     private counts) when the mechanism's exact law puts more than 5 % on pairs whose
-    worse end is off by more than half its tail (0.5 % of the rows for the default
-    quantiles).  On Adult's six columns at epsilon 0.1, about 60 % of the bounds are
-    within 5 % of the true 1 %-99 % width (benchmarks/private_bounds.py).
+    worse end is off by more than its tail (1 % of the rows for the default quantiles).
+    On Adult's six columns at epsilon 0.1, about 60 % of the bounds are within 5 % of
+    the true 1 %-99 % width, 96 % at 0.5 (benchmarks/private_bounds.py).
 
     Examples
     --------

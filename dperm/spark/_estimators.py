@@ -38,6 +38,7 @@ from dperm.data.validation import bound_rows
 from dperm.losses import get_loss
 from dperm.optim import erm
 from dperm.privacy.mechanisms import check_privacy_params, objective_perturbation, output_perturbation
+from dperm.privacy.record import ReleaseRecord, public_count
 from dperm.sklearn import classifier as _clf
 from dperm.sklearn import regressor as _reg
 from dperm.sklearn._base import _warn_clipped, split_intercept
@@ -183,11 +184,11 @@ def _fit_classifier(local, rows):
     if local.perturbation == "none":
         res = erm.minimize(Xa, None, loss=lo.name, **common)
         W = res.coef
-        record = {"mechanism": "none", "noise": None, "loss": lo.name, "neighbouring": nb,
-                  "epsilon": float("inf"), "delta": 0.0, "epsilon_prime": None, "extra_l2": 0.0,
-                  "beta": None, "sigma": None, "sigma_output": None, "grid": None,
-                  "alpha": alpha, "data_norm": R, "h": float(local.h), "n_samples": int(n_norm),
-                  "curvature": lo.curvature(local.h, R), "n_classes": 2}
+        record = ReleaseRecord(
+            layout="mechanism", mechanism="none", loss=lo.name, neighbouring=nb,
+            epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=alpha, data_norm=R,
+            h=float(local.h), n_samples=public_count(nb, local.n_public, n),
+            curvature=lo.curvature(local.h, R), n_classes=2)
         diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
                        "n_iter": int(res.n_iter)}
     else:
@@ -197,14 +198,15 @@ def _fit_classifier(local, rows):
             warnings.filterwarnings("ignore", message="n_public: not given")
             fit = mech(Xa, None, loss=lo.name, epsilon=eps_fit, data_norm=R, norm_policy="clip",
                        n_draws=1, random_state=rng, delta=delta, neighbouring=nb,
-                       n_public=n_norm if nb == "add_remove" else None, **extra, **common)
+                       n_public=n_norm, **extra, **common)
         W = fit.coef[0]
         record = fit.record()
         diagnostics = fit.diagnostics()
-    record["n_classes"] = 2
-    record["multiclass"] = None
-    record["epsilon_total"] = float(local.epsilon) if local.perturbation != "none" else float("inf")
-    record["delta_total"] = delta if local.perturbation != "none" else 0.0
+    # the estimator's release: the mechanism's record, as the local estimator's
+    record = record.replace(
+        layout="classifier", n_classes=2, multiclass=None,
+        epsilon_total=float(local.epsilon) if local.perturbation != "none" else float("inf"),
+        delta_total=delta if local.perturbation != "none" else 0.0)
     diagnostics["rows_clipped"] = int(clipped)
     W = np.asarray(W, dtype=np.float64).reshape(-1, Xa.shape[1])
     coef, intercept = split_intercept(W, R) if local.fit_intercept else (W, np.zeros(1))
@@ -247,11 +249,10 @@ def _fit_regression(local, rows):
     if method == "none":
         res = erm.minimize(Xa, None, loss=_reg.LOSS, **common)
         W = res.coef
-        record = {"mechanism": "none", "noise": None, "loss": _reg.LOSS, "neighbouring": nb,
-                  "epsilon": float("inf"), "delta": 0.0, "epsilon_prime": None,
-                  "extra_l2": 0.0, "beta": None, "sigma": None, "sigma_output": None,
-                  "grid": None, "alpha": alpha, "data_norm": R, "h": h,
-                  "n_samples": int(n_norm), "curvature": lo.curvature(h, R)}
+        record = ReleaseRecord(
+            layout="mechanism", mechanism="none", loss=_reg.LOSS, neighbouring=nb,
+            epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=alpha, data_norm=R, h=h,
+            n_samples=public_count(nb, local.n_public, n), curvature=lo.curvature(h, R))
         diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
                        "n_iter": int(res.n_iter)}
     else:
@@ -260,15 +261,14 @@ def _fit_regression(local, rows):
             warnings.filterwarnings("ignore", message="n_public: not given")
             fit = mech(Xa, None, loss=_reg.LOSS, epsilon=eps, data_norm=R, norm_policy="clip",
                        n_draws=1, random_state=local._fit_generator(), delta=delta,
-                       neighbouring=nb, n_public=n_norm if nb == "add_remove" else None,
-                       **common)
+                       neighbouring=nb, n_public=n_norm, **common)
         W = fit.coef[0]
-        record = fit.record()
-        record.pop("n_classes", None)
+        record = fit.record().replace(n_classes=None)
         diagnostics = fit.diagnostics()
-    record.update(method=method, task="regression", label_bound=B,
-                  gradient_bound=lo.gradient_bound(R, h), epsilon_total=eps,
-                  delta_total=delta if method != "none" else 0.0)
+    record = record.replace(
+        layout="regression", method=method, task="regression", label_bound=B,
+        gradient_bound=lo.gradient_bound(R, h), epsilon_total=eps,
+        delta_total=delta if method != "none" else 0.0)
     diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(rows.labels_clipped))
     W = np.asarray(W, dtype=np.float64).reshape(-1)
     coef, intercept = split_intercept(W, R) if local.fit_intercept else (W, 0.0)
@@ -494,31 +494,32 @@ class PrivateLinearRegressionModel(_PrivateModel, _RegressionParams):
 # ------------------------------------------------------------------ persistence
 #: parameters never written to a model file: a seed is not a public part of a release
 _NOT_SAVED = ("randomState",)
+MODEL_FORMAT = "dperm.spark"
+MODEL_FORMAT_VERSION = 2
 
 
 class _ModelWriter(MLWriter):
-    """Spark's model layout (path/metadata, JSON) holding the parameters (not the seed),
-    the coefficients, the intercept and the release record -- public values only (the
-    analyst's fit diagnostics are not written)."""
+    """Spark's model layout (path/metadata, one JSON line that DefaultParamsReader reads)
+    holding the Spark parameters (not the seed) and, under "model", the dperm model file
+    of the fitted local estimator (dperm.model_io.model_to_dict, what dperm.save_model
+    writes: coefficients, public parameters, the release record) -- public values only;
+    no time of saving, no fit diagnostics."""
 
     def __init__(self, instance):
         super().__init__()
         self.instance = instance
 
     def saveImpl(self, path):
+        from dperm.model_io import model_to_dict, model_to_json
+
         m = self.instance
-        local = m._local
         params = {p.name: _jsonable(m.getOrDefault(p)) for p in m.params
                   if m.isDefined(p) and p.name not in _NOT_SAVED}
-        extra = {"format": "dperm.spark/1", "coefficients": m._coef().tolist(),
-                 "intercept": m._intercept(), "numFeatures": m.numFeatures,
-                 "alpha": _jsonable(local.alpha_), "privacy": _jsonable(local.privacy_)}
-        if hasattr(local, "classes_"):
-            extra["classes"] = [float(c) for c in local.classes_]
-        # Spark's metadata layout (DefaultParamsReader reads it) without the time of saving
         meta = {"class": f"{type(m).__module__}.{type(m).__name__}",
                 "sparkVersion": self.sparkSession.version, "uid": m.uid, "paramMap": params,
-                "defaultParamMap": {}, **extra}
+                "defaultParamMap": {}, "format": MODEL_FORMAT,
+                "format_version": MODEL_FORMAT_VERSION,
+                "model": json.loads(model_to_json(model_to_dict(m._local)))}
         text = json.dumps(meta, separators=(",", ":"))
         self.sparkSession.createDataFrame([(text,)], schema=["value"]).coalesce(1).write.text(
             path + "/metadata")
@@ -530,24 +531,34 @@ class _ModelReader(MLReader):
         self.cls = cls
 
     def load(self, path):
+        from dperm.model_io import MODEL_FORMAT as DPERM_FORMAT
+        from dperm.privacy.record import record_from_dict
+
         meta = DefaultParamsReader.loadMetadata(path, self.sc)
-        if meta.get("format") != "dperm.spark/1":
-            raise ValueError(f"path: {path!r} is not a dperm.spark model (format "
-                             f"{meta.get('format')!r})")
+        if meta.get("format") != MODEL_FORMAT or meta.get("format_version") != \
+                MODEL_FORMAT_VERSION:
+            raise ValueError(f"path: {path!r} is not a dperm.spark model of format version "
+                             f"{MODEL_FORMAT_VERSION} (format {meta.get('format')!r}, version "
+                             f"{meta.get('format_version')!r})")
+        obj = meta["model"]
+        if obj.get("format") != DPERM_FORMAT:
+            raise ValueError(f"path: {path!r}: the embedded model is not a dperm model file")
         model = self.cls()
         for name, value in meta["paramMap"].items():
             model._set(**{name: value})
         local = self.cls._local_class(**model._local_params())
-        coef = np.asarray(meta["coefficients"], dtype=np.float64)
-        if "classes" in meta:
-            local.classes_ = np.asarray(meta["classes"], dtype=np.float64)
+        classifier = obj.get("task", "classification") == "classification"
+        coef = np.asarray(obj["coef"], dtype=np.float64)
+        if classifier:
+            local.classes_ = np.asarray(obj["classes"], dtype=np.float64)
             local.coef_ = coef.reshape(1, -1)
-            local.intercept_ = np.array([float(meta["intercept"])])
+            local.intercept_ = np.asarray(obj["intercept"], dtype=np.float64).reshape(-1)
         else:
-            local.coef_ = coef
-            local.intercept_ = float(meta["intercept"])
-        local.n_features_in_ = int(meta["numFeatures"])
-        local.alpha_ = meta["alpha"]
-        local.privacy_ = meta["privacy"]
+            local.coef_ = coef.reshape(-1)
+            local.intercept_ = float(obj["intercept"])
+        local.n_features_in_ = int(obj["training"]["n_features"])
+        rec = record_from_dict(obj["privacy"], "classifier" if classifier else "regression")
+        local.alpha_ = rec["alpha"]
+        local.release_record_ = rec
         model._local = local
         return model

@@ -227,8 +227,11 @@ def test_lazy_names_of_the_package():
     assert dperm.erm is sys.modules["dperm.optim.erm"]
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         dperm.nope  # noqa: B018
+    from dperm.cli.parser import NEIGHBOURING
     from dperm.cli.reproduce import REPRODUCTION_NAMES
+    from dperm.privacy import neighbouring
     assert REPRODUCTION_NAMES == tuple(REPRODUCTIONS)
+    assert NEIGHBOURING == neighbouring.NEIGHBOURING
 
 
 # ----------------------------------------------------------------------------- internal errors

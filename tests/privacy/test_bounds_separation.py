@@ -1,17 +1,20 @@
 """estimate_bounds when its two draws coincide (issue 29, item 8): the released pair must
 be public grid points, low < high, never a data value.  Written against the public
 behaviour only (estimate_bounds and its documented default grid), so that it holds for
-any implementation of the separation step (dperm.privacy.quantiles._separate today)."""
+any implementation (the pair mechanism releases two grid points, low < high, by
+construction; the old one separated coinciding draws with a post-processing step)."""
 import warnings
 
 import numpy as np
 import pytest
 
 from dperm import estimate_bounds
+from dperm.privacy.quantiles import default_grid
 
-#: the documented default grid (dperm.privacy.quantiles): 0 and +-10^(k/10), k = -30..90
-GRID = np.concatenate([-(10.0 ** (np.arange(90, -31, -1) / 10.0)), [0.0],
-                       10.0 ** (np.arange(-30, 91) / 10.0)])
+#: the documented default grid (dperm.privacy.quantiles.default_grid: 0 and
+#: +-10^(k/100) for magnitudes 1e-3 .. 1e9; the grid was 10 points per decade before the
+#: pair mechanism of issue 28)
+GRID = default_grid()
 
 
 def on_grid(v):

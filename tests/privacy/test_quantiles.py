@@ -360,7 +360,7 @@ def test_warns_when_n_epsilon_is_too_small():
                             random_state=0)
     atoms, cells = Q.column_histogram(rng.normal(50, 10, 30_000), Q.default_grid())
     small = Q.inaccuracy(atoms, cells, (0.01, 0.99),
-                         Q.pair_log_probabilities(atoms, cells, (0.01, 0.99), 0.01))[0]
+                         Q.pair_log_probabilities(atoms, cells, (0.01, 0.99), 0.003))[0]
     large = Q.inaccuracy(atoms, cells, (0.01, 0.99),
                          Q.pair_log_probabilities(atoms, cells, (0.01, 0.99), 2.0))[0]
     assert small > 0.5 and large < 1e-3

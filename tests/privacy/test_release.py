@@ -502,7 +502,7 @@ def test_cli_add_remove_model_holds_n_public_not_the_row_count(tmp_path, capsys,
 # the parameters and the estimator's repr, the model file (dperm.save_model; dperm fit's)
 # without its coefficients, and the accountant's events and labels.
 #
-# Which relations a configuration covers (docs/privacy_analysis.md, section 13):
+# Which relations a configuration covers (docs/privacy_analysis.md, section 15):
 #   replace_one              : a row replaced (n public: a row added or removed changes n)
 #   replace_one + n_public N : also a row dropped for a missing cell, added or removed
 #                              (N fixed: a dropped row is the zero row)

@@ -52,6 +52,14 @@ def test_pipeline_transform_save_and_load(spark, spark_data, tmp_path):
     meta = _metadata(os.path.join(path, "stages"))
     assert "randomState" not in meta["paramMap"] and "timestamp" not in meta
     assert "fit_diagnostics" not in json.dumps(meta) and "grad_norm" not in json.dumps(meta)
+    # "model" is dperm's model file (dperm.save_model's format): dperm.load_model reads it
+    import dperm
+    from dperm.model_io import model_to_dict
+
+    assert meta["model"] == json.loads(json.dumps(model_to_dict(local)))
+    file = tmp_path / "model.json"
+    file.write_text(json.dumps(meta["model"]))
+    np.testing.assert_array_equal(dperm.load_model(file).predict(Xo), local.predict(Xo))
 
 
 def _metadata(folder):
@@ -61,7 +69,7 @@ def _metadata(folder):
             if f.startswith("part-"):
                 with open(os.path.join(root, f)) as fh:
                     text = fh.read().strip()
-                if '"dperm.spark/1"' in text:
+                if '"format":"dperm.spark"' in text:
                     return json.loads(text)
     raise AssertionError("no dperm model metadata found")
 
@@ -88,10 +96,11 @@ def test_neighbouring_data_give_identical_records(spark, spark_frame, spark_data
                                    rtol=1e-12, atol=1e-14)
         df.unpersist()
     for m in metas:
-        for k in ("coefficients", "intercept", "uid"):
-            m.pop(k)
+        m.pop("uid")
+        for k in ("coef", "intercept"):
+            m["model"].pop(k)
     assert metas[0] == metas[1]
-    assert metas[0]["privacy"]["n_samples"] == X.shape[0]
+    assert metas[0]["model"]["privacy"]["n_samples"] == X.shape[0]
 
 
 def test_bad_input_is_refused_naming_the_row(spark):
