@@ -1,9 +1,9 @@
 """The scikit-learn face of the public schema: :class:`PublicBoundsTransformer` scales
 the feature columns of a DataFrame or 2-D array by PUBLIC bounds (a
-:class:`~dperm.schema.PublicSchema` does the encoding), so that every row has norm <=
+:class:`~dperm.PublicSchema` does the encoding), so that every row has norm <=
 data_norm, in front of :class:`~dperm.PrivateLinearClassifier` or
 :class:`~dperm.PrivateLinearRegression` in a Pipeline.  What kind of container holds the
-columns (DataFrame, 2-D array, dask DataFrame) is asked of :mod:`dperm.data.columns`."""
+columns (DataFrame, 2-D array, dask DataFrame) is asked of dperm/data/columns.py."""
 from __future__ import annotations
 
 import math
@@ -42,7 +42,7 @@ def _short(items, k=8):
 class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
     """Scale features by PUBLIC bounds so every row has norm <= data_norm.
 
-    The scikit-learn face of :class:`PublicSchema`: put it in front of
+    The scikit-learn face of :class:`~dperm.PublicSchema`: put it in front of
     :class:`~dperm.PrivateLinearClassifier` instead of a scaler that learns
     from the data (StandardScaler, MinMaxScaler read means, variances or
     extremes of the private rows; their output also exceeds the norm bound,
@@ -94,7 +94,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
 
     Notes
     -----
-    A fitted transformer (and a :class:`PublicSchema`) can be pickled, dumped with
+    A fitted transformer (and a :class:`~dperm.PublicSchema`) can be pickled, dumped with
     joblib and deep-copied; it holds public values only.  A pickle of a whole fitted
     pipeline also carries the estimator's ``fit_diagnostics_`` (analyst-only):
     publish a model with :func:`dperm.save_model` instead.
@@ -131,7 +131,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
     @classmethod
     def from_schema(cls, schema: PublicSchema, *, data_norm: float = 1.0, unknown: str = "error",
                     sparse_output: bool = False) -> PublicBoundsTransformer:
-        """A transformer applying a :class:`PublicSchema` to the feature columns.
+        """A transformer applying a :class:`~dperm.PublicSchema` to the feature columns.
 
         The schema's label and classes are not used here: y passes through
         the transformer untouched (no recoding to 0/1 or -1/+1), so two or
