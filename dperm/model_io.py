@@ -445,7 +445,8 @@ def read_model(path: str | os.PathLike, *, categories_as_text: bool = True) -> d
         if not (isinstance(names, list) and names and all(isinstance(c, str) for c in names)):
             raise bad("'feature_names' must be a list of column names")
         bound = (obj.get("preprocessing") or {}).get("row_norm_bound")
-        if not (_is_num(bound) and math.isfinite(bound) and bound > 0):
+        if not (isinstance(bound, (int, float)) and not isinstance(bound, bool)
+                and math.isfinite(bound) and bound > 0):
             raise bad("'preprocessing.row_norm_bound' must be a positive number")
         schema = None
     elif task == "regression":
@@ -545,7 +546,7 @@ class LoadedModel:
     def predict(self, X: Any) -> np.ndarray:
         """Labels (the larger score; positive score: classes_[1]) or real predictions."""
         s = self.decision_function(X)
-        if self.task == "regression":
+        if self.task == "regression" or self.classes_ is None:
             return s
         if s.ndim == 1:
             return self.classes_[(s > 0).astype(int)]
