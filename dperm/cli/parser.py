@@ -6,6 +6,7 @@ from dperm.cli.bounds import cmd_bounds
 from dperm.cli.fit import cmd_fit
 from dperm.cli.predict import cmd_predict
 from dperm.cli.reproduce import REPRODUCTION_NAMES, _reproduce_help, cmd_reproduce
+from dperm.privacy.neighbouring import NEIGHBOURING  # light: dperm.privacy loads lazily
 
 SCHEMA_FORMAT = """\
 schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking at the data
@@ -234,10 +235,6 @@ class _ReproduceParser(argparse.ArgumentParser):
         return super().format_help()
 
 
-#: dperm.privacy.neighbouring.NEIGHBOURING, spelled out: importing dperm.privacy (its
-#: package imports the mechanisms and SciPy) would cost every command's start
-#: (tests/cli/test_cli_edges.py checks they agree)
-NEIGHBOURING = ("replace_one", "add_remove")
 
 
 def build_parser():
