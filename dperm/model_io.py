@@ -146,6 +146,13 @@ def model_file(*, task: str, estimator: dict, record: ReleaseRecord, coef, inter
     if regression or schema is None:
         obj["task"] = task
     extra = {"label": "clipped to [-label_bound, label_bound]"} if regression else {}
+    if regression and record.get("label_centre") is not None:
+        # the public centre of label_bounds: the intercept includes it, so a reader's
+        # x @ coef + intercept is the estimator's prediction on the label's own scale
+        extra = {"label": "clipped to [label_centre - label_bound, label_centre + "
+                          "label_bound] and fitted as label - label_centre; the intercept "
+                          "includes label_centre",
+                 "label_centre": float(record["label_centre"])}
     obj.update({
         "estimator": dict(estimator),
         "label": None if schema is None else schema.label,

@@ -384,6 +384,10 @@ def build_parser():
     b.add_argument("--schema", metavar="BASE.json", help="PUBLIC categories, label, classes "
                    "and fill values to keep (its numeric bounds are replaced)")
     b.add_argument("--label", metavar="COLUMN", help="the label column (never a feature)")
+    b.add_argument("--task", choices=("classification", "regression"), default="classification",
+                   help="regression: also release the label's (low, high) in the same "
+                        "mechanism and epsilon split (one more column), written as "
+                        "label.bounds for `dperm fit --task regression` (default classification)")
     b.add_argument("--categories-from-data", action="store_true",
                    help="add the other columns as categorical, with the values read from the "
                         "data (NOT private: a PrivacyLeakWarning)")
