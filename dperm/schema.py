@@ -422,14 +422,16 @@ class PublicSchema:
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
         """The JSON form (plain dicts and lists); "fill" only when there is one."""
-        out = {
+        label: dict[str, Any] = {
+            "column": self._label,
+            "classes": None if self._classes is None else list(self._classes)}
+        if self._label_bounds is not None:   # only then: older schema files are unchanged
+            label["bounds"] = list(self._label_bounds)
+        out: dict[str, Any] = {
             "numeric": {c: [lo, hi] for c, (lo, hi) in self._numeric.items()},
             "categorical": {c: list(v) for c, v in self._categorical.items()},
-            "label": {"column": self._label,
-                      "classes": None if self._classes is None else list(self._classes)},
+            "label": label,
         }
-        if self._label_bounds is not None:   # only then: older schema files are unchanged
-            out["label"]["bounds"] = list(self._label_bounds)
         if self._fill:
             out["fill"] = dict(self._fill)
         return out
