@@ -22,6 +22,7 @@ _LAZY = {
     "DataNormWarning": ("dperm.exceptions", "DataNormWarning"),
     "NoiseDominatedWarning": ("dperm.exceptions", "NoiseDominatedWarning"),
     "PrivacyLeakWarning": ("dperm.exceptions", "PrivacyLeakWarning"),
+    "NotConvergedError": ("dperm.exceptions", "NotConvergedError"),
     "datasets": ("dperm.datasets", None),
     "losses": ("dperm.losses", None),
     "erm": ("dperm.optim.erm", None),
@@ -69,7 +70,8 @@ def __dir__():
 
 __all__ = [
     "__version__", "get_config", "show_config",
-    "PrivacyLeakWarning", "BudgetExceededError", "ConvergenceWarning", "ClippingWarning",
+    "PrivacyLeakWarning", "BudgetExceededError", "NotConvergedError", "ConvergenceWarning",
+    "ClippingWarning",
     "NoiseDominatedWarning", "DataNormWarning",
     "BudgetAccountant", "PureEvent", "GaussianEvent", "ObjectiveGaussianEvent", "ApproxEvent",
     "objective_perturbation", "output_perturbation",

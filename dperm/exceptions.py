@@ -36,6 +36,23 @@ class BudgetExceededError(RuntimeError):
     """
 
 
+class NotConvergedError(RuntimeError):
+    """A private fit stopped before the solver's tolerance, so nothing is released.
+
+    The noise of output perturbation, objective perturbation and AMP is calibrated to
+    the exact (or, for AMP, tolerance-approximate) minimiser; a point the solver stopped
+    at is covered by none of them (docs/privacy_analysis.md, 11.1). The message names
+    what to change (``max_iter``, ``tol``, ``solver``, ``alpha``). A RuntimeError, so
+    existing handlers still catch it.
+
+    Examples
+    --------
+    >>> import dperm
+    >>> issubclass(dperm.NotConvergedError, RuntimeError)
+    True
+    """
+
+
 class ConvergenceWarning(UserWarning):
     """The solver stopped before the gradient norm reached the tolerance.
 

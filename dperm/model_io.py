@@ -146,6 +146,13 @@ def model_file(*, task: str, estimator: dict, record: ReleaseRecord, coef, inter
     if regression or schema is None:
         obj["task"] = task
     extra = {"label": "clipped to [-label_bound, label_bound]"} if regression else {}
+    if regression and record.get("label_centre") is not None:
+        # the public centre of label_bounds: the intercept includes it, so a reader's
+        # x @ coef + intercept is the estimator's prediction on the label's own scale
+        extra = {"label": "clipped to [label_centre - label_bound, label_centre + "
+                          "label_bound] and fitted as label - label_centre; the intercept "
+                          "includes label_centre",
+                 "label_centre": float(record["label_centre"])}
     obj.update({
         "estimator": dict(estimator),
         "label": None if schema is None else schema.label,
@@ -445,7 +452,8 @@ def read_model(path: str | os.PathLike, *, categories_as_text: bool = True) -> d
         if not (isinstance(names, list) and names and all(isinstance(c, str) for c in names)):
             raise bad("'feature_names' must be a list of column names")
         bound = (obj.get("preprocessing") or {}).get("row_norm_bound")
-        if not (_is_num(bound) and math.isfinite(bound) and bound > 0):
+        if not (isinstance(bound, (int, float)) and not isinstance(bound, bool)
+                and math.isfinite(bound) and bound > 0):
             raise bad("'preprocessing.row_norm_bound' must be a positive number")
         schema = None
     elif task == "regression":
@@ -545,7 +553,7 @@ class LoadedModel:
     def predict(self, X: Any) -> np.ndarray:
         """Labels (the larger score; positive score: classes_[1]) or real predictions."""
         s = self.decision_function(X)
-        if self.task == "regression":
+        if self.task == "regression" or self.classes_ is None:
             return s
         if s.ndim == 1:
             return self.classes_[(s > 0).astype(int)]

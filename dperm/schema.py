@@ -190,6 +190,10 @@ class PublicSchema:
         Public replacement of a missing value (None, NaN, pandas' NA): a
         number for a numeric column, one of the listed categories for a
         categorical one.  Columns without a fill value refuse missing values.
+    label_bounds : (low, high), optional
+        The PUBLIC range of a regression label (JSON: ``"label": {"column": ...,
+        "bounds": [low, high]}``, as ``dperm bounds --label`` releases it);
+        ``dperm fit --task regression`` centres the label on its midpoint.
 
     Notes
     -----
@@ -212,11 +216,12 @@ class PublicSchema:
     ((2, 3), True)
     """
 
-    __slots__ = ("_numeric", "_categorical", "_label", "_classes", "_fill")
+    __slots__ = ("_numeric", "_categorical", "_label", "_classes", "_fill", "_label_bounds")
 
     def __init__(self, numeric: Mapping | None = None,  # noqa: C901
                  categorical: Mapping | None = None, *, label: str | None = None,
-                 classes: Any = None, fill: Mapping | None = None) -> None:
+                 classes: Any = None, fill: Mapping | None = None,
+                 label_bounds: Any = None) -> None:
         numeric = {} if numeric is None else numeric
         categorical = {} if categorical is None else categorical
         fill = {} if fill is None else fill
@@ -269,6 +274,19 @@ class PublicSchema:
                 raise ValueError(f"the label column {label!r} is also listed as a feature")
         if classes is not None:
             classes = _check_classes(classes, "classes")
+        if label_bounds is not None:
+            if label is None:
+                raise ValueError("label_bounds need a label column (label=...)")
+            label_bounds = plain_list(label_bounds)
+            if not (isinstance(label_bounds, (list, tuple)) and len(label_bounds) == 2
+                    and all(_is_real(v) for v in label_bounds)):
+                raise ValueError(f"label_bounds must be [low, high] (two numbers), got "
+                                 f"{label_bounds!r}")
+            lo, hi = float(label_bounds[0]), float(label_bounds[1])
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ValueError(f"label_bounds = {list(label_bounds)!r} needs finite "
+                                 "low < high")
+            label_bounds = (lo, hi)
         fil = {}
         for c, v in fill.items():
             v = _plain(v)
@@ -291,6 +309,7 @@ class PublicSchema:
         self._label = label
         self._classes = classes
         self._fill = types.MappingProxyType(fil)
+        self._label_bounds = label_bounds
 
     # ------------------------------------------------------------------ read-only views
     numeric = property(lambda self: self._numeric,
@@ -301,6 +320,10 @@ class PublicSchema:
     classes = property(lambda self: self._classes,
                        doc="tuple of the K >= 2 classes ((negative, positive) for two), or None")
     fill = property(lambda self: self._fill, doc="column -> public fill value")
+    label_bounds = property(
+        lambda self: self._label_bounds,
+        doc="(low, high): the PUBLIC range of a regression label (e.g. released by "
+            "dperm bounds --label), or None")
 
     @property
     def columns(self) -> tuple:
@@ -336,11 +359,13 @@ class PublicSchema:
         PublicSchema
             A new, validated schema; this one is unchanged.
         """
-        unknown = set(changes) - set(_SCHEMA_KEYS) - {"classes"}
+        unknown = set(changes) - set(_SCHEMA_KEYS) - {"classes", "label_bounds"}
         if unknown:
             raise TypeError(f"replace() got unexpected keyword argument(s) {sorted(unknown)}")
         kw = dict(numeric=self._numeric, categorical=self._categorical, label=self._label,
-                  classes=self._classes, fill=self._fill)
+                  classes=self._classes, fill=self._fill, label_bounds=self._label_bounds)
+        if changes.get("label", self._label) != self._label and "label_bounds" not in changes:
+            kw["label_bounds"] = None    # the bounds were those of the old label column
         kw.update(changes)
         return PublicSchema(dict(kw.pop("numeric")), dict(kw.pop("categorical")), **kw)
 
@@ -352,11 +377,11 @@ class PublicSchema:
                                   {c: list(v) for c, v in self._categorical.items()},
                                   self._label,
                                   None if self._classes is None else list(self._classes),
-                                  dict(self._fill)))
+                                  dict(self._fill), self._label_bounds))
 
     def _key(self):
         return (tuple(self._numeric.items()), tuple(self._categorical.items()), self._label,
-                self._classes, tuple(self._fill.items()))
+                self._classes, tuple(self._fill.items()), self._label_bounds)
 
     def __eq__(self, other):
         if not isinstance(other, PublicSchema):
@@ -373,6 +398,8 @@ class PublicSchema:
             parts.append(f"label={self._label!r}")
         if self._classes is not None:
             parts.append(f"classes={list(self._classes)!r}")
+        if self._label_bounds is not None:
+            parts.append(f"label_bounds={list(self._label_bounds)!r}")
         if self._fill:
             parts.append(f"fill={dict(self._fill)!r}")
         return f"PublicSchema({', '.join(parts)})"
@@ -380,11 +407,15 @@ class PublicSchema:
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
         """The JSON form (plain dicts and lists); "fill" only when there is one."""
-        out = {
+        label: dict[str, Any] = {
+            "column": self._label,
+            "classes": None if self._classes is None else list(self._classes)}
+        if self._label_bounds is not None:   # only then: older schema files are unchanged
+            label["bounds"] = list(self._label_bounds)
+        out: dict[str, Any] = {
             "numeric": {c: [lo, hi] for c, (lo, hi) in self._numeric.items()},
             "categorical": {c: list(v) for c, v in self._categorical.items()},
-            "label": {"column": self._label,
-                      "classes": None if self._classes is None else list(self._classes)},
+            "label": label,
         }
         if self._fill:
             out["fill"] = dict(self._fill)
@@ -481,9 +512,15 @@ class PublicSchema:
             raise bad("'label' must be an object {\"column\": ..., \"classes\": [...]}")
         if not isinstance(fill, dict):
             raise bad("'fill' must map column -> public fill value")
-        extra = set(label) - {"column", "classes"}
+        extra = set(label) - {"column", "classes", "bounds"}
         if extra:
-            raise bad(f"label has unknown key(s) {sorted(extra)}; expected 'column', 'classes'")
+            raise bad(f"label has unknown key(s) {sorted(extra)}; expected 'column', 'classes', "
+                      "'bounds'")
+        label_bounds = label.get("bounds")
+        if label_bounds is not None and not (
+                isinstance(label_bounds, list) and len(label_bounds) == 2
+                and all(_is_real(v) and not isinstance(v, bool) for v in label_bounds)):
+            raise bad(f"label.bounds must be [low, high] (two numbers), got {label_bounds!r}")
         column = label.get("column")
         if column is not None and not (isinstance(column, str) and column):
             raise bad(f"label.column must be a column name, got {column!r}")
@@ -507,7 +544,8 @@ class PublicSchema:
                 classes = [_scalar(v, "label.classes") for v in classes]
             if classes is not None:
                 classes = list(_check_classes(classes, "label.classes"))
-            return cls(numeric, categorical, label=column, classes=classes, fill=fill)
+            return cls(numeric, categorical, label=column, classes=classes, fill=fill,
+                       label_bounds=label_bounds)
         except ValueError as exc:
             raise bad(str(exc)) from None
 
@@ -885,6 +923,7 @@ class PublicSchema:
 
 
 # ----------------------------------------------------------------------------- pickling
-def _rebuild_schema(numeric, categorical, label, classes, fill):
+def _rebuild_schema(numeric, categorical, label, classes, fill, label_bounds=None):
     """A PublicSchema from its pickled parts (PublicSchema.__reduce__)."""
-    return PublicSchema(numeric, categorical, label=label, classes=classes, fill=fill)
+    return PublicSchema(numeric, categorical, label=label, classes=classes, fill=fill,
+                        label_bounds=label_bounds)

@@ -2,7 +2,8 @@
 
     dperm bounds DATA.csv --epsilon E [--columns a,b] [--quantiles 0.01,0.99]
                  [--range LO,HI] [--schema BASE.json] [--label COLUMN]
-                 [--categories-from-data] [--delimiter CHAR] -o SCHEMA.json
+                 [--task regression] [--categories-from-data] [--delimiter CHAR]
+                 -o SCHEMA.json
 
 The numeric columns' (low, high) are :func:`dperm.estimate_bounds` at epsilon E
 (pure epsilon-DP; docs/user_guide/own_data.md, "Bounds you do not have to guess"); the written schema is
@@ -11,6 +12,12 @@ category lists, label, classes and fill values of --schema BASE.json.  Anything 
 command reads from the data outside the mechanism (which columns are numeric, with
 neither --columns nor a base schema; category lists with --categories-from-data) is
 announced by a PrivacyLeakWarning.
+
+With ``--task regression --label COLUMN`` the label's range is released too, by the same
+mechanism in the same call: the label is one more column of the even split (epsilon E
+over k + 1 columns x 2 quantiles, so the whole schema stays E-DP), written as
+``"label": {"column": COLUMN, "bounds": [low, high]}``; ``dperm fit --task regression``
+then centres the label on (low + high) / 2 with label bound (high - low) / 2.
 """
 import warnings
 
@@ -65,6 +72,10 @@ def cmd_bounds(args):
     base = load_schema(args.schema) if args.schema is not None else None
     table = read_csv(args.data, delimiter=args.delimiter)
     label = args.label if args.label is not None else (base.label if base else None)
+    regression = getattr(args, "task", "classification") == "regression"
+    if regression and label is None:
+        raise _UsageError("--task regression: name the label column with --label COLUMN (its "
+                          "range is released with the features' bounds)")
     if label is not None and label not in table.header:
         raise CLIError(f"{table.name}: no label column {label!r} (columns: "
                        f"{', '.join(table.header[:12])}){header_hint(table.header)}")
@@ -97,31 +108,37 @@ def cmd_bounds(args):
                 categorical[c] = list(cats)
         leaks.append("category lists")
     data = {c: _numbers(table, c) for c in columns}     # every check before the release
+    released = list(columns)
+    if regression:     # the label: one more column of the same mechanism and split
+        data[label] = _numbers(table, label)
+        released.append(label)
     fill = {c: v for c, v in (base.fill.items() if base else ())
             if c in columns or c in categorical}
     classes = list(base.classes) if base is not None and base.classes is not None \
-        and (base.label == label) else None
+        and (base.label == label) and not regression else None
     if leaks:
         warnings.warn(
             f"{' and '.join(leaks)} were read from the private data, outside the privacy "
             "guarantee (which covers the numeric bounds only); name the numeric columns "
             "with --columns and give PUBLIC category lists in --schema BASE.json",
             PrivacyLeakWarning, stacklevel=2)
-    bounds = estimate_bounds(data, args.epsilon, columns=columns, quantiles=quantiles,
+    bounds = estimate_bounds(data, args.epsilon, columns=released, quantiles=quantiles,
                              bounds_range=bounds_range, random_state=args.seed)
+    label_bounds = bounds[label] if regression else None
     try:
-        schema = PublicSchema(numeric=bounds, categorical=categorical, label=label,
-                              classes=classes, fill=fill)
+        schema = PublicSchema(numeric={c: bounds[c] for c in columns},
+                              categorical=categorical, label=label,
+                              classes=classes, fill=fill, label_bounds=label_bounds)
     except ValueError as exc:
         raise CLIError(f"the output schema: {exc}") from None
     _write_text(args.output, model_to_json(schema.to_dict()), "schema", atomic=True)
     rec = bounds.privacy_
     print(f"private bounds: epsilon = {rec['epsilon']:g} (pure epsilon-DP), "
-          f"{len(columns)} column(s) x 2 quantiles {rec['quantiles']} at epsilon "
+          f"{len(released)} column(s) x 2 quantiles {rec['quantiles']} at epsilon "
           f"{rec['epsilon_per_quantile']:.6g} each; public range "
           f"[{rec['range'][0]:g}, {rec['range'][1]:g}]")
-    for c in columns:
+    for c in released:
         lo, hi = bounds[c]
-        print(f"  {c}: [{lo:.6g}, {hi:.6g}]")
+        print(f"  {c}{' (label)' if c == label else ''}: [{lo:.6g}, {hi:.6g}]")
     _note(f"schema written to {args.output}")
     return 0

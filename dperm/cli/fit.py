@@ -833,9 +833,10 @@ def _fit_regression(args):
     from dperm.sklearn.classifier import split_intercept
     from dperm.sklearn.regressor import PrivateLinearRegression
 
-    if args.label_bound is None:
+    if args.label_bound is None and args.schema is None:
         raise _UsageError("fit: --task regression needs --label-bound B, a PUBLIC bound on "
-                          "|label|")
+                          "|label|, or a --schema with the label's public bounds (dperm bounds "
+                          "--task regression --label COLUMN writes them)")
     if args.perturbation == "amp":
         raise _UsageError("--perturbation amp is not available for --task regression "
                           "(objective, output or none)")
@@ -862,13 +863,32 @@ def _fit_regression(args):
         warnings.warn("--perturbation none fits WITHOUT privacy (a non-private baseline)",
                       PrivacyLeakWarning, stacklevel=2)
     delta = args.delta if args.perturbation != "none" else 0.0
-    h = args.h if args.h is not None else args.label_bound
+    # the label's public range: --label-bound B ([-B, B], no centre), else the schema's
+    # label.bounds (dperm bounds --task regression): centre (low + high) / 2, bound
+    # (high - low) / 2 (PrivateLinearRegression(label_bounds=...))
+    label_bounds = schema.label_bounds
+    if args.label_bound is not None:
+        if label_bounds is not None:
+            _note(f"--label-bound {args.label_bound:g} overrides the schema's label bounds "
+                  f"[{label_bounds[0]:g}, {label_bounds[1]:g}] (no centring)")
+        label_bounds = None
+        label_bound = args.label_bound
+    elif label_bounds is None:
+        raise _UsageError(f"fit: --task regression needs --label-bound B, a PUBLIC bound on "
+                          f"|label|: the schema {args.schema} has no label bounds (write them "
+                          f"with dperm bounds --task regression --label COLUMN, or add "
+                          f"\"bounds\": [low, high] to its label)")
+    else:
+        label_bound = None
+        label_bounds = [float(v) for v in label_bounds]
+    B = label_bound if label_bound is not None else (label_bounds[1] - label_bounds[0]) / 2.0
+    h = args.h if args.h is not None else B
     n_public = _normalising_count(args, n_read)
     est = PrivateLinearRegression(
         method=args.perturbation, epsilon=args.epsilon, delta=delta,
         neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha, h=h,
-        label_bound=args.label_bound, data_norm=1.0, fit_intercept=False,
-        n_threads=args.threads, random_state=args.seed)
+        label_bound=label_bound, label_bounds=label_bounds, data_norm=1.0,
+        fit_intercept=False, n_threads=args.threads, random_state=args.seed)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="n_public: not given")
@@ -882,15 +902,21 @@ def _fit_regression(args):
         est.fit(Xa, y)
     seconds = time.perf_counter() - t0
     W = np.asarray(est.coef_, dtype=np.float64)
-    if args.no_intercept:
-        coef, intercept = W, 0.0
+    if args.no_intercept:     # est.intercept_: 0.0, or the public label centre
+        coef, intercept = W, float(est.intercept_)
     else:
         coef, intercept = split_intercept(W, 1.0)
         intercept = float(intercept) + est.intercept_
     rec = est.privacy_
     _print_privacy(rec, shown, shape)
-    print(f"  {'label bound B':<17} {_fmt(rec['label_bound'])} (targets clipped to [-B, B]; "
-          f"pseudo-Huber h = {_fmt(rec['h'])})")
+    if rec.get("label_centre") is None:
+        print(f"  {'label bound B':<17} {_fmt(rec['label_bound'])} (targets clipped to [-B, B]; "
+              f"pseudo-Huber h = {_fmt(rec['h'])})")
+    else:
+        print(f"  {'label bound B':<17} {_fmt(rec['label_bound'])} around the centre "
+              f"c = {_fmt(rec['label_centre'])} from the schema's label bounds (targets "
+              f"clipped to [c - B, c + B], fitted as label - c; pseudo-Huber h = "
+              f"{_fmt(rec['h'])})")
     diag = dict(est.fit_diagnostics_)
     _print_diagnostics(diag, seconds)
     print(f"  {'labels clipped':<17} {_fmt(diag.get('labels_clipped'))}")
@@ -899,8 +925,9 @@ def _fit_regression(args):
         estimator={"class": "PrivateLinearRegression", "loss": "pseudo_huber",
                    "method": args.perturbation, "epsilon": args.epsilon, "delta": delta,
                    "neighbouring": args.neighbouring, "n_public": args.n_public,
-                   "alpha": args.alpha, "h": h, "label_bound": args.label_bound,
-                   "fit_intercept": not args.no_intercept, "data_norm": 1.0},
+                   "alpha": args.alpha, "h": h, "label_bound": label_bound,
+                   "fit_intercept": not args.no_intercept, "data_norm": 1.0,
+                   **({} if label_bounds is None else {"label_bounds": label_bounds})},
         record=est.release_record_, coef=np.asarray(coef, dtype=np.float64).reshape(-1),
         intercept=float(intercept), schema=schema, data=os.path.basename(args.data),
         read_from_data=leaks)

@@ -41,7 +41,7 @@ def main(argv=None):
         _err(str(exc))
         return EXIT_USAGE
     from dperm.cli._common import CLIError
-    from dperm.exceptions import BudgetExceededError
+    from dperm.exceptions import BudgetExceededError, NotConvergedError
 
     with warnings.catch_warnings():
         warnings.simplefilter("always")
@@ -51,7 +51,8 @@ def main(argv=None):
         except _UsageError as exc:
             _err(str(exc))
             return EXIT_USAGE
-        except (CLIError, BudgetExceededError, OSError, ValueError, TypeError) as exc:
+        except (CLIError, BudgetExceededError, NotConvergedError, OSError, ValueError,
+                TypeError) as exc:
             if isinstance(exc, (ValueError, TypeError)) and not is_input_error(exc):
                 if os.environ.get("DPERM_DEBUG"):
                     raise

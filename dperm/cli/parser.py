@@ -6,6 +6,7 @@ from dperm.cli.bounds import cmd_bounds
 from dperm.cli.fit import cmd_fit
 from dperm.cli.predict import cmd_predict
 from dperm.cli.reproduce import REPRODUCTION_NAMES, _reproduce_help, cmd_reproduce
+from dperm.privacy.neighbouring import NEIGHBOURING  # light: dperm.privacy loads lazily
 
 SCHEMA_FORMAT = """\
 schema file (--schema SCHEMA.json): PUBLIC preprocessing, fixed before looking at the data
@@ -234,10 +235,6 @@ class _ReproduceParser(argparse.ArgumentParser):
         return super().format_help()
 
 
-#: dperm.privacy.neighbouring.NEIGHBOURING, spelled out: importing dperm.privacy (its
-#: package imports the mechanisms and SciPy) would cost every command's start
-#: (tests/cli/test_cli_edges.py checks they agree)
-NEIGHBOURING = ("replace_one", "add_remove")
 
 
 def build_parser():
@@ -387,6 +384,10 @@ def build_parser():
     b.add_argument("--schema", metavar="BASE.json", help="PUBLIC categories, label, classes "
                    "and fill values to keep (its numeric bounds are replaced)")
     b.add_argument("--label", metavar="COLUMN", help="the label column (never a feature)")
+    b.add_argument("--task", choices=("classification", "regression"), default="classification",
+                   help="regression: also release the label's (low, high) in the same "
+                        "mechanism and epsilon split (one more column), written as "
+                        "label.bounds for `dperm fit --task regression` (default classification)")
     b.add_argument("--categories-from-data", action="store_true",
                    help="add the other columns as categorical, with the values read from the "
                         "data (NOT private: a PrivacyLeakWarning)")

@@ -1,6 +1,25 @@
 """The data layer: validation of inputs, the row description (clipping factors, the
 intercept column), the Dask rows, and the one place that asks how rows are stored."""
-from dperm.data.design import DesignRows, augment_intercept
-from dperm.data.validation import check_X, row_norms
+import importlib
+from typing import Any
 
-__all__ = ["DesignRows", "augment_intercept", "check_X", "row_norms"]
+# The public names, imported on first use (PEP 562), as dperm's own are: importing a
+# module of this package (the command line does) does not import the others.
+# name -> the module of this package that defines it
+_HOME = {
+    "DesignRows": "design", "augment_intercept": "design", "check_X": "validation",
+    "row_norms": "validation",
+}
+__all__ = list(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

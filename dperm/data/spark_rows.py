@@ -64,7 +64,7 @@ _PREPARED_MAX = 64
 #: injection for tests (a nested function, shipped with the pass); None in use
 _TASK_HOOK = None
 
-_prepared = OrderedDict()
+_prepared: OrderedDict = OrderedDict()
 
 
 class SparkFitError(RuntimeError):

@@ -1,38 +1,35 @@
 """The privacy layer: neighbouring relations, noise (continuous and exact), calibration
 (pure, Gaussian, AMP), the mechanisms, the regularization rule, private tuning and the
 budget accountant."""
-from dperm.privacy.accountant import (
-    ApproxEvent,
-    BudgetAccountant,
-    GaussianEvent,
-    ObjectiveGaussianEvent,
-    PureEvent,
-    compose,
-)
-from dperm.privacy.calibration import (
-    amp_calibration,
-    analytic_gaussian_sigma,
-    objective_gaussian_calibration,
-)
-from dperm.privacy.mechanisms import (
-    PrivateFit,
-    objective_perturbation,
-    objective_perturbation_constants,
-    output_perturbation,
-    output_perturbation_constants,
-)
-from dperm.privacy.neighbouring import NEIGHBOURING
-from dperm.privacy.noise import sample_l2_laplace
-from dperm.privacy.quantiles import PrivateBounds, estimate_bounds
-from dperm.privacy.regularization import auto_alpha
-from dperm.privacy.tuning import PrivateTuningResult, exponential_mechanism, private_tuning
+import importlib
+from typing import Any
 
+# The public names, imported on first use (PEP 562), as dperm's own are: importing a
+# module of this package (the command line does) does not import the others.
+# name -> the module of this package that defines it
+_HOME = {
+    "objective_perturbation": "mechanisms", "output_perturbation": "mechanisms",
+    "PrivateFit": "mechanisms", "objective_perturbation_constants": "mechanisms",
+    "output_perturbation_constants": "mechanisms", "BudgetAccountant": "accountant",
+    "PureEvent": "accountant", "GaussianEvent": "accountant",
+    "ObjectiveGaussianEvent": "accountant", "ApproxEvent": "accountant", "compose": "accountant",
+    "analytic_gaussian_sigma": "calibration", "objective_gaussian_calibration": "calibration",
+    "amp_calibration": "calibration", "sample_l2_laplace": "noise", "private_tuning": "tuning",
+    "PrivateTuningResult": "tuning", "exponential_mechanism": "tuning",
+    "estimate_bounds": "quantiles", "PrivateBounds": "quantiles", "auto_alpha": "regularization",
+    "NEIGHBOURING": "neighbouring",
+}
 # (`adassp` stays a module name: its function is dperm.privacy.adassp.adassp)
-__all__ = [
-    "objective_perturbation", "output_perturbation", "PrivateFit",
-    "objective_perturbation_constants", "output_perturbation_constants",
-    "BudgetAccountant", "PureEvent", "GaussianEvent", "ObjectiveGaussianEvent", "ApproxEvent",
-    "compose", "analytic_gaussian_sigma", "objective_gaussian_calibration", "amp_calibration",
-    "sample_l2_laplace", "private_tuning", "PrivateTuningResult", "exponential_mechanism",
-    "estimate_bounds", "PrivateBounds", "auto_alpha", "NEIGHBOURING",
-]
+__all__ = list(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -54,7 +54,7 @@ from dperm.data.validation import (
     check_positive,
     check_random_state,
 )
-from dperm.exceptions import PrivacyLeakWarning
+from dperm.exceptions import NotConvergedError, PrivacyLeakWarning
 from dperm.losses import (
     MULTINOMIAL,
     SOFTMAX_GRADIENT_FACTOR,
@@ -663,7 +663,7 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
         # the sensitivity 2R/(n Lambda) bounds how far the EXACT minimiser moves; a point
         # the solver stopped at can be farther from it (by up to its gradient norm / Lambda),
         # so releasing it with this noise would not be covered: release nothing
-        raise RuntimeError(
+        raise NotConvergedError(
             "output_perturbation: the solver stopped before reaching the gradient tolerance "
             f"(tol={erm.DEFAULT_TOL if tol is None else tol:g}) for at least one fit; the "
             "noise is calibrated to the exact minimiser, so nothing is released. Raise "
@@ -871,7 +871,7 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
         # change of variables b <-> f needs grad J(f) + b/n = 0); a point the solver
         # stopped at is another function of the data: release nothing
         # (docs/privacy_analysis.md, "Objective perturbation needs the exact minimiser")
-        raise RuntimeError(
+        raise NotConvergedError(
             "objective_perturbation: the solver stopped before reaching the gradient "
             f"tolerance (tol={tol_used:g}) for at least one fit; the guarantee holds for the "
             "exact minimiser only, so nothing is released. Raise max_iter, use "
@@ -881,7 +881,7 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     if perturbation == "amp":
         gn = np.asarray(res.grad_norm).reshape(alphas.size, n_draws) * (n / n_norm)
         if not np.all(gn <= tol_used):          # (a NaN norm is refused too)
-            raise RuntimeError(
+            raise NotConvergedError(
                 f"perturbation='amp': the solver stopped above the gradient tolerance "
                 f"tol={tol_used:g} that the output noise was calibrated for; nothing is "
                 "released. Raise max_iter (or tol, which raises the output noise).")

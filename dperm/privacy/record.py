@@ -43,13 +43,14 @@ LAYOUTS = {
     "classifier": _MECHANISM + ("multiclass", "epsilon_total", "delta_total"),
     # PrivateLinearRegression's ERM methods (objective, output, none)
     "regression": tuple(k for k in _MECHANISM if k != "n_classes") + (
-        "method", "task", "label_bound", "gradient_bound", "epsilon_total", "delta_total"),
+        "method", "task", "label_bound", "gradient_bound", "epsilon_total", "delta_total",
+        "label_centre"),
     # PrivateLinearRegression(method="adassp"): dperm.privacy.adassp's release
     "adassp": ("mechanism", "epsilon", "delta", "neighbouring", "data_norm", "label_bound",
                "n_samples", "n_features", "split", "noise_multiplier", "sigma_lambda_min",
                "sigma_xtx", "sigma_xty", "ridge_bound", "eta", "shift", "failure_probability",
                "lambda_min_noisy", "ridge", "loss", "h", "alpha", "noise", "method", "task",
-               "gradient_bound", "epsilon_total", "delta_total"),
+               "gradient_bound", "epsilon_total", "delta_total", "label_centre"),
     # private_tuning (dperm.privacy.tuning): the procedure's own guarantee; each model
     # it releases carries its own record
     "tuning": ("mechanism", "epsilon", "delta", "neighbouring", "n_candidates",
@@ -92,7 +93,8 @@ class ReleaseRecord(Mapping):
     epsilon_prime, extra_l2 (the paper's Delta), beta, sigma, sigma_output, grid,
     alpha (Lambda), data_norm (R), h, n_samples (the PUBLIC normalising count, see
     public_count), curvature, n_classes, multiclass, epsilon_total, delta_total;
-    regression: method, task, label_bound, gradient_bound; AdaSSP: n_features, split,
+    regression: method, task, label_bound, gradient_bound, label_centre (the PUBLIC
+    midpoint of label_bounds the targets were shifted by, None without); AdaSSP: n_features, split,
     noise_multiplier, sigma_lambda_min, sigma_xtx, sigma_xty, ridge_bound, eta, shift,
     failure_probability and the released lambda_min_noisy and ridge; private bounds:
     epsilon_per_column, epsilon_per_quantile, quantiles, columns, range, grid (a
@@ -125,6 +127,7 @@ class ReleaseRecord(Mapping):
     method: str | None = None
     task: str | None = None
     label_bound: float | None = None
+    label_centre: float | None = None
     gradient_bound: float | None = None
     n_features: int | None = None
     split: tuple | None = None

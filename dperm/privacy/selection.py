@@ -67,7 +67,7 @@ MECHANISM = "best of a random number of private runs on all rows (Papernot & Ste
 def alpha_grid(center: float, factors: Sequence[float] = DEFAULT_FACTORS) -> list[float]:
     """Lambda values center x factor (a public grid, e.g. around alpha="auto"'s value)."""
     c = check_epsilon(center, "center")          # a positive finite number
-    out = []
+    out: list[float] = []
     for f in factors:
         if isinstance(f, (bool, np.bool_)) or not isinstance(f, numbers.Real) \
                 or not (math.isfinite(float(f)) and float(f) > 0):

@@ -454,7 +454,7 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
     sizes = [len(p) for p in parts[:-1]]
     record = ReleaseRecord(layout="tuning", mechanism="private_tuning", epsilon=epsilon,
                            delta=delta, neighbouring="replace_one", n_candidates=m,
-                           train_sizes=sizes, validation_size=len(val))
+                           train_sizes=tuple(sizes), validation_size=len(val))
     return PrivateTuningResult(
         best_estimator_=estimators[best], best_params_=dict(grid[best]), best_index_=best,
         params=grid, train_sizes=np.array(sizes),

@@ -64,15 +64,48 @@ def resolve_method(method, *, n, d, epsilon, delta):
     return "objective"
 
 
-def _warn_labels_clipped(clipped, n, label_bound):
+def _warn_labels_clipped(clipped, n, label_bound, centre=None):
     if clipped:
+        where = (f"[-label_bound, label_bound] = [-{label_bound:g}, {label_bound:g}]"
+                 if centre is None else
+                 f"label_bounds = [{centre - label_bound:g}, {centre + label_bound:g}]")
         warnings.warn(
             f"{clipped} of {n} targets ({100.0 * clipped / n:.1f}%) were outside "
-            f"[-label_bound, label_bound] = [-{label_bound:g}, {label_bound:g}] and were "
+            f"{where} and were "
             "clipped to it. The fit stays private, but clipped targets lose their size: "
-            "choose a larger public label_bound, or scale y by a public bound. (This count "
+            "choose a larger public label_bound (or wider label_bounds), or scale y by a "
+            "public bound. (This count "
             "is about the private data: for your eyes, not for publication.)",
             ClippingWarning, stacklevel=3)
+
+
+def _check_label_bounds(label_bounds, label_bound):
+    """(B, centre) from the public label parameters: label_bounds=(low, high) gives the
+    half-width (high - low) / 2 and the midpoint (low + high) / 2 (both public: functions
+    of public bounds); else label_bound (None: 1.0) and no centre."""
+    if label_bounds is None:
+        if label_bound is None:
+            return 1.0, None
+        check_positive(label_bound, "label_bound")
+        return float(label_bound), None
+    if label_bound is not None:
+        raise ValueError(
+            f"label_bound={label_bound!r} and label_bounds={label_bounds!r}: give one of them "
+            "(label_bounds=(low, high) sets the bound to (high - low) / 2 around the centre "
+            "(low + high) / 2; label_bound=B is the range [-B, B])")
+    try:
+        lo, hi = (float(v) for v in label_bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"label_bounds must be (low, high), two numbers, got "
+                         f"{label_bounds!r}") from None
+    if isinstance(label_bounds, (str, bytes)) or not (math.isfinite(lo) and math.isfinite(hi)
+                                                     and lo < hi):
+        raise ValueError(f"label_bounds = {label_bounds!r} needs finite low < high")
+    B = (hi - lo) / 2.0
+    if not (B > 0 and math.isfinite(B)):
+        raise ValueError(f"label_bounds = {label_bounds!r}: the half-width (high - low) / 2 "
+                         "must be a finite positive number")
+    return B, lo + B
 
 
 class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
@@ -81,8 +114,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
 
     Minimizes (1/n) sum_i rho_h(f.x_i + b - y_i) + (alpha/2) ||(f, b)||^2, rho_h the
     pseudo-Huber loss (quadratic for abs(r) << h, h abs(r) for abs(r) >> h), and releases the
-    result privately.  Rows satisfy ||x_i|| <= data_norm and targets abs(y_i) <= label_bound,
-    both PUBLIC bounds (rows and targets beyond them are clipped, with a warning).
+    result privately.  Rows satisfy ||x_i|| <= data_norm and targets abs(y_i) <= label_bound
+    (or low <= y_i <= high with label_bounds), both PUBLIC bounds (rows and targets beyond
+    them are clipped, with a warning).
 
     Parameters
     ----------
@@ -109,8 +143,15 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         Width of the pseudo-Huber loss; None (default) uses label_bound (residuals of
         the size of the targets are in the loss's quadratic range).  The noise scales
         with h (the gradient bound is h R).
-    label_bound : float > 0
+    label_bound : None or float > 0
         Public bound B on abs(y); targets beyond it are clipped to [-B, B] (ClippingWarning).
+        None (default): 1.0, or the half-width of label_bounds.
+    label_bounds : None or (low, high)
+        Public range of y (e.g. released by ``dperm.estimate_bounds`` or ``dperm bounds
+        --label``): the targets are centred on c = (low + high) / 2 and fitted as y - c with
+        label_bound B = (high - low) / 2 (the privacy constants are those of label_bound=B);
+        predictions are on the original scale (c is added to intercept_, a public shift).
+        Not together with label_bound.
     data_norm : float > 0
         Public bound R on the Euclidean norm of a row.
     norm_policy : {"clip", "error"}
@@ -128,7 +169,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     public values: method, mechanism, noise, loss, epsilon, delta, neighbouring,
     n_samples, epsilon_prime, extra_l2, beta, sigma,
     sigma_output, grid, alpha, data_norm, label_bound, h, curvature, gradient_bound,
-    task, epsilon_total, delta_total).
+    task, epsilon_total, delta_total, label_centre).
 
     With method "adassp" the record is the AdaSSP release's (dperm.privacy.adassp: noise
     scales, the split, and the released noisy lambda_min and ridge), alpha_ is None.
@@ -153,9 +194,10 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     """
 
     def __init__(self, method="auto", epsilon=1.0, delta=0.0, neighbouring="replace_one",
-                 n_public=None, alpha="auto", h=None, label_bound=1.0, data_norm=1.0,
+                 n_public=None, alpha="auto", h=None, label_bound=None, data_norm=1.0,
                  norm_policy="clip", fit_intercept=True, tol=None, max_iter=None,
-                 n_threads=None, random_state=None, accountant=None, solver="auto"):
+                 n_threads=None, random_state=None, accountant=None, solver="auto",
+                 label_bounds=None):
         self.method = method
         self.epsilon = epsilon
         self.delta = delta
@@ -164,6 +206,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         self.alpha = alpha
         self.h = h
         self.label_bound = label_bound
+        self.label_bounds = label_bounds
         self.data_norm = data_norm
         self.norm_policy = norm_policy
         self.fit_intercept = fit_intercept
@@ -180,15 +223,22 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         if self.method != "none":
             check_epsilon(self.epsilon, "epsilon")
         self._check_common_params()
-        check_positive(self.label_bound, "label_bound")
+        _check_label_bounds(self.label_bounds, self.label_bound)
         if self.h is not None:
             check_positive(self.h, "h")
         if self.method == "adassp" and float(self.delta) == 0:
             raise ValueError("delta: method='adassp' is an (epsilon, delta) mechanism; give "
                              "delta > 0 (e.g. 1/n**2)")
 
+    def _label(self):
+        """(B, centre or None): the public label bound and centre (_check_label_bounds)."""
+        return _check_label_bounds(self.label_bounds, self.label_bound)
+
+    def _B(self):
+        return self._label()[0]
+
     def _h(self):
-        return float(self.label_bound) if self.h is None else float(self.h)
+        return self._B() if self.h is None else float(self.h)
 
     def _equivalent_epsilon(self, n, d, method, eps, delta, nb, h):
         """The pure, replace-one epsilon whose noise has the norm of this fit's noise (the
@@ -207,7 +257,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
             sigma = calibration.analytic_gaussian_sigma(eps, delta, sensitivity_factor(nb) * L)
             return 2.0 * L * math.sqrt(d) / sigma
         provisional = auto_alpha(n, d, eps, perturbation="objective", loss=LOSS, data_norm=R,
-                                 h=h, label_bound=float(self.label_bound))
+                                 h=h, label_bound=self._B())
         cal = calibration.objective_gaussian_calibration(
             eps, delta, n=n, alpha=provisional, data_norm=L, curvature=lo.curvature(h, R),
             neighbouring=nb, nonincreasing_loss=lo.nonincreasing)
@@ -215,7 +265,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
 
     def _resolve_alpha(self, n, d, method, eps, delta, nb, h):
         kw = dict(perturbation="objective" if method == "objective" else method, loss=LOSS,
-                  data_norm=float(self.data_norm), h=h, label_bound=float(self.label_bound))
+                  data_norm=float(self.data_norm), h=h, label_bound=self._B())
         eps = self._equivalent_epsilon(n, d, method, eps, delta, nb, h)
         if isinstance(self.alpha, str):
             return auto_alpha(n, d, eps, **kw)
@@ -240,7 +290,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
             from dperm.privacy.adassp import adassp_calibration
 
             cal = adassp_calibration(eps, delta, n_features=d, data_norm=float(self.data_norm),
-                                     label_bound=float(self.label_bound), neighbouring=nb)
+                                     label_bound=self._B(), neighbouring=nb)
             return privacy_events(ReleaseRecord(
                 layout="adassp", epsilon=eps, delta=delta, mechanism="adassp",
                 noise_multiplier=cal.noise_multiplier), 1)
@@ -272,8 +322,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
             Rows with norms <= data_norm (longer ones per norm_policy); dense or CSR, float32
             or float64.  A Dask array's rows stay on the workers.
         y : array_like of shape (n,)
-            Finite real targets, abs(y) <= label_bound (clipped beyond it, with a
-            ClippingWarning).
+            Finite real targets, abs(y) <= label_bound, or within label_bounds (clipped
+            beyond, with a ClippingWarning).
         **fit_params
             Refused: ``sample_weight`` (and any other fit parameter) raises a ValueError.
 
@@ -296,8 +346,10 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
         y = check_real_labels(y, n, name="y")
-        B = float(self.label_bound)
+        B, centre = self._label()
         h = self._h()
+        if centre is not None:     # a public shift: the fit sees y - c in [-B, B]
+            y = np.asarray(y, dtype=np.float64) - centre
         delta, nb, n_norm = check_privacy_params(self.delta, self.neighbouring, self.n_public, n,
                                                  warn=False)
         R = float(self.data_norm)
@@ -325,7 +377,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
             events = self._planned_events(method, n_norm, alpha, eps, delta, nb, h, d)
             self.accountant.check_all(events)
         _warn_clipped(clipped, n, R)
-        _warn_labels_clipped(y_clipped, n, B)
+        _warn_labels_clipped(y_clipped, n, B, centre)
         common = dict(alpha=alpha, h=h, tol=self.tol, max_iter=self.max_iter,
                       n_threads=self.n_threads, solver=self.solver)
         lo = get_loss(LOSS)
@@ -363,7 +415,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         # the estimator's release: the mechanism's record and the regression's bounds
         record = record.replace(
             layout="adassp" if method == "adassp" else "regression", method=method,
-            task="regression", label_bound=B,
+            task="regression", label_bound=B, label_centre=centre,
             gradient_bound=None if method == "adassp" else lo.gradient_bound(R, h),
             epsilon_total=eps, delta_total=delta if method != "none" else 0.0)
         diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(y_clipped))
@@ -372,6 +424,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
             coef, intercept = split_intercept(W, R)
         else:
             coef, intercept = W, 0.0
+        if centre is not None:     # predictions on the original scale: + c (public)
+            intercept = float(intercept) + centre
         if self.accountant is not None:
             self._spend_events(events)
         # everything below only assigns: a fit that failed above changed nothing

@@ -224,7 +224,7 @@ def _fit_regression(local, rows):
     n = rows.shape[0]
     if n < 2:
         raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
-    B = float(local.label_bound)
+    B = local._B()
     h = local._h()
     delta, nb, n_norm = check_privacy_params(local.delta, local.neighbouring, local.n_public, n,
                                              warn=False)

@@ -279,3 +279,33 @@ def test_user_errors_still_exit_2(files, capsys):
     assert cli.main(["fit", "train.csv", "--schema", "s.json", "--alpha", "1e-300",
                      "-o", "m.json"]) in (0, 2)
     assert "internal error" not in capsys.readouterr().err
+
+
+def test_a_fit_that_stopped_early_is_a_clear_error_not_an_internal_one(tmp_path, capsys,
+                                                                       monkeypatch):
+    """The refusal of a non-converged private fit (dperm.NotConvergedError) is reported
+    as the user's error (exit 2, its message naming what to change), not as a bug."""
+    import dperm.sklearn.classifier as clf_mod
+    from dperm.cli import main as cli_main
+
+    real = clf_mod.PrivateLinearClassifier
+
+    class OneIteration(real):
+        def fit(self, X, y, **kw):
+            self.max_iter = 1
+            return super().fit(X, y, **kw)
+
+    monkeypatch.setattr(clf_mod, "PrivateLinearClassifier", OneIteration)
+    rng = np.random.default_rng(0)
+    rows = ["a,b,y"] + [f"{a:.3f},{b:.3f},{'yes' if a + b > 1 else 'no'}"
+                        for a, b in rng.uniform(0, 1, size=(300, 2))]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "s.json").write_text(json.dumps({"numeric": {"a": [0, 1], "b": [0, 1]},
+                                                 "label": {"column": "y",
+                                                           "classes": ["no", "yes"]}}))
+    code = cli_main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"),
+                     "--alpha", "1e-7", "-o", str(tmp_path / "m.json")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "nothing is released" in err and "internal error" not in err
+    assert not (tmp_path / "m.json").exists()

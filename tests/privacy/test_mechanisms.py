@@ -328,7 +328,7 @@ def test_objective_refuses_a_fit_that_stopped_early(delta):
     (docs/privacy_analysis.md, section 11.1)."""
     X, y = make_data()
     with pytest.warns(dperm.ConvergenceWarning), \
-            pytest.raises(RuntimeError, match="nothing is released") as err:
+            pytest.raises(dperm.NotConvergedError, match="nothing is released") as err:
         dperm.objective_perturbation(X, y, alpha=[1e-6, 1e-2], epsilon=1.0, delta=delta,
                                      n_draws=2, max_iter=1, random_state=0)
     for word in ("max_iter", "tol=", "solver", "perturbation='amp'"):
