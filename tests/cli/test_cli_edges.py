@@ -202,7 +202,8 @@ def test_a_headerless_file_with_words_and_numbers_says_the_first_row_is_data(fil
 def _modules_after(code):
     r = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(sorted({m.split('.')[0] "
                         "for m in sys.modules} & {'sklearn', 'pandas', 'pyarrow', 'scipy'}))"],
-                       capture_output=True, text=True, env=_env(), timeout=300)
+                       capture_output=True, text=True, env=_env(), timeout=300,
+                       cwd=os.path.dirname(os.path.abspath(__file__)))   # not the source root
     assert r.returncode == 0, r.stderr
     return r.stdout.strip().splitlines()[-1]
 

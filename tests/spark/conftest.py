@@ -18,7 +18,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     """local[2,3]: two task threads, a failed task tried up to 3 times (local mode's
     spark.task.maxFailures); small memory, no UI, few shuffle partitions."""
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'dperm[spark]')")
@@ -29,13 +29,21 @@ def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable   # the executors run this Python (dperm)
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2,3]").appName("dperm-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.driver.memory", "1g")
-               .getOrCreate())
+    # The JVM, and the Python workers it starts, run in the folder the session is created
+    # from; a worker puts that folder first on sys.path. From the checkout's root (the
+    # README's `pytest`) that would import the source tree instead of the installed build.
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("spark-cwd"))
+    try:
+        session = (SparkSession.builder.master("local[2,3]").appName("dperm-tests")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "2")
+                   .config("spark.default.parallelism", "2")
+                   .config("spark.driver.memory", "1g")
+                   .getOrCreate())
+    finally:
+        os.chdir(here)
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

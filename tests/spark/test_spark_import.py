@@ -1,11 +1,14 @@
 """`import dperm` never imports pyspark; `import dperm.spark` without it says what to install."""
+import os
 import subprocess
 import sys
 
 
 def _run(code):
+    # run outside the checkout's root: `python -c` puts the working folder first on
+    # sys.path, where a non-editable install would find the source tree, not the build
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, cwd=os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_import_dperm_does_not_import_pyspark():
