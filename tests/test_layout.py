@@ -15,7 +15,7 @@ ROOT = pathlib.Path(dperm.__file__).parent
 
 #: the layers, lowest first: a module imports only from its own layer or lower ones
 LAYERS = [
-    ("dperm._core", "dperm.exceptions", "dperm._files"),
+    ("dperm._core", "dperm.exceptions", "dperm._files", "dperm._lazy"),
     ("dperm.data", "dperm.losses"),
     ("dperm.optim", "dperm._config"),
     ("dperm.privacy",),

@@ -1,7 +1,6 @@
 """The data layer: validation of inputs, the row description (clipping factors, the
 intercept column), the Dask rows, and the one place that asks how rows are stored."""
-import importlib
-from typing import Any
+from dperm._lazy import lazy_exports
 
 # The public names, imported on first use (PEP 562), as dperm's own are: importing a
 # module of this package (the command line does) does not import the others.
@@ -13,13 +12,4 @@ _HOME = {
 __all__ = list(_HOME)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _HOME, globals())
