@@ -137,7 +137,16 @@ def test_model_file_round_trip_is_bit_for_bit(tmp_path, method, delta, transform
 def test_neighbouring_fits_release_the_same_record():
     """One row (and its target, beyond the bounds) replaced: the same privacy_ and public
     attributes; the check catches a centre read from the data."""
-    from tests.privacy.test_release_regression import neighbours, released
+    # tests/ is no package (pytest puts each test's folder on sys.path): load the helpers
+    # of tests/privacy/test_release_regression.py by path
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent / "privacy" / "test_release_regression.py"
+    spec = importlib.util.spec_from_file_location("_release_regression_helpers", path)
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    neighbours, released = helpers.neighbours, helpers.released
 
     (X, y), (X2, y2) = neighbours()
     y, y2 = y + 50.0, y2 + 50.0

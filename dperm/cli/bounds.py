@@ -15,7 +15,8 @@ announced by a PrivacyLeakWarning.
 
 With ``--task regression --label COLUMN`` the label's range is released too, by the same
 mechanism in the same call: the label is one more column of the even split (epsilon E
-over k + 1 columns x 2 quantiles, so the whole schema stays E-DP), written as
+over k + 1 columns, one joint draw of both quantiles each, so the whole schema stays
+E-DP), written as
 ``"label": {"column": COLUMN, "bounds": [low, high]}``; ``dperm fit --task regression``
 then centres the label on (low + high) / 2 with label bound (high - low) / 2.
 """
@@ -134,8 +135,8 @@ def cmd_bounds(args):
     _write_text(args.output, model_to_json(schema.to_dict()), "schema", atomic=True)
     rec = bounds.privacy_
     print(f"private bounds: epsilon = {rec['epsilon']:g} (pure epsilon-DP), "
-          f"{len(released)} column(s) x 2 quantiles {rec['quantiles']} at epsilon "
-          f"{rec['epsilon_per_quantile']:.6g} each; public range "
+          f"{len(released)} column(s), each one joint draw of its quantiles "
+          f"{rec['quantiles']} at epsilon {rec['epsilon_per_column']:.6g}; public range "
           f"[{rec['range'][0]:g}, {rec['range'][1]:g}]")
     for c in released:
         lo, hi = bounds[c]

@@ -36,7 +36,7 @@ def test_bounds_then_fit(tmp_path, capsys):
     assert rc == 0
     captured = capsys.readouterr()
     printed = captured.out
-    assert "epsilon = 4" in printed and "epsilon 1 each" in printed
+    assert "epsilon = 4" in printed and "at epsilon 2;" in printed
     assert "seed" in captured.err.lower()          # the seeded-noise warning reaches the user
     assert "seed" not in out.read_text()
     s = PublicSchema.from_json(out.read_text())
