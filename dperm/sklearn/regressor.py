@@ -150,7 +150,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         Public range of y (e.g. released by ``dperm.estimate_bounds`` or ``dperm bounds
         --label``): the targets are centred on c = (low + high) / 2 and fitted as y - c with
         label_bound B = (high - low) / 2 (the privacy constants are those of label_bound=B);
-        predictions are on the original scale (c is added to intercept_, a public shift).
+        predictions are on the original scale (c is added to ``intercept_``, a public shift).
         Not together with label_bound.
     data_norm : float > 0
         Public bound R on the Euclidean norm of a row.
