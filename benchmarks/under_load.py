@@ -10,18 +10,22 @@ see them, then times a workload in a fresh child process per configuration, the
 configurations interleaved round by round (A B C D, A B C D, ...) so that a change of the
 machine's load during the run falls on all of them alike:
 
-* ``old default``: n_threads=None with ``DPERM_LOAD_AWARE=0`` (every pass runs all its
-  parts at once: one thread per core, the behaviour before issue 29, item 7);
+* ``old default``: n_threads=None, every pass runs all its parts at once (one thread per
+  core) and idle team mates spin as the OpenMP runtime does by default
+  (``DPERM_OMP_WAIT_POLICY=default``): dperm before issue 29, item 7;
 * ``threads 1``: n_threads=1;
-* ``passive``: the old default with ``OMP_WAIT_POLICY=passive`` (idle team mates sleep
-  instead of spinning);
-* ``new default``: n_threads=None (the team is at most the free cores: the cores minus
-  the load average, less this process's own share; dperm.data.validation.free_cores).
+* ``load-aware``: the old default with ``DPERM_LOAD_AWARE=1`` (the team is at most the
+  free cores: the cores minus the load average, less this process's own share;
+  dperm.data.validation.free_cores): issue 29's first default;
+* ``load-aware passive``: both the smaller team and sleeping team mates;
+* ``new default``: n_threads=None: all cores, and team mates that finished their part
+  sleep at the barrier (OMP_WAIT_POLICY=PASSIVE, set by dperm._core while the OpenMP
+  runtime loads).
 
 The workload: --fits non-private logistic fits (``dperm.erm.minimize``, tol 1e-8) of a
 dense n x d float64 problem, alpha 1e-4, in one child process (its import and data set-up
 not timed).  Reported: the median over rounds of the workload's wall time, each
-configuration's ratio to the old default, and the team the new default chose.  Run it
+configuration's ratio to the old default, and the team the load-aware one chose.  Run it
 with --busy 0 too: the idle machine must keep its speed.  The results depend on the
 machine and on whatever else runs on it; compare configurations only within one run.
 """
@@ -53,9 +57,10 @@ print(json.dumps({"wall": wall, "team": team_limit()}))
 """
 
 CONFIGS = {
-    "old default": ("default", {"DPERM_LOAD_AWARE": "0"}),
+    "old default": ("default", {"DPERM_OMP_WAIT_POLICY": "default"}),
     "threads 1": ("1", {}),
-    "passive": ("default", {"DPERM_LOAD_AWARE": "0", "OMP_WAIT_POLICY": "passive"}),
+    "load-aware": ("default", {"DPERM_LOAD_AWARE": "1", "DPERM_OMP_WAIT_POLICY": "default"}),
+    "load-aware passive": ("default", {"DPERM_LOAD_AWARE": "1"}),
     "new default": ("default", {}),
 }
 
@@ -75,7 +80,8 @@ def start_busy(k):
 def run(config, args):
     threads, extra = CONFIGS[config]
     env = dict(os.environ)
-    for key in ("DPERM_LOAD_AWARE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+    for key in ("DPERM_LOAD_AWARE", "DPERM_OMP_WAIT_POLICY", "OMP_WAIT_POLICY",
+                "GOMP_SPINCOUNT"):
         env.pop(key, None)
     env.update(extra)
     out = subprocess.run([sys.executable, "-c", CHILD, str(args.n), str(args.d),
@@ -109,7 +115,7 @@ def main(argv=None):
             for c in configs:
                 res = run(c, args)
                 times[c].append(res["wall"])
-                if c == "new default":
+                if c == "load-aware":
                     teams.append(res["team"])
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{c} {times[c][-1]:.2f} s" for c in configs), flush=True)
@@ -128,7 +134,7 @@ def main(argv=None):
         m = statistics.median(times[c])
         print(f"| {c} | {m:.2f} | {m / base:.2f} |")
     if teams:
-        print(f"\nnew default: team limit {sorted(set(teams))} (of {cores()} cores)")
+        print(f"\nload-aware: team limit {sorted(set(teams))} (of {cores()} cores)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"machine": platform.platform(), "cores": cores(), "busy": busy,

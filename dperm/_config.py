@@ -41,9 +41,11 @@ def get_config() -> dict:
         # a fit with n_threads=None splits each pass into one part per core the process
         # may run on (the result depends on this number only) ...
         "default_n_threads": default_threads() if omp else 1,
-        # ... and runs the parts with at most this many threads now: the cores other
-        # processes leave free (DPERM_LOAD_AWARE=0: all of them at once, 0 here)
+        # ... and runs the parts with at most this many threads now (0: all at once, the
+        # default; DPERM_LOAD_AWARE=1: the cores other processes leave free)
         "team_limit": team_limit() if omp else 1,
+        # how idle team mates wait at a pass's barrier (DPERM_OMP_WAIT_POLICY)
+        "omp_wait_policy": _core.wait_policy if omp else None,
         # the kernel level chosen at import (DPERM_SIMD forces a lower one)
         "simd": _core.level,
         "simd_vector_width": vector_width(),

@@ -1,5 +1,7 @@
 """Threads on a busy machine (issue 29, item 7): each pass runs its parts with at most
 the free cores, and the result never depends on that team (only on n_threads)."""
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -30,7 +32,9 @@ def test_own_share_of_the_load_is_measured():
     validation._OWN.update(prev=None, cur=None)
 
 
-def test_load_aware_can_be_turned_off(monkeypatch):
+def test_load_aware_is_off_unless_asked_for(monkeypatch):
+    monkeypatch.delenv(validation.LOAD_AWARE_ENV, raising=False)
+    assert validation.team_limit() == 0
     monkeypatch.setenv(validation.LOAD_AWARE_ENV, "0")
     assert validation.team_limit() == 0
     monkeypatch.setenv(validation.LOAD_AWARE_ENV, "1")
@@ -69,3 +73,52 @@ def test_the_team_never_changes_the_result(monkeypatch, kind):
     from dperm._core._objective import set_team_limit
     set_team_limit(0)
     assert np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])
+
+
+@pytest.mark.parametrize("environ, requested, described", [
+    ({}, "PASSIVE", "passive"),
+    ({"DPERM_OMP_WAIT_POLICY": "active"}, "ACTIVE", "active"),
+    ({"DPERM_OMP_WAIT_POLICY": " Default "}, None, "the OpenMP runtime's default"),
+    ({"OMP_WAIT_POLICY": "active"}, None, "OMP_WAIT_POLICY=active (yours)"),
+    ({"GOMP_SPINCOUNT": "1000", "DPERM_OMP_WAIT_POLICY": "passive"}, None,
+     "GOMP_SPINCOUNT=1000 (yours)"),
+])
+def test_the_wait_policy_the_runtime_starts_with(environ, requested, described):
+    from dperm import _core
+    assert _core._wait_policy_to_request(environ) == requested
+    assert _core._describe_wait_policy(environ, requested) == described
+
+
+def test_an_unknown_wait_policy_is_refused():
+    from dperm import _core
+    with pytest.raises(ImportError, match="DPERM_OMP_WAIT_POLICY='sleepy'"):
+        _core._wait_policy_to_request({"DPERM_OMP_WAIT_POLICY": "sleepy"})
+
+
+@pytest.mark.parametrize("setting, spins", [(None, "0"), ("default", "300000")])
+def test_the_wait_policy_reaches_the_runtime_and_leaves_the_environment(tmp_path, setting,
+                                                                         spins):
+    """libgomp reads OMP_WAIT_POLICY when it loads: dperm sets it for that moment only.
+    OMP_DISPLAY_ENV=verbose makes the runtime print what it read; a passive policy shows
+    as a spin count of 0 (the runtime's own default, the second case, spins 300000 times:
+    the check would fail if dperm's setting did not reach the runtime)."""
+    import subprocess
+    import sys
+
+    code = ("import os, dperm, dperm._core as c; "
+            "print('LEFT', os.environ.get('OMP_WAIT_POLICY')); print('CONF', c.wait_policy)")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "DPERM_OMP_WAIT_POLICY")}
+    env["OMP_DISPLAY_ENV"] = "verbose"
+    if setting is not None:
+        env["DPERM_OMP_WAIT_POLICY"] = setting
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout + out.stderr
+    assert "LEFT None" in text
+    assert ("CONF passive" if setting is None else "CONF the OpenMP runtime's default") in text
+    if "GOMP_SPINCOUNT = '" not in text:
+        pytest.skip("the OpenMP runtime does not display its spin count (not libgomp)")
+    # several runtimes may display (e.g. scikit-learn's own copy): one of them is dperm's
+    assert f"GOMP_SPINCOUNT = '{spins}'" in text, text

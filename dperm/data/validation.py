@@ -447,8 +447,12 @@ def check_n_threads(n_threads, name="n_threads"):
     return int(n_threads)
 
 
-#: environment variable: "0" turns the load-aware team off (every pass runs all its
-#: parts at once, as before 0.1's issue 29; for measuring, see benchmarks/under_load.py)
+#: environment variable: "1" turns the load-aware team on (a pass runs its parts on at
+#: most `free_cores()` threads).  Off by default: on an idle 16-core machine the 1-minute
+#: load average still counts the work of processes that just ended, the team shrank to
+#: 12-14 of 16 threads and the 16 parts ran in two waves (fits 1.58x slower), while the
+#: passive OpenMP wait policy (dperm._core) gives the speed on a loaded machine that the
+#: smaller team was for (benchmarks/under_load.py; BENCHMARKS.md)
 LOAD_AWARE_ENV = "DPERM_LOAD_AWARE"
 #: (wall, process CPU time) at the start of the previous and the current window over
 #: which this process's own share of the load average is measured
@@ -490,9 +494,9 @@ def free_cores(cores=None, load=None, own=None):
 
 
 def team_limit():
-    """The largest OpenMP team a pass may start now: `free_cores()`, or 0 (no limit)
-    when ``DPERM_LOAD_AWARE=0``."""
-    if os.environ.get(LOAD_AWARE_ENV, "1").strip() == "0":
+    """The largest OpenMP team a pass may start now: 0 (no limit, the default), or
+    `free_cores()` when ``DPERM_LOAD_AWARE=1``."""
+    if os.environ.get(LOAD_AWARE_ENV, "0").strip() != "1":
         return 0
     return free_cores()
 
