@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -87,6 +87,18 @@ def default_grid(bounds_range: Sequence[float] | None = None, *,
     apart (per_decade=10 gives the 243 points of dperm 0.1's grid).  With
     ``bounds_range=(lo, hi)`` the grid is restricted to [lo, hi] and its ends are lo and
     hi (so a range beyond +-1e9 extends the outer cells).
+
+    Parameters
+    ----------
+    bounds_range : (float, float), optional
+        The public range (low, high); default the whole grid, +-1e9.
+    per_decade : int, default 100
+        Points per decade of magnitude.
+
+    Returns
+    -------
+    numpy.ndarray
+        The grid, strictly increasing.
     """
     if isinstance(per_decade, (bool, np.bool_)) or not isinstance(per_decade, numbers.Integral) \
             or per_decade < 1:
@@ -199,8 +211,10 @@ def pair_errors(atoms: ArrayLike, cells: ArrayLike,
 
     Returns
     -------
-    e_low, e_high : float arrays of shape (K,)
-        e_low for i = 0..K-1 and e_high for j = 1..K.
+    e_low : float array of shape (K,)
+        The low bound's error, for i = 0..K-1.
+    e_high : float array of shape (K,)
+        The high bound's error, for j = 1..K.
     """
     atoms = np.asarray(atoms, dtype=np.float64)
     cells = np.asarray(cells, dtype=np.float64)
@@ -225,9 +239,9 @@ def width_log_prior(steps: ArrayLike, width_prior: float | None = None) -> np.nd
     Parameters
     ----------
     steps : array of int
-        j - i.
+        The pairs' j - i.
     width_prior : float, optional
-        w (default the module's ``_WIDTH_PRIOR``).
+        The slope w below the knee (default the module's ``_WIDTH_PRIOR``).
 
     Returns
     -------
@@ -359,7 +373,7 @@ class PairLaw:
         return np.logaddexp(inner, np.logaddexp(left, right))
 
     def log_conditional(self, i: int) -> np.ndarray:
-        """log P(high = g_j | low = g_i) for j = 1..K (index j - 1; -inf for j <= i).
+        """The law of the high end given the low end g_i, in logs.
 
         Parameters
         ----------
@@ -369,6 +383,7 @@ class PairLaw:
         Returns
         -------
         numpy.ndarray of shape (K,)
+            Entry j - 1 is log P(high = g_j | low = g_i), j = 1..K (-inf for j <= i).
         """
         row = np.full(self.K, -np.inf)
         row[i:] = width_log_prior(np.arange(1, self.K - i + 1), self.width_prior) \
@@ -378,8 +393,10 @@ class PairLaw:
         return row
 
     def sample(self, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """``size`` independent draws of (i, j): the low end from its marginal, then the
-        high end from its conditional (two uniforms per draw).
+        """Draw ``size`` independent pairs (i, j) of grid indices.
+
+        The low end from its marginal, then the high end from its conditional: ``size``
+        uniforms for the low ends, then ``size`` more for the high ends.
 
         Parameters
         ----------
@@ -390,8 +407,10 @@ class PairLaw:
 
         Returns
         -------
-        i, j : int arrays of shape (size,)
-            The grid indices of the low and the high ends.
+        i : int array of shape (size,)
+            The grid indices of the low ends.
+        j : int array of shape (size,)
+            The grid indices of the high ends (j > i).
         """
         i = _inverse_cdf(self.log_marginal, rng.uniform(size=size))
         u = rng.uniform(size=size)
@@ -409,7 +428,7 @@ class PairLaw:
         p : float
             The probability that the worse end's rank error exceeds ``tolerated``.
         tolerated : float
-            max(min(q_low, 1 - q_high) _WARN_ALPHA, 0.005) n ranks.
+            The tolerance, max(min(q_low, 1 - q_high) _WARN_ALPHA, 0.005) n ranks.
         """
         q = self.quantiles
         tolerated = max(min(q[0], 1.0 - q[1]) * _WARN_ALPHA, 0.005) * self.n
@@ -453,6 +472,7 @@ def pair_law(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float], eps
     Returns
     -------
     PairLaw
+        The law, with ``log_marginal``, ``log_conditional(i)`` and ``sample``.
     """
     return PairLaw(atoms, cells, quantiles, epsilon, width_prior)
 
@@ -485,6 +505,7 @@ def pair_log_probabilities(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequen
     Returns
     -------
     numpy.ndarray of shape (K, K)
+        Entry [i, j - 1] is log P(low = g_i, high = g_j).
     """
     e_lo, e_hi = pair_errors(atoms, cells, quantiles)
     scale = epsilon / (_EM_DIVISOR * RANK_SENSITIVITY)
@@ -526,7 +547,10 @@ def sample_pair(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float], 
 
     Returns
     -------
-    low, high : float, or arrays of shape ``size``
+    low : float or numpy.ndarray of shape ``size``
+        The low end(s), grid points.
+    high : float or numpy.ndarray of shape ``size``
+        The high end(s), grid points, above the low ones.
     """
     rng = check_random_state(random_state)
     if law is None:
@@ -586,32 +610,37 @@ class PrivateBounds(Mapping):
             record_from_dict(privacy, "bounds")
 
     @property
-    def privacy_(self):
+    def privacy_(self) -> dict:
         """The release record (``release_record_``) serialised: a new dict."""
         return record_to_dict(self.release_record_)
 
-    def __reduce__(self):
+    @property
+    def bounds(self) -> dict:
+        """Column -> (low, high): a new dict."""
+        return dict(self._bounds)
+
+    def __reduce__(self) -> tuple:
         return (type(self), (self._bounds, self.release_record_))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, PrivateBounds):
             return NotImplemented
         return self._bounds == other._bounds and self.release_record_ == other.release_record_
 
-    __hash__ = None
+    # unhashable, as a dict (equality compares values); typeshed's object.__hash__ is a
+    # method, so mypy reads None here as a wrong type
+    __hash__ = None  # type: ignore[assignment]
 
-    bounds = property(lambda self: dict(self._bounds), doc="column -> (low, high), a new dict")
-
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> tuple[float, float]:
         return self._bounds[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator:
         return iter(self._bounds)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._bounds)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PrivateBounds({dict(self._bounds)!r}, epsilon={self.privacy_['epsilon']:g})"
 
 
@@ -805,9 +834,10 @@ def _release(hists: list[tuple[Any, np.ndarray, np.ndarray]], epsilon: float,
         out[key] = sample_pair(atoms, cells, q, eps_col, g, random_state=rng, law=law)
     record = ReleaseRecord(
         layout="bounds", mechanism=MECHANISM, epsilon=epsilon, delta=0.0,
-        epsilon_per_column=eps_col, epsilon_per_quantile=eps_col / 2.0, quantiles=list(q),
-        columns=[k for k, _, _ in hists], range=[float(g[0]), float(g[-1])], grid=grid_text,
-        grid_points=int(g.size), width_prior=[_WIDTH_PRIOR, _WIDTH_KNEE, _WIDTH_PRIOR_FAR],
+        epsilon_per_column=eps_col, epsilon_per_quantile=eps_col / 2.0, quantiles=tuple(q),
+        columns=tuple(k for k, _, _ in hists), range=(float(g[0]), float(g[-1])),
+        grid=grid_text, grid_points=int(g.size),
+        width_prior=(_WIDTH_PRIOR, _WIDTH_KNEE, _WIDTH_PRIOR_FAR),
         rank_sensitivity=RANK_SENSITIVITY, neighbouring="replace_one or add_remove")
     if accountant is not None:
         accountant.spend(event, label=f"estimate_bounds(epsilon={epsilon:g})")
@@ -858,7 +888,7 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
 
     See Also
     --------
-    bounds_from_histograms : the same release from counts made elsewhere (in chunks,
+    bounds_from_histograms : The same release from counts made elsewhere (in chunks,
         on a cluster).
 
     Notes
@@ -952,8 +982,8 @@ def bounds_from_histograms(histograms: Mapping[Any, tuple[ArrayLike, ArrayLike]]
 
     See Also
     --------
-    estimate_bounds : counts and releases in one call.
-    column_histogram : one part's counts.
+    estimate_bounds : Counts and releases in one call.
+    column_histogram : One part's counts.
 
     Examples
     --------
