@@ -24,8 +24,13 @@ rest clipped to the public range [g_0, g_K]):
   public base measure that prefers narrow intervals, so that the grid points
   beyond the data, whose errors all tie, lose to the ones next to it.
 
+The draw is exact without the K x K pairs (:class:`PairLaw`): the low end from its
+marginal, computed for all K cells in O(K log K), then the high end from its conditional, one row
+(:func:`pair_log_probabilities`, the K x K matrix, stays as the tests' reference).
 Each column is one draw at eps_col = epsilon / m; the m columns compose
-sequentially to epsilon-DP.  The released values are grid points, low < high:
+sequentially to epsilon-DP.  :func:`bounds_from_histograms` releases from counts
+made elsewhere (chunks, Dask or Spark workers: :func:`column_histogram` per part,
+added).  The released values are grid points, low < high:
 never a data value unless that value is a public grid point.
 
 Randomness: as every private computation (dperm/privacy/noise.py), a fresh
