@@ -196,7 +196,8 @@ TEST_FILES = ("test_privacy_whitebox.py", "test_privacy_blackbox.py", "test_priv
               "test_privacy_add_remove.py", "test_mechanisms.py", "test_calibration.py",
               "test_accountant.py", "test_noise.py", "test_exact_noise.py", "test_release.py",
               "test_design.py", "test_tuning.py", "test_losses.py", "test_multinomial.py",
-              "test_quantiles.py", "test_quantiles_sampler.py", "test_adassp.py", "test_privacy_regression.py",
+              "test_quantiles.py", "test_quantiles_sampler.py", "test_adassp.py",
+              "test_privacy_regression.py",
               "test_release_regression.py", "test_regressor.py", "test_bounds_separation.py",
               "test_norms.py", "test_nonfinite.py", "test_selection.py")
 
