@@ -95,9 +95,9 @@ def new_bounds(x, eps_col, rng, size):
     the sampler estimate_bounds calls (tests/privacy/test_quantiles.py checks this)."""
     g = Q.default_grid()
     atoms, cells = Q.column_histogram(x, g)
-    logp = Q.pair_log_probabilities(atoms, cells, (0.01, 0.99), eps_col)
+    law = Q.pair_law(atoms, cells, (0.01, 0.99), eps_col)
     return Q.sample_pair(atoms, cells, (0.01, 0.99), eps_col, g, size=size, random_state=rng,
-                         log_probabilities=logp)
+                         law=law)
 
 
 CANDIDATES = {"new (pairs, width prior)": new_bounds, "old (dperm 0.1)": old_bounds,

@@ -165,13 +165,26 @@ MUTANTS = [
      "bad = np.flatnonzero(np.isinf(out))\n        if bad.size:\n            i = int(bad[0])",
      "bad = np.flatnonzero(np.isinf(out) & False)\n        if bad.size:\n            i = int(bad[0])"),
     ("quantile_no_split_over_columns", "private bounds: epsilon not split over the columns",
-     "eps_col = epsilon / len(cols)", "eps_col = epsilon"),
+     "eps_col = epsilon / len(hists)", "eps_col = epsilon"),
     ("quantile_flat_prior", "private bounds: no prior for narrow intervals (ties drift)",
      "_WIDTH_PRIOR = 0.15", "_WIDTH_PRIOR = 0.0"),
     ("quantile_no_knee", "private bounds: the steep prior all the way (wide columns collapse)",
      "_WIDTH_KNEE = 200", "_WIDTH_KNEE = 10 ** 6"),
     ("quantile_flat_far_prior", "private bounds: a flat prior beyond the knee",
      "_WIDTH_PRIOR_FAR = 0.03", "_WIDTH_PRIOR_FAR = 0.0"),
+    ("quantile_sampler_knee_off_by_one", "private bounds sampler: the knee one step late "
+     "in the marginal (the law is no longer the exponential mechanism's)",
+     "edge = i + self._knee - 1", "edge = i + self._knee"),
+    ("quantile_sampler_far_offset", "private bounds sampler: the far part's offset with the "
+     "near slope", "+ (w_far - w) * knee + w_far * i", "+ (w_far - w) * knee + w * i"),
+    ("quantile_sampler_conditional_prior_shift", "private bounds sampler: the high end's "
+     "conditional with the prior one step off",
+     "row[i:] = width_log_prior(np.arange(1, self.K - i + 1)",
+     "row[i:] = width_log_prior(np.arange(0, self.K - i)"),
+    ("quantile_sampler_dominated_range", "private bounds sampler: the range where the low "
+     "end's error dominates starts one step late",
+     'left = np.searchsorted(-e[: m + 1], -level, side="left")',
+     'left = np.searchsorted(-e[: m + 1], -level, side="left") + 1'),
     ("selection_run_factor", "Lambda selection: best of logarithmic runs charged as 1 run",
      '_RUN_FACTORS = {"logarithmic": 2.0', '_RUN_FACTORS = {"logarithmic": 1.0'),
     ("selection_score_noise", "Lambda selection: score noise at twice the score's epsilon",
@@ -183,7 +196,8 @@ TEST_FILES = ("test_privacy_whitebox.py", "test_privacy_blackbox.py", "test_priv
               "test_privacy_add_remove.py", "test_mechanisms.py", "test_calibration.py",
               "test_accountant.py", "test_noise.py", "test_exact_noise.py", "test_release.py",
               "test_design.py", "test_tuning.py", "test_losses.py", "test_multinomial.py",
-              "test_quantiles.py", "test_adassp.py", "test_privacy_regression.py",
+              "test_quantiles.py", "test_quantiles_sampler.py", "test_adassp.py",
+              "test_privacy_regression.py",
               "test_release_regression.py", "test_regressor.py", "test_bounds_separation.py",
               "test_norms.py", "test_nonfinite.py", "test_selection.py")
 

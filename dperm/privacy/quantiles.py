@@ -24,8 +24,13 @@ rest clipped to the public range [g_0, g_K]):
   public base measure that prefers narrow intervals, so that the grid points
   beyond the data, whose errors all tie, lose to the ones next to it.
 
+The draw is exact without the K x K pairs (:class:`PairLaw`): the low end from its
+marginal, computed for all K cells in O(K log K), then the high end from its conditional, one row
+(:func:`pair_log_probabilities`, the K x K matrix, stays as the tests' reference).
 Each column is one draw at eps_col = epsilon / m; the m columns compose
-sequentially to epsilon-DP.  The released values are grid points, low < high:
+sequentially to epsilon-DP.  :func:`bounds_from_histograms` releases from counts
+made elsewhere (chunks, Dask or Spark workers: :func:`column_histogram` per part,
+added).  The released values are grid points, low < high:
 never a data value unless that value is a public grid point.
 
 Randomness: as every private computation (dperm/privacy/noise.py), a fresh
@@ -36,10 +41,11 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dperm.data.validation import check_epsilon, check_random_state
 from dperm.exceptions import ClippingWarning, NoiseDominatedWarning
@@ -48,9 +54,10 @@ from dperm.privacy.neighbouring import RANK_SENSITIVITY
 from dperm.privacy.noise import warn_if_seeded
 from dperm.privacy.record import ReleaseRecord, record_from_dict, record_to_dict
 
-__all__ = ["estimate_bounds", "PrivateBounds", "default_grid", "column_histogram",
-           "pair_errors", "width_log_prior", "pair_log_probabilities", "sample_pair", "inaccuracy",
-           "DEFAULT_RANGE", "DEFAULT_QUANTILES"]
+__all__ = ["estimate_bounds", "bounds_from_histograms", "PrivateBounds", "default_grid",
+           "column_histogram", "pair_errors", "width_log_prior", "pair_law", "PairLaw",
+           "pair_log_probabilities", "sample_pair", "inaccuracy", "DEFAULT_RANGE",
+           "DEFAULT_QUANTILES"]
 
 #: the default public range: wide enough for ordinary data
 DEFAULT_RANGE = (-1e9, 1e9)
@@ -85,6 +92,18 @@ def default_grid(bounds_range: Sequence[float] | None = None, *,
     apart (per_decade=10 gives the 243 points of dperm 0.1's grid).  With
     ``bounds_range=(lo, hi)`` the grid is restricted to [lo, hi] and its ends are lo and
     hi (so a range beyond +-1e9 extends the outer cells).
+
+    Parameters
+    ----------
+    bounds_range : (float, float), optional
+        The public range (low, high); default the whole grid, +-1e9.
+    per_decade : int, default 100
+        Points per decade of magnitude.
+
+    Returns
+    -------
+    numpy.ndarray
+        The grid, strictly increasing.
     """
     if isinstance(per_decade, (bool, np.bool_)) or not isinstance(per_decade, numbers.Integral) \
             or per_decade < 1:
@@ -141,23 +160,30 @@ def _check_quantiles(quantiles):
 
 
 # ----------------------------------------------------------------------------- mechanism
-def column_histogram(x, grid):
+def column_histogram(x: ArrayLike, grid: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """One pass over a column: the counts at each grid point and inside each open cell.
+
+    Everything the mechanism reads from the data is these counts, so a column can be
+    counted in chunks, or on a cluster, and the counts added; release them with
+    :func:`bounds_from_histograms`.
 
     Parameters
     ----------
-    x : 1-D array of finite floats inside [grid[0], grid[-1]] (any order)
-    grid : strictly increasing 1-D array (public), K + 1 points
+    x : 1-D array of float
+        Finite values inside [grid[0], grid[-1]] (any order; missing values dropped
+        and the rest clipped to the range beforehand).
+    grid : 1-D array of float
+        The public grid, strictly increasing, K + 1 points.
 
     Returns
     -------
-    atoms : int array (K + 1,), #{x_i == g_k}
-    cells : int array (K,), #{g_k < x_i < g_k+1}
-
-    Everything the mechanism reads from the data is these counts (so the column can be
-    counted in chunks, or on a cluster, and the counts added).
+    atoms : int array of shape (K + 1,)
+        #{x_i == g_k}.
+    cells : int array of shape (K,)
+        #{g_k < x_i < g_k+1}.
     """
     x = np.asarray(x, dtype=np.float64)
+    grid = np.asarray(grid, dtype=np.float64)
     k = np.searchsorted(grid, x, side="left")          # g_{k-1} < x <= g_k
     on = np.zeros(x.shape, dtype=bool)
     inside = k < grid.size
@@ -167,7 +193,8 @@ def column_histogram(x, grid):
     return atoms[: grid.size], cells[: grid.size - 1]
 
 
-def pair_errors(atoms, cells, quantiles):
+def pair_errors(atoms: ArrayLike, cells: ArrayLike,
+                quantiles: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """The rank errors of the candidate low and high bounds on the grid.
 
     With A_k = #{x < g_k} (A_K = n) and B_k = #{x <= g_k} (B_0 = 0):
@@ -177,7 +204,22 @@ def pair_errors(atoms, cells, quantiles):
     * high bound g_j (j = 1..K) stands for the cell (g_j-1, g_j]:
       e_high(j) = distance from q_high n to [B_j-1, B_j].
 
-    Returns e_low (K,) for i = 0..K-1 and e_high (K,) for j = 1..K.
+    Both are V-shaped (non-increasing, then non-decreasing): A and B do not decrease,
+    and floating-point subtraction keeps that order.
+
+    Parameters
+    ----------
+    atoms, cells : int arrays of shape (K + 1,) and (K,)
+        The column's counts (:func:`column_histogram`).
+    quantiles : (float, float)
+        The quantiles (low, high).
+
+    Returns
+    -------
+    e_low : float array of shape (K,)
+        The low bound's error, for i = 0..K-1.
+    e_high : float array of shape (K,)
+        The high bound's error, for j = 1..K.
     """
     atoms = np.asarray(atoms, dtype=np.float64)
     cells = np.asarray(cells, dtype=np.float64)
@@ -194,16 +236,255 @@ def pair_errors(atoms, cells, quantiles):
     return dist(t_lo, below[:-1], below[1:]), dist(t_hi, at_or_below[:-1], at_or_below[1:])
 
 
-def width_log_prior(steps, width_prior=None):
-    """The public base measure's log weight of a pair j - i = `steps` grid steps apart:
-    -w min(steps, knee) - w_far max(steps - knee, 0) (w = ``width_prior`` if given)."""
+def width_log_prior(steps: ArrayLike, width_prior: float | None = None) -> np.ndarray:
+    """The public base measure's log weight of a pair j - i = ``steps`` grid steps apart.
+
+    -w min(steps, knee) - w_far max(steps - knee, 0).
+
+    Parameters
+    ----------
+    steps : array of int
+        The pairs' j - i.
+    width_prior : float, optional
+        The slope w below the knee (default the module's ``_WIDTH_PRIOR``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The log weights, of the shape of ``steps``.
+    """
     w = _WIDTH_PRIOR if width_prior is None else float(width_prior)
     steps = np.asarray(steps, dtype=np.float64)
     return -w * np.minimum(steps, _WIDTH_KNEE) - _WIDTH_PRIOR_FAR * np.maximum(steps - _WIDTH_KNEE, 0)
 
 
-def pair_log_probabilities(atoms, cells, quantiles, epsilon, width_prior=None):
-    """The output law of one column's (low, high) draw, as a (K, K) matrix.
+def _range_table(values: np.ndarray) -> list[np.ndarray]:
+    """Level l holds log sum_{t < 2^l} exp(values[x + t]) for every start x."""
+    levels = [values]
+    half = 1
+    while 2 * half <= values.size:
+        prev = levels[-1]
+        levels.append(np.logaddexp(prev[:-half], prev[half:]))
+        half *= 2
+    return levels
+
+
+def _range_logsum(table: list[np.ndarray], first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """log sum_{x = first..last} exp(values[x]) for each pair of the arrays (-inf where
+    last < first): the range split into disjoint blocks of 2^l by the bits of its length,
+    so every term is positive and none is subtracted."""
+    length = np.maximum(last - first + 1, 0)
+    out = np.full(first.shape, -np.inf)
+    pos = first.copy()
+    for level, block in enumerate(table):
+        take = ((length >> level) & 1).astype(bool)
+        if take.any():
+            out[take] = np.logaddexp(out[take], block[pos[take]])
+            pos[take] += 1 << level
+    return out
+
+
+class PairLaw:
+    """The exact output law of one column's (low, high) draw, in factored form.
+
+    P(low = g_i, high = g_j) = P(low = g_i) P(high = g_j | low = g_i), i < j, the
+    exponential mechanism over pairs with utility -max(e_low(i), e_high(j))
+    (sensitivity 1, :data:`RANK_SENSITIVITY`) and the public base measure
+    exp(:func:`width_log_prior` (j - i)):
+
+        P(i, j)  proportional to  w(j - i) min(u_i, v_j),
+        u_i = exp(-eps e_low(i) / 2),  v_j = exp(-eps e_high(j) / 2).
+
+    The marginal of the low end is computed without the K x K matrix
+    (:func:`pair_log_probabilities`, the reference): for a fixed i the pairs split into
+    the j whose e_high(j) <= e_low(i) (weight u_i w(j - i); a range of j, as e_high is
+    V-shaped) and the rest (weight w(j - i) v_j; at most two ranges).  The prior is
+    -w d up to the knee and linear beyond, so on each side of the knee
+    log w(j - i) = (a term in j) + (a term in i), and each range sum is a sum of a
+    fixed sequence over a range, read from a table of power-of-two blocks in log space
+    (O(K log K) to build, O(log K) a range; only positive terms are added).  The
+    conditional of the high end is one row, O(K), computed for the drawn low ends only.
+
+    Parameters
+    ----------
+    atoms, cells : int arrays of shape (K + 1,) and (K,)
+        The column's counts (:func:`column_histogram`).
+    quantiles : (float, float)
+        The quantiles (low, high).
+    epsilon : float
+        The column's epsilon.
+    width_prior : float, optional
+        The prior's slope below the knee (default the module's).
+
+    Attributes
+    ----------
+    log_marginal : numpy.ndarray of shape (K,)
+        log P(low = g_i), i = 0..K-1.
+    """
+
+    def __init__(self, atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float],
+                 epsilon: float, width_prior: float | None = None) -> None:
+        self.n = float(np.sum(atoms) + np.sum(cells))
+        self.quantiles = (float(quantiles[0]), float(quantiles[1]))
+        self.e_low, self.e_high = pair_errors(atoms, cells, quantiles)
+        self.scale = epsilon / (_EM_DIVISOR * RANK_SENSITIVITY)
+        self.width_prior = _WIDTH_PRIOR if width_prior is None else float(width_prior)
+        K = self.e_low.size
+        self.K = K
+        self.log_u = -self.scale * self.e_low
+        self.log_v = -self.scale * self.e_high
+        # the high end by its index h = j - 1 = 0..K-1 (h >= i); d = j - i = h - i + 1
+        h = np.arange(K, dtype=np.float64)
+        self._prior = _range_table(width_log_prior(h + 1.0, self.width_prior))   # by d - 1
+        self._near = _range_table(-self.width_prior * (h + 1.0) + self.log_v)
+        self._far = _range_table(-_WIDTH_PRIOR_FAR * (h + 1.0) + self.log_v)
+        self._knee = int(math.floor(_WIDTH_KNEE))
+        # for each i, the range [lo_i, hi_i] of h with e_high(h) <= e_low(i)
+        self._lo, self._hi = self._sublevel(self.e_low)
+        i = np.arange(K)
+        self.log_marginal = self._row_logsum(i, i, np.full(K, K - 1))
+        top = self.log_marginal.max()
+        self.log_marginal -= top + np.log(np.sum(np.exp(self.log_marginal - top)))
+
+    def _sublevel(self, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each value in ``level``, the range of h with e_high(h) <= it (V-shape:
+        a range; empty as [m, m - 1])."""
+        e = self.e_high
+        m = int(np.argmin(e))
+        left = np.searchsorted(-e[: m + 1], -level, side="left")        # first h with e <= level
+        right = m - 1 + np.searchsorted(e[m:], level, side="right")     # last h with e <= level
+        empty = left > right
+        left = np.where(empty, m, left)
+        right = np.where(empty, m - 1, right)
+        return left, right
+
+    def _dominated(self, i: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """log sum_{h = first..last} w(h - i + 1) v_h (split at the knee)."""
+        edge = i + self._knee - 1                      # the last h with d <= knee
+        w, w_far, knee = self.width_prior, _WIDTH_PRIOR_FAR, self._knee
+        near = _range_logsum(self._near, first, np.minimum(last, edge)) + w * i
+        far = _range_logsum(self._far, np.maximum(first, edge + 1), last) \
+            + (w_far - w) * knee + w_far * i
+        return np.logaddexp(near, far)
+
+    def _row_logsum(self, i: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """log sum_{h = first..last} w(h - i + 1) min(u_i, v_h), for first >= i."""
+        lo, hi = self._lo[i], self._hi[i]
+        # e_high(h) <= e_low(i): min(u_i, v_h) = u_i
+        inner = self.log_u[i] + _range_logsum(self._prior, np.maximum(first, lo) - i,
+                                              np.minimum(last, hi) - i)
+        left = self._dominated(i, first, np.minimum(last, lo - 1))
+        right = self._dominated(i, np.maximum(first, hi + 1), last)
+        return np.logaddexp(inner, np.logaddexp(left, right))
+
+    def log_conditional(self, i: int) -> np.ndarray:
+        """The law of the high end given the low end g_i, in logs.
+
+        Parameters
+        ----------
+        i : int
+            The low end's index.
+
+        Returns
+        -------
+        numpy.ndarray of shape (K,)
+            Entry j - 1 is log P(high = g_j | low = g_i), j = 1..K (-inf for j <= i).
+        """
+        row = np.full(self.K, -np.inf)
+        row[i:] = width_log_prior(np.arange(1, self.K - i + 1), self.width_prior) \
+            - self.scale * np.maximum(self.e_low[i], self.e_high[i:])
+        top = row[i:].max()
+        row[i:] -= top + np.log(np.sum(np.exp(row[i:] - top)))
+        return row
+
+    def sample(self, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Draw ``size`` independent pairs (i, j) of grid indices.
+
+        The low end from its marginal, then the high end from its conditional: ``size``
+        uniforms for the low ends, then ``size`` more for the high ends.
+
+        Parameters
+        ----------
+        size : int
+            The number of draws.
+        rng : numpy.random.Generator
+            The source of randomness.
+
+        Returns
+        -------
+        i : int array of shape (size,)
+            The grid indices of the low ends.
+        j : int array of shape (size,)
+            The grid indices of the high ends (j > i).
+        """
+        i = _inverse_cdf(self.log_marginal, rng.uniform(size=size))
+        u = rng.uniform(size=size)
+        j = np.empty(size, dtype=np.int64)
+        for low in np.unique(i):
+            at = np.flatnonzero(i == low)
+            j[at] = _inverse_cdf(self.log_conditional(int(low)), u[at]) + 1
+        return i, j
+
+    def inaccuracy(self) -> tuple[float, float]:
+        """(p, tolerated): see :func:`inaccuracy`.
+
+        Returns
+        -------
+        p : float
+            The probability that the worse end's rank error exceeds ``tolerated``.
+        tolerated : float
+            The tolerance, max(min(q_low, 1 - q_high) _WARN_ALPHA, 0.005) n ranks.
+        """
+        q = self.quantiles
+        tolerated = max(min(q[0], 1.0 - q[1]) * _WARN_ALPHA, 0.005) * self.n
+        p_low = np.exp(self.log_marginal)
+        bad = float(np.sum(p_low[self.e_low > tolerated]))
+        ok = np.flatnonzero(self.e_low <= tolerated)
+        if ok.size:
+            lo, hi = self._sublevel(np.array([tolerated]))
+            last = np.full(ok.size, self.K - 1)
+            # rows with a good low end: the mass of the high ends beyond the tolerance
+            rows = np.logaddexp(self._row_logsum(ok, ok, np.minimum(last, lo[0] - 1)),
+                                self._row_logsum(ok, np.maximum(ok, hi[0] + 1), last))
+            total = self._row_logsum(ok, ok, last)
+            bad += float(np.sum(np.exp(rows - total) * p_low[ok]))
+        return bad, tolerated
+
+
+def _inverse_cdf(logp: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Indices drawn from the law exp(logp) (normalised or not) by inverting its CDF."""
+    weight = np.exp(logp - logp.max())
+    cdf = np.cumsum(weight)
+    idx = np.searchsorted(cdf, uniforms * cdf[-1], side="right")
+    return np.minimum(idx, np.flatnonzero(weight > 0)[-1])
+
+
+def pair_law(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float], epsilon: float,
+             width_prior: float | None = None) -> PairLaw:
+    """One column's exact output law in factored form (:class:`PairLaw`), O(K log K).
+
+    Parameters
+    ----------
+    atoms, cells : int arrays of shape (K + 1,) and (K,)
+        The column's counts (:func:`column_histogram`).
+    quantiles : (float, float)
+        The quantiles (low, high).
+    epsilon : float
+        The column's epsilon.
+    width_prior : float, optional
+        The prior's slope below the knee (default the module's).
+
+    Returns
+    -------
+    PairLaw
+        The law, with ``log_marginal``, ``log_conditional(i)`` and ``sample``.
+    """
+    return PairLaw(atoms, cells, quantiles, epsilon, width_prior)
+
+
+def pair_log_probabilities(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float],
+                           epsilon: float, width_prior: float | None = None) -> np.ndarray:
+    """The output law of one column's (low, high) draw, as a (K, K) matrix: the reference.
 
     Entry [i, j - 1] is log P(low = g_i, high = g_j); pairs with j <= i have probability 0
     (-inf).  The law is the exponential mechanism (McSherry & Talwar 2007) with utility
@@ -211,6 +492,25 @@ def pair_log_probabilities(atoms, cells, quantiles, epsilon, width_prior=None):
     with the public base measure exp(:func:`width_log_prior` (j - i)):
 
         P(i, j)  proportional to  exp(prior(j - i) - epsilon max(e_low, e_high) / 2).
+
+    O(K^2) time and memory: the sampler uses :func:`pair_law`, the same law factored;
+    this matrix is the tests' reference for it.
+
+    Parameters
+    ----------
+    atoms, cells : int arrays of shape (K + 1,) and (K,)
+        The column's counts (:func:`column_histogram`).
+    quantiles : (float, float)
+        The quantiles (low, high).
+    epsilon : float
+        The column's epsilon.
+    width_prior : float, optional
+        The prior's slope below the knee (default the module's).
+
+    Returns
+    -------
+    numpy.ndarray of shape (K, K)
+        Entry [i, j - 1] is log P(low = g_i, high = g_j).
     """
     e_lo, e_hi = pair_errors(atoms, cells, quantiles)
     scale = epsilon / (_EM_DIVISOR * RANK_SENSITIVITY)
@@ -225,24 +525,44 @@ def pair_log_probabilities(atoms, cells, quantiles, epsilon, width_prior=None):
     return logw
 
 
-def sample_pair(atoms, cells, quantiles, epsilon, grid, size=None, random_state=None,
-                width_prior=None, *, log_probabilities=None):
+def sample_pair(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float], epsilon: float,
+                grid: ArrayLike, size: int | tuple[int, ...] | None = None,
+                random_state: Any = None, width_prior: float | None = None, *,
+                law: PairLaw | None = None) -> tuple[Any, Any]:
     """Draw one column's private (low, high): two grid points, low < high.
 
-    ``log_probabilities`` is :func:`pair_log_probabilities`' matrix when already computed.
-    Returns a pair of floats, or two arrays of `size` independent draws.
+    Parameters
+    ----------
+    atoms, cells : int arrays of shape (K + 1,) and (K,)
+        The column's counts (:func:`column_histogram`).
+    quantiles : (float, float)
+        The quantiles (low, high).
+    epsilon : float
+        The column's epsilon.
+    grid : 1-D array of float
+        The public grid, K + 1 points.
+    size : int or tuple of int, optional
+        None for one draw; else the shape of independent draws.
+    random_state : None, int or numpy.random.Generator
+        The source of randomness.
+    width_prior : float, optional
+        The prior's slope below the knee (default the module's).
+    law : PairLaw, optional
+        :func:`pair_law` of these counts when already computed.
+
+    Returns
+    -------
+    low : float or numpy.ndarray of shape ``size``
+        The low end(s), grid points.
+    high : float or numpy.ndarray of shape ``size``
+        The high end(s), grid points, above the low ones.
     """
     rng = check_random_state(random_state)
-    logp = log_probabilities
-    if logp is None:
-        logp = pair_log_probabilities(atoms, cells, quantiles, epsilon, width_prior)
-    K = logp.shape[0]
-    flat = logp.ravel()
-    cdf = np.cumsum(np.exp(flat - flat.max()))
+    if law is None:
+        law = pair_law(atoms, cells, quantiles, epsilon, width_prior)
+    grid = np.asarray(grid, dtype=np.float64)
     m = 1 if size is None else int(np.prod(size))
-    idx = np.searchsorted(cdf, rng.uniform(0.0, cdf[-1], m), side="right")
-    idx = np.minimum(idx, cdf.size - 1)
-    i, j = idx // K, idx % K + 1
+    i, j = law.sample(m, rng)
     lo, hi = grid[i], grid[j]
     if size is None:
         return float(lo[0]), float(hi[0])
@@ -295,32 +615,37 @@ class PrivateBounds(Mapping):
             record_from_dict(privacy, "bounds")
 
     @property
-    def privacy_(self):
+    def privacy_(self) -> dict:
         """The release record (``release_record_``) serialised: a new dict."""
         return record_to_dict(self.release_record_)
 
-    def __reduce__(self):
+    @property
+    def bounds(self) -> dict:
+        """Column -> (low, high): a new dict."""
+        return dict(self._bounds)
+
+    def __reduce__(self) -> tuple:
         return (type(self), (self._bounds, self.release_record_))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, PrivateBounds):
             return NotImplemented
         return self._bounds == other._bounds and self.release_record_ == other.release_record_
 
-    __hash__ = None
+    # unhashable, as a dict (equality compares values); typeshed's object.__hash__ is a
+    # method, so mypy reads None here as a wrong type
+    __hash__ = None  # type: ignore[assignment]
 
-    bounds = property(lambda self: dict(self._bounds), doc="column -> (low, high), a new dict")
-
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> tuple[float, float]:
         return self._bounds[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator:
         return iter(self._bounds)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._bounds)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PrivateBounds({dict(self._bounds)!r}, epsilon={self.privacy_['epsilon']:g})"
 
 
@@ -405,37 +730,123 @@ def _column_list(columns):
     return columns
 
 
-def inaccuracy(atoms, cells, quantiles, log_probabilities):
-    """(p, tolerated): the probability, under the mechanism's exact law, that the worse
-    end's rank error exceeds what the requested quantiles tolerate, and that tolerance,
-    max(min(q_low, 1 - q_high), 0.005) n ranks (a bound off by more than its whole tail,
-    e.g. the 1 % bound beyond the 2 % quantile, is no longer a 1 % bound).
+def inaccuracy(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float], epsilon: float,
+               width_prior: float | None = None) -> tuple[float, float]:
+    """The probability that the worse end's rank error exceeds what the quantiles tolerate.
 
-    Read from the private counts: for the analyst's warning only, never released.
+    Under the mechanism's exact law; the tolerance is max(min(q_low, 1 - q_high), 0.005) n
+    ranks (a bound off by more than its whole tail, e.g. the 1 % bound beyond the 2 %
+    quantile, is no longer a 1 % bound).  Read from the private counts: for the analyst's
+    warning only, never released.
+
+    Parameters
+    ----------
+    atoms, cells : int arrays of shape (K + 1,) and (K,)
+        The column's counts (:func:`column_histogram`).
+    quantiles : (float, float)
+        The quantiles (low, high).
+    epsilon : float
+        The column's epsilon.
+    width_prior : float, optional
+        The prior's slope below the knee (default the module's).
+
+    Returns
+    -------
+    p : float
+        The probability.
+    tolerated : float
+        The tolerance, in ranks.
     """
-    e_lo, e_hi = pair_errors(atoms, cells, quantiles)
-    n = float(np.sum(atoms) + np.sum(cells))
-    tolerated = max(min(quantiles[0], 1.0 - quantiles[1]) * _WARN_ALPHA, 0.005) * n
-    bad = np.maximum.outer(e_lo, e_hi) > tolerated
-    return float(np.sum(np.exp(log_probabilities[bad]))), tolerated
+    return pair_law(atoms, cells, quantiles, epsilon, width_prior).inaccuracy()
 
 
-def _warn_if_inaccurate(key, atoms, cells, quantiles, epsilon, logp):
-    if np.sum(atoms) + np.sum(cells) == 0:
+def _warn_if_inaccurate(key: Any, law: PairLaw, epsilon: float) -> None:
+    # stacklevel 4: the user's call of estimate_bounds / bounds_from_histograms
+    if law.n == 0:
         warnings.warn(f"column {key!r}: every value is missing; its bounds are drawn from the "
                       "prior alone and say nothing about the column", NoiseDominatedWarning,
-                      stacklevel=3)
+                      stacklevel=4)
         return
-    p, tolerated = inaccuracy(atoms, cells, quantiles, logp)
+    p, tolerated = law.inaccuracy()
     if p > _WARN_BETA:
-        n = int(np.sum(atoms) + np.sum(cells))
         warnings.warn(
-            f"column {key!r}: n x epsilon is too small for accurate bounds: with {n} values "
-            f"and epsilon {epsilon:g} for this column, a bound lands more than "
-            f"{tolerated:.3g} ranks (the tail of the quantiles {list(quantiles)}) from "
+            f"column {key!r}: n x epsilon is too small for accurate bounds: with {int(law.n)} "
+            f"values and epsilon {epsilon:g} for this column, a bound lands more than "
+            f"{tolerated:.3g} ranks (the tail of the quantiles {list(law.quantiles)}) from "
             f"its quantile with probability {p:.0%}; give more epsilon, fewer columns, or a "
             "narrower public bounds_range (counts of private rows, for the analyst only)",
-            NoiseDominatedWarning, stacklevel=3)
+            NoiseDominatedWarning, stacklevel=4)
+
+
+def _resolve_grid(grid: Any, bounds_range: Sequence[float] | None) -> tuple[np.ndarray, str]:
+    if grid is not None and bounds_range is not None:
+        raise ValueError("grid, bounds_range: give one of them (the grid's ends are its range)")
+    if grid is not None:
+        g = _check_grid(grid)
+        return g, f"public grid of {g.size} points"
+    return default_grid(bounds_range), (f"0 and +-10^(k/{_PER_DECADE}), k = "
+                                        f"{_LOW_EXP * _PER_DECADE}..{_HIGH_EXP * _PER_DECADE}, "
+                                        "restricted to the range")
+
+
+def _check_accountant(accountant: Any) -> None:
+    if accountant is not None and not isinstance(accountant, BudgetAccountant):
+        raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
+                        f"{type(accountant).__name__}")
+
+
+def _check_histograms(histograms: Any, g: np.ndarray) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+    if not isinstance(histograms, Mapping):
+        raise TypeError(f"histograms: expected a mapping column -> (atoms, cells), got "
+                        f"{type(histograms).__name__}")
+    if not histograms:
+        raise ValueError("histograms: has no columns")
+    K = g.size - 1
+    out = []
+    for key, counts in histograms.items():
+        if isinstance(counts, (str, bytes)) or not isinstance(counts, (Sequence, np.ndarray)) \
+                or len(counts) != 2:
+            raise ValueError(f"histograms: column {key!r} must be a pair (atoms, cells) from "
+                             "column_histogram")
+        arrays = []
+        for what, c, size in (("atoms", counts[0], K + 1), ("cells", counts[1], K)):
+            try:
+                a = np.asarray(c, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"histograms: column {key!r}: {what} must be numbers") from None
+            if a.shape != (size,):
+                raise ValueError(f"histograms: column {key!r}: {what} must have shape ({size},) "
+                                 f"for a grid of {K + 1} points, got {a.shape}; count with "
+                                 "column_histogram(x, grid) on the same grid")
+            if not np.all(np.isfinite(a) & (a >= 0) & (a == np.floor(a))):
+                raise ValueError(f"histograms: column {key!r}: {what} must be non-negative "
+                                 "whole counts")
+            arrays.append(a.astype(np.int64))
+        out.append((key, arrays[0], arrays[1]))
+    return out
+
+
+def _release(hists: list[tuple[Any, np.ndarray, np.ndarray]], epsilon: float,
+             q: tuple[float, ...], g: np.ndarray, grid_text: str,
+             accountant: BudgetAccountant | None, rng: np.random.Generator,
+             event: PureEvent) -> PrivateBounds:
+    """One joint draw per column at epsilon / m, the record, the accountant's charge."""
+    eps_col = epsilon / len(hists)
+    out = {}
+    for key, atoms, cells in hists:
+        law = pair_law(atoms, cells, q, eps_col)
+        _warn_if_inaccurate(key, law, eps_col)
+        out[key] = sample_pair(atoms, cells, q, eps_col, g, random_state=rng, law=law)
+    record = ReleaseRecord(
+        layout="bounds", mechanism=MECHANISM, epsilon=epsilon, delta=0.0,
+        epsilon_per_column=eps_col, epsilon_per_quantile=eps_col / 2.0, quantiles=tuple(q),
+        columns=tuple(k for k, _, _ in hists), range=(float(g[0]), float(g[-1])),
+        grid=grid_text, grid_points=int(g.size),
+        width_prior=(_WIDTH_PRIOR, _WIDTH_KNEE, _WIDTH_PRIOR_FAR),
+        rank_sensitivity=RANK_SENSITIVITY, neighbouring="replace_one or add_remove")
+    if accountant is not None:
+        accountant.spend(event, label=f"estimate_bounds(epsilon={epsilon:g})")
+    return PrivateBounds(out, record)
 
 
 # ----------------------------------------------------------------------------- public API
@@ -454,12 +865,13 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
         its ends (a ClippingWarning names the column).
     epsilon : float > 0
         The total privacy budget of the release (pure epsilon-DP), split evenly
-        over the columns' quantiles: each of the 2 m draws gets epsilon / (2 m).
+        over the columns: each column's joint (low, high) draw gets epsilon / m.
     columns : list of column names (DataFrame, mapping) or indices (array), optional
         Default: every column (of a DataFrame, a mapping or an array).  A DataFrame
         with a column of non-numeric dtype needs explicit columns: the columns
         released never depend on the data's inferred dtypes.
     quantiles : (low, high), default (0.01, 0.99)
+        The quantiles released as the bounds.
     bounds_range : (low, high), optional
         The public range of every column (default (-1e9, 1e9)); the default log
         grid restricted to it.  A tighter range, when it is public, gives more
@@ -478,6 +890,11 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
     PrivateBounds
         A mapping column -> (low, high) with a ``privacy_`` record; pass it as
         ``PublicBoundsTransformer(numeric=bounds)`` or ``PublicSchema(numeric=bounds)``.
+
+    See Also
+    --------
+    bounds_from_histograms : The same release from counts made elsewhere (in chunks,
+        on a cluster).
 
     Notes
     -----
@@ -505,26 +922,15 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
     """
     epsilon = check_epsilon(epsilon, "epsilon")
     q = _check_quantiles(quantiles)
-    if grid is not None and bounds_range is not None:
-        raise ValueError("grid, bounds_range: give one of them (the grid's ends are its range)")
-    if grid is not None:
-        g = _check_grid(grid)
-        grid_text = f"public grid of {g.size} points"
-    else:
-        g = default_grid(bounds_range)
-        grid_text = (f"0 and +-10^(k/{_PER_DECADE}), k = {_LOW_EXP * _PER_DECADE}.."
-                     f"{_HIGH_EXP * _PER_DECADE}, restricted to the range")
-    if accountant is not None and not isinstance(accountant, BudgetAccountant):
-        raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
-                        f"{type(accountant).__name__}")
+    g, grid_text = _resolve_grid(grid, bounds_range)
+    _check_accountant(accountant)
     cols = _columns(X, columns)          # validation before any budget is checked or spent
     warn_if_seeded(random_state, accountant=accountant)
     event = PureEvent(epsilon)
     if accountant is not None:
         accountant.check(event)
     rng = check_random_state(random_state)
-    eps_col = epsilon / len(cols)
-    out = {}
+    hists = []
     for key, v in cols:
         v = v[~np.isnan(v)]
         outside = np.count_nonzero((v < g[0]) | (v > g[-1]))
@@ -536,16 +942,76 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
                 "(a count of private rows, for the analyst only)", ClippingWarning, stacklevel=2)
             v = np.clip(v, g[0], g[-1])
         atoms, cells = column_histogram(v, g)
-        logp = pair_log_probabilities(atoms, cells, q, eps_col)
-        _warn_if_inaccurate(key, atoms, cells, q, eps_col, logp)
-        out[key] = sample_pair(atoms, cells, q, eps_col, g, random_state=rng,
-                               log_probabilities=logp)
-    record = ReleaseRecord(
-        layout="bounds", mechanism=MECHANISM, epsilon=epsilon, delta=0.0,
-        epsilon_per_column=eps_col, epsilon_per_quantile=eps_col / 2.0, quantiles=list(q),
-        columns=[k for k, _ in cols], range=[float(g[0]), float(g[-1])], grid=grid_text,
-        grid_points=int(g.size), width_prior=[_WIDTH_PRIOR, _WIDTH_KNEE, _WIDTH_PRIOR_FAR],
-        rank_sensitivity=RANK_SENSITIVITY, neighbouring="replace_one or add_remove")
+        hists.append((key, atoms, cells))
+    return _release(hists, epsilon, q, g, grid_text, accountant, rng, event)
+
+
+def bounds_from_histograms(histograms: Mapping[Any, tuple[ArrayLike, ArrayLike]],
+                           epsilon: float, *, quantiles: Sequence[float] = DEFAULT_QUANTILES,
+                           bounds_range: Sequence[float] | None = None, grid: Any = None,
+                           accountant: BudgetAccountant | None = None,
+                           random_state: Any = None) -> PrivateBounds:
+    """:func:`estimate_bounds` from per-column counts: the release step alone.
+
+    For data counted elsewhere (in chunks, on Dask or Spark workers): count each
+    column with :func:`column_histogram` on the public grid, add the counts of the
+    parts, and release them here.  The law, the record and the accountant's charge
+    are those of :func:`estimate_bounds` on the same data, grid and quantiles (with the
+    same generator, the same draws).
+
+    Parameters
+    ----------
+    histograms : mapping column -> (atoms, cells)
+        Each column's counts, ``column_histogram(x, grid)`` of its values with the
+        missing ones dropped and the rest clipped to [grid[0], grid[-1]]: atoms of
+        shape (K + 1,), cells of shape (K,), non-negative whole numbers.  The
+        mapping's order is the release's.
+    epsilon : float > 0
+        The total privacy budget (pure epsilon-DP), epsilon / m per column.
+    quantiles : (low, high), default (0.01, 0.99)
+        The quantiles released as the bounds.
+    bounds_range : (low, high), optional
+        The public range (default (-1e9, 1e9)) of the default grid the counts were
+        made on, ``default_grid(bounds_range)``.
+    grid : 1-D array, optional
+        The public grid the counts were made on, instead.
+    accountant : BudgetAccountant, optional
+        Charged a PureEvent(epsilon) (checked before anything is drawn).
+    random_state : None, int or numpy Generator
+        None (default) draws fresh OS entropy; a seed is for tests only.
+
+    Returns
+    -------
+    PrivateBounds
+        A mapping column -> (low, high) with a ``privacy_`` record.
+
+    See Also
+    --------
+    estimate_bounds : Counts and releases in one call.
+    column_histogram : One part's counts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dperm.privacy.quantiles import (bounds_from_histograms, column_histogram,
+    ...                                      default_grid)
+    >>> grid = default_grid((0, 150))
+    >>> ages = np.random.default_rng(0).integers(17, 91, size=20_000).astype(float)
+    >>> parts = [column_histogram(chunk, grid) for chunk in np.array_split(ages, 4)]
+    >>> counts = (sum(p[0] for p in parts), sum(p[1] for p in parts))
+    >>> bounds = bounds_from_histograms({"age": counts}, 1.0, bounds_range=(0, 150))
+    >>> low, high = bounds["age"]
+    >>> bool(0 <= low < high <= 150)
+    True
+    """
+    epsilon = check_epsilon(epsilon, "epsilon")
+    q = _check_quantiles(quantiles)
+    g, grid_text = _resolve_grid(grid, bounds_range)
+    _check_accountant(accountant)
+    hists = _check_histograms(histograms, g)
+    warn_if_seeded(random_state, accountant=accountant)
+    event = PureEvent(epsilon)
     if accountant is not None:
-        accountant.spend(event, label=f"estimate_bounds(epsilon={epsilon:g})")
-    return PrivateBounds(out, record)
+        accountant.check(event)
+    rng = check_random_state(random_state)
+    return _release(hists, epsilon, q, g, grid_text, accountant, rng, event)

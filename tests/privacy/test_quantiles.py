@@ -67,10 +67,18 @@ def profile(x, q, eps, grid):
     return out - (top + np.log(np.sum(np.exp(out - top))))
 
 
+def factored(law):
+    """The (K, K) matrix [i, j - 1] of log P(i, j) = log P(low = g_i) + log P(high = g_j |
+    low = g_i), from the sampler's own factors (what sample_pair draws from)."""
+    return np.array([law.log_marginal[i] + law.log_conditional(i)
+                     for i in range(law.log_marginal.size)])
+
+
 def implementation(x, q, eps, grid):
+    """The law estimate_bounds samples (the factored PairLaw, not the reference matrix)."""
     x = np.asarray(x, float)
     atoms, cells = Q.column_histogram(x[~np.isnan(x)], grid)
-    return Q.pair_log_probabilities(atoms, cells, q, eps)
+    return factored(Q.pair_law(atoms, cells, q, eps))
 
 
 def max_log_ratio(x1, x2, q, eps, grid, fn=implementation):
@@ -137,12 +145,12 @@ def test_whitebox_catches_an_epsilon_doubled_mechanism(monkeypatch):
 def test_whitebox_catches_a_data_dependent_prior(monkeypatch):
     """A base measure that is not public (here: the width prior scaled by the count of
     rows) breaks the guarantee, and the white-box check sees it."""
-    real = Q.pair_log_probabilities
+    real = Q.pair_law
 
     def leaky(atoms, cells, quantiles, epsilon, width_prior=None):
         return real(atoms, cells, quantiles, epsilon, 0.3 * (np.sum(atoms) + np.sum(cells)))
 
-    monkeypatch.setattr(Q, "pair_log_probabilities", leaky)
+    monkeypatch.setattr(Q, "pair_law", leaky)
     assert max_log_ratio(A, A_ADDED, QS, 1.0, GRID) > 1.0
 
 
@@ -215,13 +223,13 @@ def test_estimate_bounds_draws_with_sample_pair():
 def test_composition_spends_epsilon_over_m_per_column(monkeypatch):
     """Sequential composition: one joint draw per column at epsilon / m, no more."""
     calls = []
-    real = Q.pair_log_probabilities
+    real = Q.pair_law
 
     def spy(atoms, cells, quantiles, epsilon, width_prior=None):
         calls.append((tuple(quantiles), epsilon))
         return real(atoms, cells, quantiles, epsilon, width_prior)
 
-    monkeypatch.setattr(Q, "pair_log_probabilities", spy)
+    monkeypatch.setattr(Q, "pair_law", spy)
     X = np.random.default_rng(0).normal(size=(40, 3))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NoiseDominatedWarning)
@@ -359,10 +367,8 @@ def test_warns_when_n_epsilon_is_too_small():
             estimate_bounds({"a": np.arange(10.0), "b": np.full(10, np.nan)}, 1.0, columns=["b"],
                             random_state=0)
     atoms, cells = Q.column_histogram(rng.normal(50, 10, 30_000), Q.default_grid())
-    small = Q.inaccuracy(atoms, cells, (0.01, 0.99),
-                         Q.pair_log_probabilities(atoms, cells, (0.01, 0.99), 0.003))[0]
-    large = Q.inaccuracy(atoms, cells, (0.01, 0.99),
-                         Q.pair_log_probabilities(atoms, cells, (0.01, 0.99), 2.0))[0]
+    small = Q.inaccuracy(atoms, cells, (0.01, 0.99), 0.003)[0]
+    large = Q.inaccuracy(atoms, cells, (0.01, 0.99), 2.0)[0]
     assert small > 0.5 and large < 1e-3
 
 
