@@ -312,18 +312,36 @@ class PublicSchema:
         self._label_bounds = label_bounds
 
     # ------------------------------------------------------------------ read-only views
-    numeric = property(lambda self: self._numeric,
-                       doc="column -> (low, high), floats, in encoding order")
-    categorical = property(lambda self: self._categorical,
-                           doc="column -> tuple of categories, in encoding order")
-    label = property(lambda self: self._label, doc="the label column, or None")
-    classes = property(lambda self: self._classes,
-                       doc="tuple of the K >= 2 classes ((negative, positive) for two), or None")
-    fill = property(lambda self: self._fill, doc="column -> public fill value")
-    label_bounds = property(
-        lambda self: self._label_bounds,
-        doc="(low, high): the PUBLIC range of a regression label (e.g. released by "
-            "dperm bounds --label), or None")
+    @property
+    def numeric(self) -> Mapping[str, tuple[float, float]]:
+        """Column -> (low, high), floats, in encoding order (read-only)."""
+        return self._numeric
+
+    @property
+    def categorical(self) -> Mapping[str, tuple[Any, ...]]:
+        """Column -> tuple of categories, in encoding order (read-only)."""
+        return self._categorical
+
+    @property
+    def label(self) -> str | None:
+        """The label column, or None."""
+        return self._label
+
+    @property
+    def classes(self) -> tuple[Any, ...] | None:
+        """Tuple of the K >= 2 classes ((negative, positive) for two), or None."""
+        return self._classes
+
+    @property
+    def fill(self) -> Mapping[str, Any]:
+        """Column -> public fill value (read-only)."""
+        return self._fill
+
+    @property
+    def label_bounds(self) -> tuple[float, float] | None:
+        """(low, high): the PUBLIC range of a regression label (e.g. released by
+        ``dperm bounds --label``), or None."""
+        return self._label_bounds
 
     @property
     def columns(self) -> tuple:
@@ -341,7 +359,13 @@ class PublicSchema:
         return math.sqrt(len(self._numeric) + len(self._categorical))
 
     def feature_names(self) -> list[str]:
-        """Names of the encoded columns: ``"col"`` (numeric), ``"col=category"`` (one-hot)."""
+        """Names of the encoded columns: ``"col"`` (numeric), ``"col=category"`` (one-hot).
+
+        Returns
+        -------
+        list of str
+            One name per encoded column, in encoding order (``n_features`` of them).
+        """
         return list(self._numeric) + [f"{c}={v}" for c, cats in self._categorical.items()
                                       for v in cats]
 
@@ -406,7 +430,14 @@ class PublicSchema:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
-        """The JSON form (plain dicts and lists); "fill" only when there is one."""
+        """The JSON form (plain dicts and lists); "fill" only when there is one.
+
+        Returns
+        -------
+        dict
+            ``{"numeric": ..., "categorical": ..., "label": {"column", "classes"[, "bounds"]}
+            [, "fill": ...]}``, read back by :meth:`from_dict` (see Notes of the class).
+        """
         label: dict[str, Any] = {
             "column": self._label,
             "classes": None if self._classes is None else list(self._classes)}

@@ -555,7 +555,13 @@ class BudgetAccountant:
         return self._total[1]
 
     def spent_epsilon_delta(self) -> tuple[float, float]:
-        """The total (epsilon, delta) spent, at the budget's delta."""
+        """The total (epsilon, delta) spent, at the budget's delta.
+
+        Returns
+        -------
+        epsilon, delta : float
+            What the history composes to (the same as ``spent`` and ``spent_delta``).
+        """
         return self._total
 
     @property

@@ -310,9 +310,9 @@ def bernoulli_exp(gamma_num, gamma_den=1, size=None, rng=None):
 
     Parameters
     ----------
-    gamma_num : int or integer array, >= 0
+    gamma_num : int or array of int, >= 0
         Numerator of gamma (dimensionless); broadcast with ``gamma_den`` to ``size``.
-    gamma_den : int or integer array, >= 1
+    gamma_den : int or array of int, >= 1
         Denominator.  Both must fit in int64.
     size : int, tuple or None
         Output shape; None gives the broadcast shape of the parameters.

@@ -163,13 +163,13 @@ class PrivateTuningResult:
     delta : float, default 0.0
         0 for pure-epsilon models, else the largest delta of the models' settings (the
         procedure is (epsilon, delta)-DP).
+    fit_diagnostics_ : dict
+        ``"mistakes"`` (ndarray (m,), z_i) and ``"probabilities"`` (ndarray (m,), q_i).
+        Not releasable.
     release_record_ : ReleaseRecord
         The record of the procedure (dperm.privacy.record); ``privacy_`` is its
         serialised dict (epsilon, delta, neighbouring, n_candidates, train_sizes,
         validation_size).
-    fit_diagnostics_ : dict
-        ``"mistakes"`` (ndarray (m,), z_i) and ``"probabilities"`` (ndarray (m,), q_i).
-        Not releasable.
 
     Examples
     --------
