@@ -32,7 +32,7 @@ import json
 import math
 import numbers
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -84,7 +84,7 @@ class CategoryCodes:
 
     __slots__ = ("codes", "categories", "cell")
 
-    def __init__(self, codes, categories, cell):
+    def __init__(self, codes: Any, categories: Any, cell: Callable[[int], Any]) -> None:
         self.codes = np.asarray(codes, dtype=np.intp)
         if self.codes.ndim != 1:
             raise ValueError(f"codes must be 1-D, got shape {self.codes.shape}")
@@ -95,8 +95,8 @@ class CategoryCodes:
                              "in the categories, -1 unknown, -2 missing)")
         self.cell = cell
 
-    def __len__(self):
-        return self.codes.shape[0]
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
 
 
 def _scalar(v, where):
@@ -154,7 +154,7 @@ def _column_name(c, what):
     return c
 
 
-def _default_where(i):
+def _default_where(i: int) -> str:
     return f"row index {i}"
 
 
@@ -393,7 +393,7 @@ class PublicSchema:
         kw.update(changes)
         return PublicSchema(dict(kw.pop("numeric")), dict(kw.pop("categorical")), **kw)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # pickle, joblib, copy and deepcopy: the read-only views (mappingproxy) cannot be
         # pickled, so the schema is rebuilt from plain copies of its public values (and
         # checked again, as any schema is)
@@ -407,15 +407,15 @@ class PublicSchema:
         return (tuple(self._numeric.items()), tuple(self._categorical.items()), self._label,
                 self._classes, tuple(self._fill.items()), self._label_bounds)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, PublicSchema):
             return NotImplemented
         return self._key() == other._key()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._key())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         parts = [f"numeric={dict(self._numeric)!r}", f"categorical="
                  f"{ {c: list(v) for c, v in self._categorical.items()}!r}"]
         if self._label is not None:
@@ -682,7 +682,9 @@ class PublicSchema:
         cat = {c: self._codes(c, cols[c]) for c in self._categorical}
         return cols, n, num, cat
 
-    def missing_mask(self, columns, *, by_column=False, describe_row=None):
+    def missing_mask(self, columns: Any, *, by_column: bool = False,
+                     describe_row: Callable[[int], str] | None = None
+                     ) -> np.ndarray | dict[str, np.ndarray]:
         """Rows with a missing value in a column that has no public fill value.
 
         Parameters
@@ -733,8 +735,8 @@ class PublicSchema:
         ``stored_per_row / n_features``), for choosing sparse or dense output."""
         return self.stored_per_row / self.n_features
 
-    def encode(self, columns, *, unknown="error", data_norm=1.0, describe_row=None,
-               sparse=False):
+    def encode(self, columns: Any, *, unknown: str = "error", data_norm: float = 1.0,
+               describe_row: Callable[[int], str] | None = None, sparse: bool = False) -> Any:
         """The public encoding of every row, each on its own.
 
         Parameters
@@ -791,8 +793,9 @@ class PublicSchema:
             shrink_to(X, float(data_norm))
         return np.ascontiguousarray(X)
 
-    def encode_with_constant(self, columns, *, scale, unknown="error", describe_row=None,
-                             out=None):
+    def encode_with_constant(self, columns: Any, *, scale: float, unknown: str = "error",
+                             describe_row: Callable[[int], str] | None = None,
+                             out: np.ndarray | None = None) -> np.ndarray:
         """Dense rows ``[encode(x), 1] * scale``, shape (n, d + 1), float64, C order.
 
         The same bits as ``X = self.encode(columns)`` followed by appending a column of ones

@@ -40,7 +40,7 @@ from dperm.data.validation import check_epsilon, check_positive, check_random_st
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.privacy.accountant import ApproxEvent
 from dperm.privacy.noise import warn_if_seeded
-from dperm.privacy.record import ReleaseRecord
+from dperm.privacy.record import ReleaseRecord, record_to_dict
 
 __all__ = ["private_tuning", "PrivateTuningResult", "exponential_mechanism", "random_split"]
 
@@ -197,20 +197,18 @@ class PrivateTuningResult:
     estimators_: list = field(default_factory=list, repr=False)
     delta: float = 0.0
     fit_diagnostics_: dict = field(default_factory=dict, repr=False)
-    release_record_: object = field(default=None, repr=False)
+    release_record_: ReleaseRecord | None = field(default=None, repr=False)
 
     @property
     def n_candidates(self) -> int:
         return len(self.params)
 
     @property
-    def privacy_(self):
+    def privacy_(self) -> dict[str, Any] | None:
         """The procedure's release record (dperm.privacy.record, layout "tuning")
         serialised: its epsilon and delta, the relation (replace_one), the number of
         candidates and the parts' sizes (functions of the public n).  Each released
         model carries its own ``privacy_``."""
-        from dperm.privacy.record import record_to_dict
-
         return None if self.release_record_ is None else record_to_dict(self.release_record_)
 
 
