@@ -9,6 +9,7 @@ import types
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -105,13 +106,13 @@ class DataChecksumError(OSError):
 class Bunch(dict):
     """A dict whose keys are also attributes."""
 
-    def __getattr__(self, key):
+    def __getattr__(self, key: str) -> Any:
         try:
             return self[key]
         except KeyError:
             raise AttributeError(key) from None
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return list(self.keys())
 
 
@@ -286,7 +287,8 @@ def _public_schema(bounds, categories, numeric_names, categorical_names):
     return PublicSchema(numeric, categorical)
 
 
-def encode_public(columns, bounds, categories):
+def encode_public(columns: Mapping[str, Any], bounds: Mapping[str, float],
+                  categories: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, list[str]]:
     """Encode raw columns with PUBLIC bounds and category lists only.
 
     Each numeric column ``c`` in ``bounds`` is clipped to ``[0, bounds[c]]`` and
@@ -387,16 +389,16 @@ def _encoded(preprocess, row_scaling, missing, schema):
 
 
 def load_adult(
-    preprocess="paper",
-    return_frame=False,
+    preprocess: str = "paper",
+    return_frame: bool = False,
     *,
-    split="all",
-    row_scaling=None,
-    missing="drop",
-    bounds=None,
-    categories=None,
-    return_feature_names=False,
-):
+    split: str = "all",
+    row_scaling: str | None = None,
+    missing: str = "drop",
+    bounds: Mapping[str, float] | None = None,
+    categories: Mapping[str, Sequence[Any]] | None = None,
+    return_feature_names: bool = False,
+) -> tuple[Any, ...] | Bunch:
     """Load the UCI Adult data set (shipped with dperm) as X, y.
 
     The files adult.data and adult.test (Becker & Kohavi 1996, UCI Machine

@@ -7,6 +7,7 @@ import numbers
 import os
 import types
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -336,14 +337,14 @@ def _check_choice(name, value, choices):
 
 
 def load_kddcup99(
-    preprocess="public",
-    return_frame=False,
+    preprocess: str = "public",
+    return_frame: bool = False,
     *,
-    n_samples=None,
-    random_state=None,
-    return_feature_names=False,
-    target="dos",
-):
+    n_samples: int | None = None,
+    random_state: int | np.random.Generator | None = None,
+    return_feature_names: bool = False,
+    target: str = "dos",
+) -> tuple[Any, ...] | Bunch:
     """Load the KDD Cup 1999 data, 10% sample (shipped with dperm), as X, y.
 
     The file kddcup.data_10_percent.gz (Stolfo et al. 1999, UCI KDD Archive /

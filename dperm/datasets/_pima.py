@@ -15,6 +15,7 @@ import csv
 import hashlib
 import os
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -81,7 +82,8 @@ def _read(path, check):
     return X, y
 
 
-def load_pima(path=None, preprocess="raw", *, return_frame=False, check=True):
+def load_pima(path: str | os.PathLike[str] | None = None, preprocess: str = "raw", *,
+              return_frame: bool = False, check: bool = True) -> tuple[Any, ...] | Bunch:
     """Load the Pima Indians Diabetes data (768 rows, 8 attributes) from a CSV as X, y.
 
     Parameters

@@ -1,7 +1,9 @@
 """Synthetic one-hot encoded tabular data (scipy.sparse CSR) for benchmarks and tests."""
 import numbers
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dperm.data.validation import check_random_state
 
@@ -32,19 +34,19 @@ def _sigmoid(z):
 
 
 def make_onehot_classification(
-    n_samples=200_000,
-    n_features=400,
-    nnz_per_row=30,
-    n_numeric=6,
-    dtype=np.float64,
-    index_dtype=np.int32,
-    random_state=None,
+    n_samples: int = 200_000,
+    n_features: int = 400,
+    nnz_per_row: float = 30,
+    n_numeric: int = 6,
+    dtype: npt.DTypeLike = np.float64,
+    index_dtype: npt.DTypeLike = np.int32,
+    random_state: int | np.random.Generator | None = None,
     *,
-    bayes_error=0.2,
-    label_noise=0.05,
-    positive_fraction=0.35,
-    return_coef=False,
-):
+    bayes_error: float = 0.2,
+    label_noise: float = 0.05,
+    positive_fraction: float = 0.35,
+    return_coef: bool = False,
+) -> tuple[Any, ...]:
     """A sparse binary classification problem shaped like one-hot encoded census data.
 
     Mimics real tabular data after one-hot encoding (e.g. a 199,523 x 408
