@@ -12,6 +12,7 @@ come from the data (its name and size, and the measured minority-class fraction)
 import csv
 import os
 import time
+from typing import Any
 
 import numpy as np
 
@@ -38,13 +39,13 @@ PAPER_BEST_LAMBDA = paper_best_lambda(TABLE1)
 PAPER_BEST_LAMBDA_FIGURE3 = paper_best_lambda(TABLE2)
 
 
-def run_figure2(X, y, **kwargs):
+def run_figure2(X: np.ndarray, y: np.ndarray, **kwargs: Any) -> dict[str, Any]:
     """Figure 2's protocol on Adult (Table 1's best Lambda); see :func:`run_tradeoff`."""
     kwargs.setdefault("dataset", "Adult")
     return run_tradeoff(X, y, label="figure2", **kwargs)
 
 
-def run_figure3(X, y, **kwargs):
+def run_figure3(X: np.ndarray, y: np.ndarray, **kwargs: Any) -> dict[str, Any]:
     """Figure 3's protocol on KDDCup99 (Table 2's best Lambda); see :func:`run_tradeoff`."""
     kwargs.setdefault("best_lambda", PAPER_BEST_LAMBDA_FIGURE3)
     kwargs.setdefault("dataset", "KDDCup99")

@@ -36,7 +36,7 @@ import csv
 import os
 import textwrap
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -134,12 +134,12 @@ def _paper_row(result, loss, method):
     return [paper_value(result["table"], loss, method, lam) for lam in result["lambdas"]]
 
 
-def run_table1(X, y, **kwargs):
+def run_table1(X: np.ndarray, y: np.ndarray, **kwargs: Any) -> dict[str, Any]:
     """Table 1's protocol (Adult's Lambda grid); see :func:`run_paper_table`."""
     return run_paper_table(X, y, TABLE1, **kwargs)
 
 
-def run_table2(X, y, **kwargs):
+def run_table2(X: np.ndarray, y: np.ndarray, **kwargs: Any) -> dict[str, Any]:
     """Table 2's protocol (KDDCup99's Lambda grid); see :func:`run_paper_table`."""
     return run_paper_table(X, y, TABLE2, **kwargs)
 

@@ -187,7 +187,7 @@ class PrivateTuningResult:
     ['mistakes', 'probabilities']
     """
 
-    best_estimator_: object
+    best_estimator_: Any          # a fitted scikit-learn estimator
     best_params_: dict
     best_index_: int
     params: list
