@@ -314,7 +314,7 @@ class PseudoHuber(Loss):
         return 1.0
 
 
-def _registry(*classes):
+def _registry(*classes: type[Loss]) -> dict[str, Loss]:
     """name -> instance, refusing a name or a kernel id declared twice."""
     out, ids = {}, {}
     for cls in classes:

@@ -9,7 +9,7 @@ import types
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -386,6 +386,66 @@ def _encoded(preprocess, row_scaling, missing, schema):
     X.setflags(write=False)
     keep.setflags(write=False)
     return X, tuple(names), keep
+
+
+@overload
+def load_adult(preprocess: str = ...,
+               return_frame: Literal[False] = ...,
+               *,
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: Literal[False] = ...) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def load_adult(preprocess: str = ...,
+               return_frame: Literal[False] = ...,
+               *,
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: Literal[True]) -> tuple[np.ndarray, np.ndarray, list[str]]: ...
+
+
+@overload
+def load_adult(preprocess: str,
+               return_frame: Literal[True],
+               *,
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_adult(preprocess: str = ...,
+               *,
+               return_frame: Literal[True],
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_adult(preprocess: str = ...,
+               return_frame: bool = ...,
+               *,
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: bool = ...) -> tuple[Any, ...] | Bunch: ...
 
 
 def load_adult(

@@ -7,7 +7,7 @@ import numbers
 import os
 import types
 import warnings
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -334,6 +334,56 @@ def _frame(tab, rows):
 def _check_choice(name, value, choices):
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+
+
+@overload
+def load_kddcup99(preprocess: str = ...,
+                  return_frame: Literal[False] = ...,
+                  *,
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: Literal[False] = ...) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def load_kddcup99(preprocess: str = ...,
+                  return_frame: Literal[False] = ...,
+                  *,
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: Literal[True]) -> tuple[np.ndarray, np.ndarray, list[str]]: ...
+
+
+@overload
+def load_kddcup99(preprocess: str,
+                  return_frame: Literal[True],
+                  *,
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_kddcup99(preprocess: str = ...,
+                  *,
+                  return_frame: Literal[True],
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_kddcup99(preprocess: str = ...,
+                  return_frame: bool = ...,
+                  *,
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: bool = ...) -> tuple[Any, ...] | Bunch: ...
 
 
 def load_kddcup99(

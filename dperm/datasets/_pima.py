@@ -15,7 +15,7 @@ import csv
 import hashlib
 import os
 import warnings
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -80,6 +80,22 @@ def _read(path, check):
         raise ValueError(f"load_pima: {path!r}: labels must be pos/neg, found {bad[:5]}")
     y = np.where(np.array(labels) == "pos", 1.0, -1.0)
     return X, y
+
+
+@overload
+def load_pima(path: str | os.PathLike[str] | None = ..., preprocess: str = ..., *,
+              return_frame: Literal[False] = ..., check: bool = ...
+              ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def load_pima(path: str | os.PathLike[str] | None = ..., preprocess: str = ..., *,
+              return_frame: Literal[True], check: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_pima(path: str | os.PathLike[str] | None = ..., preprocess: str = ..., *,
+              return_frame: bool = ..., check: bool = ...) -> tuple[Any, ...] | Bunch: ...
 
 
 def load_pima(path: str | os.PathLike[str] | None = None, preprocess: str = "raw", *,

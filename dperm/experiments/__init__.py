@@ -37,7 +37,7 @@ KDD_N_SAMPLES = 70000
 KDD_N_SAMPLES_QUICK = 20000
 
 
-def _adult():
+def _adult() -> tuple[np.ndarray, np.ndarray]:
     from dperm.datasets import load_adult
     from dperm.exceptions import PrivacyLeakWarning
 
@@ -47,7 +47,7 @@ def _adult():
         return load_adult(preprocess="paper")
 
 
-def _kddcup99(n_samples, seed):
+def _kddcup99(n_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
     """A random n_samples-row subset (paper preprocessing) and an independent run seed.
 
     The subset and the run (folds, noise) draw from two children of
@@ -65,7 +65,7 @@ def _kddcup99(n_samples, seed):
     return X, y.astype(np.float64), np.random.default_rng(run_seed)
 
 
-def _kdd_name(n):
+def _kdd_name(n: int) -> str:
     return f"KDDCup99 ({n:,}-row subset)"
 
 

@@ -212,7 +212,7 @@ class PrivateTuningResult:
         return None if self.release_record_ is None else record_to_dict(self.release_record_)
 
 
-def _check_grid(param_grid):
+def _check_grid(param_grid: Any) -> list[dict[str, Any]]:
     """The grid as a list of dicts; refuse anything that is not a fixed, finite collection."""
     from sklearn.model_selection import ParameterGrid
 
@@ -246,12 +246,12 @@ def _check_grid(param_grid):
     return [dict(p) for p in grid]
 
 
-def _keys(params, name):
+def _keys(params: Mapping[str, Any], name: str) -> list[str]:
     """Parameter names of a (possibly nested) estimator that end in `name`."""
     return [k for k in params if k == name or k.endswith("__" + name)]
 
 
-def _procedure_delta(base, grid):
+def _procedure_delta(base: Any, grid: list[dict[str, Any]]) -> float:
     """delta of the whole procedure: the largest delta any model is fitted with (0 for
     pure-epsilon models).  Refuses add/remove models: the guarantee of the split into
     m + 1 equal parts is argued for replace-one neighbours (n public)."""
