@@ -46,11 +46,11 @@ _SCHEMA_KEYS = ("numeric", "categorical", "label", "fill")
 _NA_TYPE_NAMES = frozenset({"NAType", "NaTType"})
 
 # ----------------------------------------------------------------------------- helpers
-def _is_real(v):
+def _is_real(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
 
-def _is_na(v):
+def _is_na(v: Any) -> bool:
     """None, a float NaN, pandas' NA or NaT: a missing value."""
     if v is None:
         return True
@@ -59,7 +59,7 @@ def _is_na(v):
     return type(v).__name__ in _NA_TYPE_NAMES
 
 
-def _plain(v):
+def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
@@ -99,7 +99,7 @@ class CategoryCodes:
         return int(self.codes.shape[0])
 
 
-def _scalar(v, where):
+def _scalar(v: Any, where: str) -> str | bool | int | float:
     """A category or class as a plain JSON scalar: str, int, bool or a finite float."""
     v = _plain(v)
     if isinstance(v, (str, bool)):
@@ -112,7 +112,7 @@ def _scalar(v, where):
                      "integers or finite numbers)")
 
 
-def _text(v, where):
+def _text(v: Any, where: str) -> str:
     """Command-line form: categories and classes are compared as text."""
     if isinstance(v, str):
         return v
@@ -122,7 +122,7 @@ def _text(v, where):
                      "they appear in the CSV file, in quotes)")
 
 
-def _check_classes(classes, what):
+def _check_classes(classes: Any, what: str) -> tuple[Any, ...]:
     """The label's classes as a tuple of K >= 2 distinct plain scalars (see `_scalar`);
     errors name `what` ("classes", or "label.classes" in the JSON form)."""
     classes = plain_list(classes)
@@ -143,12 +143,12 @@ def _check_classes(classes, what):
     return classes
 
 
-def _short(items, k=8):
+def _short(items: Any, k: int = 8) -> str:
     items = list(items)
     return repr(items[:k])[:-1] + (", ...]" if len(items) > k else "]")
 
 
-def _column_name(c, what):
+def _column_name(c: Any, what: str) -> str:
     if not (isinstance(c, str) and c):
         raise ValueError(f"{what}: column names must be non-empty strings, got {c!r}")
     return c
@@ -386,7 +386,7 @@ class PublicSchema:
         unknown = set(changes) - set(_SCHEMA_KEYS) - {"classes", "label_bounds"}
         if unknown:
             raise TypeError(f"replace() got unexpected keyword argument(s) {sorted(unknown)}")
-        kw = dict(numeric=self._numeric, categorical=self._categorical, label=self._label,
+        kw: dict[str, Any] = dict(numeric=self._numeric, categorical=self._categorical, label=self._label,
                   classes=self._classes, fill=self._fill, label_bounds=self._label_bounds)
         if changes.get("label", self._label) != self._label and "label_bounds" not in changes:
             kw["label_bounds"] = None    # the bounds were those of the old label column
@@ -403,7 +403,7 @@ class PublicSchema:
                                   None if self._classes is None else list(self._classes),
                                   dict(self._fill), self._label_bounds))
 
-    def _key(self):
+    def _key(self) -> tuple[Any, ...]:
         return (tuple(self._numeric.items()), tuple(self._categorical.items()), self._label,
                 self._classes, tuple(self._fill.items()), self._label_bounds)
 
@@ -522,7 +522,7 @@ class PublicSchema:
         ValueError
             An invalid schema.
         """
-        def bad(msg):
+        def bad(msg: str) -> ValueError:
             return ValueError(f"{where}: {msg}")
 
         if not isinstance(obj, dict):
@@ -581,11 +581,13 @@ class PublicSchema:
             raise bad(str(exc)) from None
 
     # ------------------------------------------------------------------ encoding
-    def _column_arrays(self, columns):
+    def _column_arrays(self, columns: Any) -> tuple[dict[str, Any], int]:
         if not hasattr(columns, "__getitem__"):
             raise ValueError("columns must map column name -> 1-D array of values (a dict "
                              "or a DataFrame)")
-        got, lacking, n = {}, [], None
+        got: dict[str, Any] = {}
+        lacking: list[str] = []
+        n: int | None = None
         for c in self.columns:
             try:
                 values = columns[c]
@@ -606,9 +608,10 @@ class PublicSchema:
             n = len(got[c])
         if lacking:
             raise ValueError(f"the data lacks column(s) {lacking} of the schema")
+        assert n is not None     # a schema has at least one column (the constructor checks)
         return got, n
 
-    def _numeric_values(self, c, arr, where):
+    def _numeric_values(self, c: str, arr: np.ndarray, where: Callable[[int], str]) -> np.ndarray:
         """Float64 with NaN for missing values (a float64 array as it is: never written
         to); an error for anything else, +-inf included (as numpy input and the command
         line: an infinite value is refused, never clipped to the public range)."""
@@ -621,7 +624,7 @@ class PublicSchema:
                              f"or None, filled with the column's public fill value)")
         return out
 
-    def _numeric_floats(self, c, arr, where):
+    def _numeric_floats(self, c: str, arr: np.ndarray, where: Callable[[int], str]) -> np.ndarray:
         if arr.dtype.kind in "fiub":
             return arr.astype(np.float64, copy=False)
         if arr.dtype.kind in "OUS":
@@ -653,7 +656,7 @@ class PublicSchema:
             return out
         raise ValueError(f"numeric column {c!r} has values of dtype {arr.dtype}, not numbers")
 
-    def _codes(self, c, arr):
+    def _codes(self, c: str, arr: Any) -> np.ndarray:
         """Index of each value in the public list; -1 unknown, -2 missing (never written
         to: CategoryCodes' own array)."""
         if isinstance(arr, CategoryCodes):
@@ -676,7 +679,8 @@ class PublicSchema:
                 codes[i] = -1
         return codes
 
-    def _prepare(self, columns, where):
+    def _prepare(self, columns: Any, where: Callable[[int], str]
+                 ) -> tuple[dict[str, Any], int, dict[str, np.ndarray], dict[str, np.ndarray]]:
         cols, n = self._column_arrays(columns)
         num = {c: self._numeric_values(c, cols[c], where) for c in self._numeric}
         cat = {c: self._codes(c, cols[c]) for c in self._categorical}
@@ -878,7 +882,8 @@ class PublicSchema:
                 blk[near, :d] = X * s
         return out
 
-    def _encoded_parts(self, columns, unknown, where):
+    def _encoded_parts(self, columns: Any, unknown: str, where: Callable[[int], str]
+                       ) -> tuple[int, dict[str, np.ndarray], dict[str, np.ndarray]]:
         """(n, numeric column -> mapped values in [0, 1], categorical column -> index in
         its list or -1 for an ignored unknown value); missing values filled or refused."""
         cols, n, num, cat = self._prepare(columns, where)
@@ -910,7 +915,8 @@ class PublicSchema:
             out_cat[c] = k
         return n, out_num, out_cat
 
-    def _assemble_csr(self, n, num, cat, data_norm):
+    def _assemble_csr(self, n: int, num: dict[str, np.ndarray], cat: dict[str, np.ndarray],
+                      data_norm: float) -> Any:
         """CSR from the parts: an (n, #numeric + #categorical) block of values and
         column indices (row-major, so each row's indices increase), never (n, d)."""
         import scipy.sparse as sp
@@ -951,13 +957,14 @@ class PublicSchema:
         return sp.csr_array((data, indices, indptr), shape=(n, d))
 
     @staticmethod
-    def _missing_message(c, i, where):
+    def _missing_message(c: str, i: int, where: Callable[[int], str]) -> str:
         return (f"missing value in column {c!r} ({where(i)}); give the column a public fill "
                 "value (fill={column: value}) or drop such rows before encoding")
 
 
 # ----------------------------------------------------------------------------- pickling
-def _rebuild_schema(numeric, categorical, label, classes, fill, label_bounds=None):
+def _rebuild_schema(numeric: Mapping[str, Any], categorical: Mapping[str, Any], label: str | None,
+                    classes: Any, fill: Mapping[str, Any], label_bounds: Any = None) -> PublicSchema:
     """A PublicSchema from its pickled parts (PublicSchema.__reduce__)."""
     return PublicSchema(numeric, categorical, label=label, classes=classes, fill=fill,
                         label_bounds=label_bounds)
