@@ -45,7 +45,7 @@ _HOW_TO_GET = (
     "mlbench's PimaIndiansDiabetes (Debian: r-cran-mlbench)")
 
 
-def _resolve(path):
+def _resolve(path: str | os.PathLike[str] | None) -> str:
     if path is None:
         path = os.environ.get(PIMA_ENV) or None
     if path is None:
@@ -56,7 +56,7 @@ def _resolve(path):
     return path
 
 
-def _read(path, check):
+def _read(path: str, check: bool) -> tuple[np.ndarray, np.ndarray]:
     with open(path, "rb") as fh:
         raw = fh.read()
     if check and hashlib.sha256(raw).hexdigest() != PIMA_SHA256:

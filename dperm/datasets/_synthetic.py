@@ -13,13 +13,13 @@ __all__ = ["make_onehot_classification"]
 _SPARSE_NUMERIC_P = (0.1, 0.2, 0.3)
 
 
-def _check_int(value, name, lo):
+def _check_int(value: Any, name: str, lo: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < lo:
         raise ValueError(f"{name}: must be an integer >= {lo}, got {value!r}")
     return int(value)
 
 
-def _check_fraction(value, name, lo, hi):
+def _check_fraction(value: Any, name: str, lo: float, hi: float) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -29,7 +29,7 @@ def _check_fraction(value, name, lo, hi):
     return v
 
 
-def _sigmoid(z):
+def _sigmoid(z: Any) -> Any:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
@@ -200,7 +200,7 @@ def make_onehot_classification(
     centered = score - np.quantile(score, 1.0 - pos)
     a = np.abs(centered)
 
-    def err(s):
+    def err(s: float) -> float:
         return noise + (1.0 - 2.0 * noise) * _sigmoid(-s * a).mean()
 
     lo, hi = 0.0, 1.0
