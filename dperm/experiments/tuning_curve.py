@@ -83,7 +83,7 @@ def run_tuning_curve(X: np.ndarray, y: np.ndarray, *,
             "seconds": time.perf_counter() - t0}
 
 
-def write_tuning_csv(result, path):
+def write_tuning_csv(result: dict[str, Any], path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -97,7 +97,7 @@ def write_tuning_csv(result, path):
                             f"{e.std():.5f}", e.size])
 
 
-def plot_tuning_curve(result, path):
+def plot_tuning_curve(result: dict[str, Any], path: str) -> str:
     try:
         import matplotlib
         matplotlib.use("Agg")
