@@ -51,6 +51,28 @@ numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 numpydoc_attributes_as_param_list = True
 
+# numpydoc's validation: every parameter documented (PR01), none that does not exist
+# (PR02), in the signature's order (PR03), with numpydoc's type names (PR06) and colon
+# spacing (PR10); a Returns section where something is returned (RT01), Yields for a
+# generator (YD01); a docstring (GL08) with a summary (SS01), known sections (GL06) in
+# numpydoc's order (GL07).  tests/test_docstrings.py checks PR01 without Sphinx.
+numpydoc_validation_checks = {"GL06", "GL07", "GL08", "PR01", "PR02", "PR03", "PR06", "PR10",
+                              "RT01", "SS01", "YD01"}
+# Left out of the validation, each until the change named lands in its file (other
+# branches own these files today):
+numpydoc_validation_exclude = {
+    # sklearn/classifier.py (PR03): document `solver` after `accountant`, as the
+    # signature has it
+    r"\.PrivateLinearClassifier$",
+    # sklearn/classifier.py (PR01, RT01): a Parameters section for X and a Returns section
+    r"\.PrivateLinearClassifier\.predict_log_proba$",
+    # sklearn/regressor.py (PR03): document `solver` after `accountant` and `label_bounds`
+    # last, as the signature has them
+    r"\.PrivateLinearRegression$",
+    # optim/erm.py (PR03): document W (and V) right after y, as the signatures have them
+    r"\.erm\.(objective|hessian|hessian_vector)$",
+}
+
 # --- myst (Markdown pages)
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 4

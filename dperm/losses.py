@@ -115,6 +115,12 @@ class Loss(abc.ABC):
         if missing:
             raise TypeError(f"{cls.__name__}: a Loss declares {', '.join(missing)} "
                             "(class attributes)")
+        # an override of a declared bound documents itself with the base's docstring
+        # (Parameters, Returns), which its class docstring specialises
+        for attr in ("lipschitz", "unit_curvature"):
+            method = cls.__dict__.get(attr)
+            if method is not None and method.__doc__ is None:
+                method.__doc__ = getattr(Loss, attr).__doc__
 
     def __setattr__(self, attr: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__}: a loss is immutable")
@@ -308,7 +314,7 @@ class PseudoHuber(Loss):
         return 1.0
 
 
-def _registry(*classes):
+def _registry(*classes: type[Loss]) -> dict[str, Loss]:
     """name -> instance, refusing a name or a kernel id declared twice."""
     out, ids = {}, {}
     for cls in classes:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,7 +77,7 @@ class ModelFormatError(ValueError):
 
 
 # ----------------------------------------------------------------------------- writing
-def _jsonable(v):
+def _jsonable(v: Any) -> Any:
     """Plain JSON values; non-finite floats become the strings 'inf', '-inf', 'nan'."""
     if isinstance(v, ReleaseRecord):
         return _jsonable(record_to_dict(v))
@@ -103,7 +104,7 @@ def model_to_json(model: dict) -> str:
     return json.dumps(_jsonable(model), indent=2, allow_nan=False) + "\n"
 
 
-def _preprocessing(schema, **extra):
+def _preprocessing(schema: PublicSchema, **extra: Any) -> dict[str, Any]:
     """The model file's description of the public preprocessing (public values only)."""
     return {
         "numeric": "clip to [low, high], then (v - low) / (high - low), in schema order",
@@ -115,10 +116,11 @@ def _preprocessing(schema, **extra):
     }
 
 
-def model_file(*, task: str, estimator: dict, record: ReleaseRecord, coef, intercept,
-               schema: PublicSchema | None, classes=None, feature_names=None,
+def model_file(*, task: str, estimator: dict, record: ReleaseRecord, coef: Any, intercept: Any,
+               schema: PublicSchema | None, classes: Iterable[Any] | None = None,
+               feature_names: Sequence[str] | None = None,
                row_norm_bound: float = 1.0, data: str | None = None,
-               read_from_data=()) -> dict:
+               read_from_data: Iterable[str] = ()) -> dict:
     """THE model file's content, from public parts only (the one place it is assembled,
     for ``dperm fit`` and :func:`save_model` alike).
 
@@ -142,6 +144,8 @@ def model_file(*, task: str, estimator: dict, record: ReleaseRecord, coef, inter
     else:
         version = MODEL_FORMAT_VERSION_REGRESSION if regression else MODEL_FORMAT_VERSION
         feature_names = schema.feature_names()
+    if feature_names is None:
+        raise TypeError("feature_names: required without a schema (format version 4)")
     obj = {"format": MODEL_FORMAT, "format_version": version, "dperm_version": VERSION}
     if regression or schema is None:
         obj["task"] = task
@@ -178,7 +182,7 @@ def model_file(*, task: str, estimator: dict, record: ReleaseRecord, coef, inter
     return obj
 
 
-def _steps(model):
+def _steps(model: Any) -> tuple[Any, Any]:
     """(transformer or None, estimator) of a fitted estimator or Pipeline."""
     from sklearn.pipeline import Pipeline
 
@@ -307,7 +311,8 @@ def save_model(model: Any, path: str | os.PathLike) -> None:
 
 
 # ----------------------------------------------------------------------------- reading
-def check_format_header(obj, fmt, version, keys, bad, hint=""):
+def check_format_header(obj: Any, fmt: str, version: int | Collection[int], keys: Iterable[str],
+                        bad: Callable[[str], Exception], hint: str = "") -> None:
     """A JSON document's 'format', 'format_version' and required keys (models and the
     streamed binaries' manifests); `version` is one int or a collection of the versions
     read; `bad(msg)` builds the error to raise."""
@@ -324,11 +329,11 @@ def check_format_header(obj, fmt, version, keys, bad, hint=""):
             raise bad(f"missing key {key!r}")
 
 
-def _is_num(v):
+def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def upgrade_v1(obj):
+def upgrade_v1(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A version 1 model read with version 2 semantics: its privacy record's "delta" was
     the paper's extra regulariser Delta (now "extra_l2"); every version 1 model is a pure
     epsilon-DP (delta = 0), replace-one, binary fit with Laplace-type noise."""
@@ -351,7 +356,7 @@ def upgrade_v1(obj):
     return obj
 
 
-def _read_json(path):
+def _read_json(path: str) -> Any:
     where = f"model {path}"
     if os.path.isdir(path):
         raise ModelFormatError(f"model {path!r} is a directory, not a JSON file")
@@ -369,7 +374,8 @@ def _read_json(path):
         raise ModelFormatError(f"cannot read model {path!r}: {exc.strerror or exc}") from None
 
 
-def _schema(obj, bad, categories_as_text):
+def _schema(obj: Mapping[str, Any], bad: Callable[[str], Exception],
+            categories_as_text: bool) -> tuple[PublicSchema, list[str]]:
     """A model file's preprocessing schema and its feature names, checked to agree."""
     try:
         schema = PublicSchema.from_dict(obj["schema"], where="schema",
@@ -382,7 +388,7 @@ def _schema(obj, bad, categories_as_text):
     return schema, names
 
 
-def _classes(obj, bad, text):
+def _classes(obj: Mapping[str, Any], bad: Callable[[str], Exception], text: bool) -> list[Any]:
     classes = obj["classes"]
     kinds = (str,) if text else (str, int, float)
     if not (isinstance(classes, list) and len(classes) >= 2
@@ -393,7 +399,8 @@ def _classes(obj, bad, text):
     return classes
 
 
-def _check_coef(obj, bad, n_features, K):
+def _check_coef(obj: Mapping[str, Any], bad: Callable[[str], Exception], n_features: int,
+                K: int | None) -> tuple[np.ndarray, float | np.ndarray]:
     coef, b = obj["coef"], obj["intercept"]
     if K is None or K == 2:
         if not (isinstance(coef, list) and all(_is_num(v) for v in coef)):
@@ -433,7 +440,7 @@ def read_model(path: str | os.PathLike, *, categories_as_text: bool = True) -> d
     where = f"model {path}"
     obj = _read_json(path)
 
-    def bad(msg):
+    def bad(msg: str) -> ModelFormatError:
         return ModelFormatError(f"{where}: not a valid dperm model: {msg}")
 
     check_format_header(obj, MODEL_FORMAT, MODEL_FORMAT_VERSIONS,
@@ -474,7 +481,7 @@ def read_model(path: str | os.PathLike, *, categories_as_text: bool = True) -> d
     return dict(obj, coef=coef, intercept=b, schema=schema)
 
 
-def _layout(obj):
+def _layout(obj: Mapping[str, Any]) -> str:
     rec = obj.get("privacy") or {}
     if obj.get("task", "classification") == "classification":
         return "classifier"
@@ -516,10 +523,10 @@ class LoadedModel:
             record_from_dict(rec, _layout(obj))
 
     @property
-    def privacy_(self):
+    def privacy_(self) -> dict[str, Any] | None:
         return None if self.release_record_ is None else record_to_dict(self.release_record_)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"LoadedModel({self.estimator_params.get('class', '?')}, task={self.task!r}, "
                 f"{len(self.feature_names)} features)")
 

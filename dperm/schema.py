@@ -32,7 +32,7 @@ import json
 import math
 import numbers
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -46,11 +46,11 @@ _SCHEMA_KEYS = ("numeric", "categorical", "label", "fill")
 _NA_TYPE_NAMES = frozenset({"NAType", "NaTType"})
 
 # ----------------------------------------------------------------------------- helpers
-def _is_real(v):
+def _is_real(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
 
-def _is_na(v):
+def _is_na(v: Any) -> bool:
     """None, a float NaN, pandas' NA or NaT: a missing value."""
     if v is None:
         return True
@@ -59,7 +59,7 @@ def _is_na(v):
     return type(v).__name__ in _NA_TYPE_NAMES
 
 
-def _plain(v):
+def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
@@ -84,7 +84,7 @@ class CategoryCodes:
 
     __slots__ = ("codes", "categories", "cell")
 
-    def __init__(self, codes, categories, cell):
+    def __init__(self, codes: Any, categories: Any, cell: Callable[[int], Any]) -> None:
         self.codes = np.asarray(codes, dtype=np.intp)
         if self.codes.ndim != 1:
             raise ValueError(f"codes must be 1-D, got shape {self.codes.shape}")
@@ -95,11 +95,11 @@ class CategoryCodes:
                              "in the categories, -1 unknown, -2 missing)")
         self.cell = cell
 
-    def __len__(self):
-        return self.codes.shape[0]
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
 
 
-def _scalar(v, where):
+def _scalar(v: Any, where: str) -> str | bool | int | float:
     """A category or class as a plain JSON scalar: str, int, bool or a finite float."""
     v = _plain(v)
     if isinstance(v, (str, bool)):
@@ -112,7 +112,7 @@ def _scalar(v, where):
                      "integers or finite numbers)")
 
 
-def _text(v, where):
+def _text(v: Any, where: str) -> str:
     """Command-line form: categories and classes are compared as text."""
     if isinstance(v, str):
         return v
@@ -122,7 +122,7 @@ def _text(v, where):
                      "they appear in the CSV file, in quotes)")
 
 
-def _check_classes(classes, what):
+def _check_classes(classes: Any, what: str) -> tuple[Any, ...]:
     """The label's classes as a tuple of K >= 2 distinct plain scalars (see `_scalar`);
     errors name `what` ("classes", or "label.classes" in the JSON form)."""
     classes = plain_list(classes)
@@ -143,18 +143,18 @@ def _check_classes(classes, what):
     return classes
 
 
-def _short(items, k=8):
+def _short(items: Any, k: int = 8) -> str:
     items = list(items)
     return repr(items[:k])[:-1] + (", ...]" if len(items) > k else "]")
 
 
-def _column_name(c, what):
+def _column_name(c: Any, what: str) -> str:
     if not (isinstance(c, str) and c):
         raise ValueError(f"{what}: column names must be non-empty strings, got {c!r}")
     return c
 
 
-def _default_where(i):
+def _default_where(i: int) -> str:
     return f"row index {i}"
 
 
@@ -312,18 +312,36 @@ class PublicSchema:
         self._label_bounds = label_bounds
 
     # ------------------------------------------------------------------ read-only views
-    numeric = property(lambda self: self._numeric,
-                       doc="column -> (low, high), floats, in encoding order")
-    categorical = property(lambda self: self._categorical,
-                           doc="column -> tuple of categories, in encoding order")
-    label = property(lambda self: self._label, doc="the label column, or None")
-    classes = property(lambda self: self._classes,
-                       doc="tuple of the K >= 2 classes ((negative, positive) for two), or None")
-    fill = property(lambda self: self._fill, doc="column -> public fill value")
-    label_bounds = property(
-        lambda self: self._label_bounds,
-        doc="(low, high): the PUBLIC range of a regression label (e.g. released by "
-            "dperm bounds --label), or None")
+    @property
+    def numeric(self) -> Mapping[str, tuple[float, float]]:
+        """Column -> (low, high), floats, in encoding order (read-only)."""
+        return self._numeric
+
+    @property
+    def categorical(self) -> Mapping[str, tuple[Any, ...]]:
+        """Column -> tuple of categories, in encoding order (read-only)."""
+        return self._categorical
+
+    @property
+    def label(self) -> str | None:
+        """The label column, or None."""
+        return self._label
+
+    @property
+    def classes(self) -> tuple[Any, ...] | None:
+        """Tuple of the K >= 2 classes ((negative, positive) for two), or None."""
+        return self._classes
+
+    @property
+    def fill(self) -> Mapping[str, Any]:
+        """Column -> public fill value (read-only)."""
+        return self._fill
+
+    @property
+    def label_bounds(self) -> tuple[float, float] | None:
+        """(low, high): the PUBLIC range of a regression label (e.g. released by
+        ``dperm bounds --label``), or None."""
+        return self._label_bounds
 
     @property
     def columns(self) -> tuple:
@@ -341,7 +359,13 @@ class PublicSchema:
         return math.sqrt(len(self._numeric) + len(self._categorical))
 
     def feature_names(self) -> list[str]:
-        """Names of the encoded columns: ``"col"`` (numeric), ``"col=category"`` (one-hot)."""
+        """Names of the encoded columns: ``"col"`` (numeric), ``"col=category"`` (one-hot).
+
+        Returns
+        -------
+        list of str
+            One name per encoded column, in encoding order (``n_features`` of them).
+        """
         return list(self._numeric) + [f"{c}={v}" for c, cats in self._categorical.items()
                                       for v in cats]
 
@@ -362,14 +386,14 @@ class PublicSchema:
         unknown = set(changes) - set(_SCHEMA_KEYS) - {"classes", "label_bounds"}
         if unknown:
             raise TypeError(f"replace() got unexpected keyword argument(s) {sorted(unknown)}")
-        kw = dict(numeric=self._numeric, categorical=self._categorical, label=self._label,
+        kw: dict[str, Any] = dict(numeric=self._numeric, categorical=self._categorical, label=self._label,
                   classes=self._classes, fill=self._fill, label_bounds=self._label_bounds)
         if changes.get("label", self._label) != self._label and "label_bounds" not in changes:
             kw["label_bounds"] = None    # the bounds were those of the old label column
         kw.update(changes)
         return PublicSchema(dict(kw.pop("numeric")), dict(kw.pop("categorical")), **kw)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # pickle, joblib, copy and deepcopy: the read-only views (mappingproxy) cannot be
         # pickled, so the schema is rebuilt from plain copies of its public values (and
         # checked again, as any schema is)
@@ -379,19 +403,19 @@ class PublicSchema:
                                   None if self._classes is None else list(self._classes),
                                   dict(self._fill), self._label_bounds))
 
-    def _key(self):
+    def _key(self) -> tuple[Any, ...]:
         return (tuple(self._numeric.items()), tuple(self._categorical.items()), self._label,
                 self._classes, tuple(self._fill.items()), self._label_bounds)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, PublicSchema):
             return NotImplemented
         return self._key() == other._key()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._key())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         parts = [f"numeric={dict(self._numeric)!r}", f"categorical="
                  f"{ {c: list(v) for c, v in self._categorical.items()}!r}"]
         if self._label is not None:
@@ -406,7 +430,14 @@ class PublicSchema:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
-        """The JSON form (plain dicts and lists); "fill" only when there is one."""
+        """The JSON form (plain dicts and lists); "fill" only when there is one.
+
+        Returns
+        -------
+        dict
+            ``{"numeric": ..., "categorical": ..., "label": {"column", "classes"[, "bounds"]}
+            [, "fill": ...]}``, read back by :meth:`from_dict` (see Notes of the class).
+        """
         label: dict[str, Any] = {
             "column": self._label,
             "classes": None if self._classes is None else list(self._classes)}
@@ -491,7 +522,7 @@ class PublicSchema:
         ValueError
             An invalid schema.
         """
-        def bad(msg):
+        def bad(msg: str) -> ValueError:
             return ValueError(f"{where}: {msg}")
 
         if not isinstance(obj, dict):
@@ -550,11 +581,13 @@ class PublicSchema:
             raise bad(str(exc)) from None
 
     # ------------------------------------------------------------------ encoding
-    def _column_arrays(self, columns):
+    def _column_arrays(self, columns: Any) -> tuple[dict[str, Any], int]:
         if not hasattr(columns, "__getitem__"):
             raise ValueError("columns must map column name -> 1-D array of values (a dict "
                              "or a DataFrame)")
-        got, lacking, n = {}, [], None
+        got: dict[str, Any] = {}
+        lacking: list[str] = []
+        n: int | None = None
         for c in self.columns:
             try:
                 values = columns[c]
@@ -575,9 +608,10 @@ class PublicSchema:
             n = len(got[c])
         if lacking:
             raise ValueError(f"the data lacks column(s) {lacking} of the schema")
+        assert n is not None     # a schema has at least one column (the constructor checks)
         return got, n
 
-    def _numeric_values(self, c, arr, where):
+    def _numeric_values(self, c: str, arr: np.ndarray, where: Callable[[int], str]) -> np.ndarray:
         """Float64 with NaN for missing values (a float64 array as it is: never written
         to); an error for anything else, +-inf included (as numpy input and the command
         line: an infinite value is refused, never clipped to the public range)."""
@@ -590,7 +624,7 @@ class PublicSchema:
                              f"or None, filled with the column's public fill value)")
         return out
 
-    def _numeric_floats(self, c, arr, where):
+    def _numeric_floats(self, c: str, arr: np.ndarray, where: Callable[[int], str]) -> np.ndarray:
         if arr.dtype.kind in "fiub":
             return arr.astype(np.float64, copy=False)
         if arr.dtype.kind in "OUS":
@@ -622,7 +656,7 @@ class PublicSchema:
             return out
         raise ValueError(f"numeric column {c!r} has values of dtype {arr.dtype}, not numbers")
 
-    def _codes(self, c, arr):
+    def _codes(self, c: str, arr: Any) -> np.ndarray:
         """Index of each value in the public list; -1 unknown, -2 missing (never written
         to: CategoryCodes' own array)."""
         if isinstance(arr, CategoryCodes):
@@ -645,13 +679,16 @@ class PublicSchema:
                 codes[i] = -1
         return codes
 
-    def _prepare(self, columns, where):
+    def _prepare(self, columns: Any, where: Callable[[int], str]
+                 ) -> tuple[dict[str, Any], int, dict[str, np.ndarray], dict[str, np.ndarray]]:
         cols, n = self._column_arrays(columns)
         num = {c: self._numeric_values(c, cols[c], where) for c in self._numeric}
         cat = {c: self._codes(c, cols[c]) for c in self._categorical}
         return cols, n, num, cat
 
-    def missing_mask(self, columns, *, by_column=False, describe_row=None):
+    def missing_mask(self, columns: Any, *, by_column: bool = False,
+                     describe_row: Callable[[int], str] | None = None
+                     ) -> np.ndarray | dict[str, np.ndarray]:
         """Rows with a missing value in a column that has no public fill value.
 
         Parameters
@@ -702,8 +739,8 @@ class PublicSchema:
         ``stored_per_row / n_features``), for choosing sparse or dense output."""
         return self.stored_per_row / self.n_features
 
-    def encode(self, columns, *, unknown="error", data_norm=1.0, describe_row=None,
-               sparse=False):
+    def encode(self, columns: Any, *, unknown: str = "error", data_norm: float = 1.0,
+               describe_row: Callable[[int], str] | None = None, sparse: bool = False) -> Any:
         """The public encoding of every row, each on its own.
 
         Parameters
@@ -760,8 +797,9 @@ class PublicSchema:
             shrink_to(X, float(data_norm))
         return np.ascontiguousarray(X)
 
-    def encode_with_constant(self, columns, *, scale, unknown="error", describe_row=None,
-                             out=None):
+    def encode_with_constant(self, columns: Any, *, scale: float, unknown: str = "error",
+                             describe_row: Callable[[int], str] | None = None,
+                             out: np.ndarray | None = None) -> np.ndarray:
         """Dense rows ``[encode(x), 1] * scale``, shape (n, d + 1), float64, C order.
 
         The same bits as ``X = self.encode(columns)`` followed by appending a column of ones
@@ -844,7 +882,8 @@ class PublicSchema:
                 blk[near, :d] = X * s
         return out
 
-    def _encoded_parts(self, columns, unknown, where):
+    def _encoded_parts(self, columns: Any, unknown: str, where: Callable[[int], str]
+                       ) -> tuple[int, dict[str, np.ndarray], dict[str, np.ndarray]]:
         """(n, numeric column -> mapped values in [0, 1], categorical column -> index in
         its list or -1 for an ignored unknown value); missing values filled or refused."""
         cols, n, num, cat = self._prepare(columns, where)
@@ -876,7 +915,8 @@ class PublicSchema:
             out_cat[c] = k
         return n, out_num, out_cat
 
-    def _assemble_csr(self, n, num, cat, data_norm):
+    def _assemble_csr(self, n: int, num: dict[str, np.ndarray], cat: dict[str, np.ndarray],
+                      data_norm: float) -> Any:
         """CSR from the parts: an (n, #numeric + #categorical) block of values and
         column indices (row-major, so each row's indices increase), never (n, d)."""
         import scipy.sparse as sp
@@ -917,13 +957,14 @@ class PublicSchema:
         return sp.csr_array((data, indices, indptr), shape=(n, d))
 
     @staticmethod
-    def _missing_message(c, i, where):
+    def _missing_message(c: str, i: int, where: Callable[[int], str]) -> str:
         return (f"missing value in column {c!r} ({where(i)}); give the column a public fill "
                 "value (fill={column: value}) or drop such rows before encoding")
 
 
 # ----------------------------------------------------------------------------- pickling
-def _rebuild_schema(numeric, categorical, label, classes, fill, label_bounds=None):
+def _rebuild_schema(numeric: Mapping[str, Any], categorical: Mapping[str, Any], label: str | None,
+                    classes: Any, fill: Mapping[str, Any], label_bounds: Any = None) -> PublicSchema:
     """A PublicSchema from its pickled parts (PublicSchema.__reduce__)."""
     return PublicSchema(numeric, categorical, label=label, classes=classes, fill=fill,
                         label_bounds=label_bounds)

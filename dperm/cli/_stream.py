@@ -35,7 +35,7 @@ import numpy as np
 from dperm.cli._io import CLIError, check_format_header
 
 __all__ = ["parse_size", "format_size", "design_rows", "encoded_design_rows", "DesignWriter",
-           "open_design", "chunk_rows", "stream_regression_rows", "BINARY_FORMAT",
+           "open_design", "chunk_rows", "BINARY_FORMAT",
            "BINARY_FORMAT_VERSION", "MANIFEST", "DEFAULT_BUDGET", "SPARSE_DENSITY"]
 
 BINARY_FORMAT = "dperm.design-binary"
@@ -332,42 +332,3 @@ def open_design(directory):
 
         X = _csr_from_parts(data, indices, indptr, (n, d))
     return X, y, man
-
-
-# ----------------------------------------------------------------------------- regression
-def stream_regression_rows(reader, writer, rows, schema, label, layout, dtype, intercept,
-                           missing, targets):
-    """`dperm fit --task regression` streamed: one pass over the CSV in chunks of `rows`,
-    each chunk as the in-memory fit treats the whole table -- the missing-value rule
-    (the schema's columns and the label: "error" stops at the first, "drop" removes the
-    rows), the targets (`targets(table, label)`: finite floats, an error naming the
-    first bad cell), the public encoding with the intercept's constant column
-    (`encoded_design_rows`: the bits of design_rows(encode_rows(...))) -- appended to
-    the binary (a DesignWriter with regression=True).  Every step maps a row on its
-    own, so the binary holds exactly the in-memory fit's rows and targets.  Returns
-    (rows dropped, the columns that had missing values)."""
-    from dperm.cli._io import missing_error, missing_masks
-
-    dropped, missing_cols, buf = 0, {}, None
-    for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
-        masks = missing_masks(table, schema, label, schema.classes)
-        if masks:
-            if missing == "error":
-                raise missing_error(table, masks, schema, label)
-            drop = np.zeros(table.n_rows, dtype=bool)
-            for m in masks.values():
-                drop |= m
-            missing_cols.update(dict.fromkeys(masks))
-            dropped += int(drop.sum())
-            table = table.take(np.flatnonzero(~drop))
-            if table.n_rows == 0:
-                continue
-        y = targets(table, label)
-        if buf is None and layout == "dense" and intercept:   # reused by every chunk
-            buf = np.empty((rows, schema.n_features + 1))
-        Xa = encoded_design_rows(table, schema, intercept, dtype, sparse=layout == "csr",
-                                 out=buf)
-        writer.append(Xa, y)
-        # nothing of this chunk may stay alive while the next one is read
-        del table, masks, Xa, y
-    return dropped, missing_cols

@@ -1,5 +1,6 @@
 """`dperm fit`: in memory, streamed (larger than memory) or from a kept binary; the
 privacy record and the solver diagnostics it prints."""
+import contextlib
 import os
 import time
 import warnings
@@ -326,6 +327,57 @@ _STREAM_ONLY = (("memory_budget", "--memory-budget"), ("work_dir", "--work-dir")
 def _fit_streamed(args):
     """DATA.csv read in chunks (sized by --memory-budget) into an on-disk binary of the
     design rows, then fitted from it in place; the binary is deleted unless kept."""
+    from dperm.cli._io import CLIError, label_codes, model_to_json, schema_to_json
+
+    opt = _stream_option(args)
+    if args.data is None:
+        raise _UsageError(f"{opt} streams a CSV file: give DATA.csv (the shipped Adult data "
+                          "is fitted in memory)")
+
+    def fitted_schema(schema, label):
+        classes = schema.classes
+        if classes is None:
+            raise CLIError(f"{opt}: the schema must give the classes (\"label\": "
+                           "{\"column\": ..., \"classes\": [negative, positive]}, or every "
+                           "label for more than two); a streamed fit never reads them from "
+                           "the data")
+        out = schema.replace(label=label, classes=_positive_last(classes, args.positive))
+        if args.save_schema:
+            _write_text(args.save_schema, model_to_json(schema_to_json(out)), "schema")
+            _note(f"schema written to {args.save_schema}")
+        return out, out        # the missing-value rule reads the classes as fitted
+
+    def chunk(table, schema, encode):
+        # the in-memory fit's order: the encoding's errors before the labels'
+        Xa = encode(table)
+        return Xa, label_codes(table, schema.label, schema.classes)
+
+    with _streamed_design(args, opt, "public bounds, categories and classes", fitted_schema,
+                          chunk) as (Xa, y, schema, n, n_read, shown_name):
+        return _fit_and_write(args, Xa, y, schema, schema.feature_names(), [],
+                              os.path.basename(args.data), shown_name,
+                              (n, schema.n_features), n_read)
+
+
+def _stream_option(args):
+    """The option that asked for streaming (its name for the errors)."""
+    return next(o for k, o in _STREAM_ONLY if getattr(args, k) is not None)
+
+
+@contextlib.contextmanager
+def _streamed_design(args, opt, needs, fitted_schema, chunk, *, regression=False):
+    """DATA.csv streamed in chunks (sized by --memory-budget) into an on-disk binary of
+    the design rows and targets, memory-mapped; what the two tasks share.
+
+    The task's parts: `fitted_schema(schema, label)` -> (the schema the rows are encoded
+    and fitted with, the schema the missing-value rule reads); `chunk(table, schema,
+    encode)` -> (design rows, targets) of one chunk, `encode(table)` giving its design
+    rows (the checks in the in-memory fit's order); `needs`, what the schema must give
+    (for the error without --schema); `regression`, float targets in the binary.
+    Yields (design rows, targets, fitted schema, rows kept, the count read before
+    --missing drop or None, the data's name).  The binary is removed on leaving the
+    block unless --keep-binary keeps it; a complete kept binary stays after an error in
+    the block, with a note."""
     from dperm.cli import _stream as st
     from dperm.cli._io import (
         CLIError,
@@ -333,19 +385,14 @@ def _fit_streamed(args):
         Table,
         _check_columns,
         load_schema,
-        model_to_json,
         nothing_left_error,
         schema_to_json,
     )
 
-    opt = next(o for k, o in _STREAM_ONLY if getattr(args, k) is not None)
-    if args.data is None:
-        raise _UsageError(f"{opt} streams a CSV file: give DATA.csv (the shipped Adult data "
-                          "is fitted in memory)")
     if args.schema is None:
-        raise CLIError(f"{opt}: streaming needs --schema SCHEMA.json with public bounds, "
-                       "categories and classes; reading them from the data would take a pass "
-                       "over the private rows outside the privacy guarantee")
+        raise CLIError(f"{opt}: streaming needs --schema SCHEMA.json with {needs}; reading them "
+                       "from the data would take a pass over the private rows outside the "
+                       "privacy guarantee")
     if args.keep_binary is not None and args.work_dir is not None:
         raise _UsageError("give --keep-binary DIR (a binary that stays) or --work-dir DIR (where "
                           "a temporary one goes), not both")
@@ -356,21 +403,11 @@ def _fit_streamed(args):
         label = _resolve_label(args, schema, reader.header, reader.path)
         _check_schema_columns(args, schema, label, reader.header)
         _check_columns(Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), schema)
-        classes = schema.classes
-        if classes is None:
-            raise CLIError(f"{opt}: the schema must give the classes (\"label\": "
-                           "{\"column\": ..., \"classes\": [negative, positive]}, or every "
-                           "label for more than two); a streamed fit never reads them from "
-                           "the data")
-        classes = _positive_last(classes, args.positive)
-        schema = schema.replace(label=label, classes=classes)
-        if args.save_schema:
-            _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
-            _note(f"schema written to {args.save_schema}")
-        layout = _layout(args, schema)
+        out, rule = fitted_schema(schema, label)
+        layout = _layout(args, out)
         dtype = args.dtype or "float64"
         intercept = not args.no_intercept
-        rows, per_row = st.chunk_rows(budget, schema, layout, dtype, intercept)
+        rows, per_row = st.chunk_rows(budget, out, layout, dtype, intercept)
         directory, created = _binary_dir(args)
         _note(f"streaming {reader.path} in chunks of {rows} rows (--memory-budget "
               f"{st.format_size(budget)}, about {per_row} bytes a row) into a "
@@ -378,10 +415,12 @@ def _fit_streamed(args):
         finished = False
         try:
             with _writing_binary(directory):
-                writer = st.DesignWriter(directory, layout, dtype, schema.n_features + intercept)
+                writer = st.DesignWriter(directory, layout, dtype, out.n_features + intercept,
+                                         regression=regression)
             try:
-                dropped, missing_cols = _stream_rows(reader, writer, rows, schema, layout,
-                                                     dtype, intercept, args.missing, directory)
+                dropped, missing_cols = _stream_rows(reader, writer, rows, out, rule, layout,
+                                                     dtype, intercept, args.missing, directory,
+                                                     chunk)
             except BaseException:
                 writer.abort()
                 raise
@@ -393,8 +432,8 @@ def _fit_streamed(args):
             if n < 2:
                 raise CLIError(f"{reader.path}: at least 2 data rows are needed, found {n}")
             with _writing_binary(directory):
-                writer.finish({"schema": schema_to_json(schema), "label": label,
-                               "classes": classes, "feature_names": schema.feature_names(),
+                writer.finish({"schema": schema_to_json(out), "label": label,
+                               "classes": out.classes, "feature_names": out.feature_names(),
                                "intercept_column": intercept,
                                "source": os.path.basename(args.data), "rows": _BINARY_ROWS,
                                # the rows read before --missing drop: the public count
@@ -402,14 +441,12 @@ def _fit_streamed(args):
                                "rows_read": n + dropped, "missing": args.missing})
             finished = True
             Xa, y, _ = st.open_design(directory)
-            code = _fit_and_write(args, Xa, y, schema, schema.feature_names(), [],
-                                  os.path.basename(args.data), reader.path,
-                                  (n, schema.n_features),
-                                  n + dropped if args.missing == "drop" else None)
+            # --missing drop: the objective is normalised by the count READ, before the
+            # drop (public under replace-one; docs/privacy_analysis.md, section 15)
+            yield Xa, y, out, n, n + dropped if args.missing == "drop" else None, reader.path
             if args.keep_binary is not None:
                 _note(f"binary kept in {directory} (it holds the private rows; refit with "
                       f"--from-binary {directory})")
-            return code
         except BaseException:
             if args.keep_binary is not None and finished:
                 _note(f"the binary in {directory} is complete and kept; fit from it with "
@@ -418,26 +455,42 @@ def _fit_streamed(args):
                 st.remove_binary(directory, created)
             raise
         finally:
+            # without --keep-binary the binary goes; its memory maps keep the rows
+            # readable after its files are removed
             if args.keep_binary is None:
                 st.remove_binary(directory, created)
 
 
-def _stream_rows(reader, writer, rows, schema, layout, dtype, intercept, missing, directory):
-    """One pass over the CSV in chunks of `rows`: missing values (error or drop), the
-    public encoding, the labels, appended to the binary. Returns (rows dropped, the
+def _stream_rows(reader, writer, rows, schema, rule, layout, dtype, intercept, missing,
+                 directory, chunk):
+    """One pass over the CSV in chunks of `rows`, each chunk as the in-memory fit treats
+    the whole table: the missing-value rule (the schema `rule`'s columns and the label:
+    "error" stops at the first, "drop" removes the rows), then `chunk(table, schema,
+    encode)`: the design rows (the public encoding with the intercept's constant column,
+    `encoded_design_rows`: the bits of design_rows(encode_rows(...))) and the task's
+    targets, appended to the binary.  Every step maps a row on its own, so the binary
+    holds exactly the in-memory fit's rows and targets.  Returns (rows dropped, the
     columns that had missing values)."""
     import numpy as np
 
     from dperm.cli import _stream as st
-    from dperm.cli._io import label_codes, missing_error, missing_masks
+    from dperm.cli._io import missing_error, missing_masks
 
-    label, classes = schema.label, schema.classes
+    label = schema.label
     dropped, missing_cols, buf = 0, {}, None
+
+    def encode(table):
+        nonlocal buf
+        if buf is None and layout == "dense" and intercept:   # reused by every chunk
+            buf = np.empty((rows, schema.n_features + 1))
+        return st.encoded_design_rows(table, schema, intercept, dtype, sparse=layout == "csr",
+                                      out=buf)
+
     for table in reader.chunks(rows, usecols=set(schema.columns) | {label}):
-        masks = missing_masks(table, schema, label, classes)
+        masks = missing_masks(table, rule, label, rule.classes)
         if masks:
             if missing == "error":
-                raise missing_error(table, masks, schema, label)
+                raise missing_error(table, masks, rule, label)
             drop = np.zeros(table.n_rows, dtype=bool)
             for m in masks.values():
                 drop |= m
@@ -446,11 +499,7 @@ def _stream_rows(reader, writer, rows, schema, layout, dtype, intercept, missing
             table = table.take(np.flatnonzero(~drop))
             if table.n_rows == 0:
                 continue
-        if buf is None and layout == "dense" and intercept:   # reused by every chunk
-            buf = np.empty((rows, schema.n_features + 1))
-        Xa = st.encoded_design_rows(table, schema, intercept, dtype, sparse=layout == "csr",
-                                    out=buf)
-        y = label_codes(table, label, classes)
+        Xa, y = chunk(table, schema, encode)
         with _writing_binary(directory):
             writer.append(Xa, y)
         # nothing of this chunk may stay alive while the next one is read
@@ -750,72 +799,22 @@ def _regression_rows(args):
 
 def _streamed_regression_rows(args):
     """_regression_rows for --memory-budget / --work-dir: DATA.csv streamed in chunks
-    into a temporary binary (dperm.cli._stream.stream_regression_rows: the same rows and
-    targets), memory-mapped; the binary's files are removed once mapped."""
-    from dperm.cli import _stream as st
-    from dperm.cli._io import (
-        CLIError,
-        CSVReader,
-        Table,
-        _check_columns,
-        load_schema,
-        nothing_left_error,
-        schema_to_json,
-    )
+    into a temporary binary (_streamed_design: the same rows and targets),
+    memory-mapped; the binary's files are removed once mapped."""
+    def fitted_schema(schema, label):
+        # the missing-value rule reads the schema as given, as _labelled_table does
+        return schema.replace(label=label, classes=None), schema.replace(label=label)
 
-    opt = next(o for k, o in _STREAM_ONLY if getattr(args, k) is not None)
-    if args.schema is None:
-        raise CLIError(f"{opt}: streaming needs --schema SCHEMA.json with public bounds and "
-                       "categories; reading them from the data would take a pass over the "
-                       "private rows outside the privacy guarantee")
-    budget = args.memory_budget or st.DEFAULT_BUDGET
-    schema = load_schema(args.schema)
-    reader = CSVReader(args.data, delimiter=args.delimiter)
-    with reader:
-        label = _resolve_label(args, schema, reader.header, reader.path)
-        _check_schema_columns(args, schema, label, reader.header)
-        _check_columns(Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), schema)
-        out = schema.replace(label=label, classes=None)
-        layout = _layout(args, out)
-        dtype = args.dtype or "float64"
-        intercept = not args.no_intercept
-        rows, per_row = st.chunk_rows(budget, out, layout, dtype, intercept)
-        directory, created = _binary_dir(args)
-        _note(f"streaming {reader.path} in chunks of {rows} rows (--memory-budget "
-              f"{st.format_size(budget)}, about {per_row} bytes a row) into a "
-              f"{'CSR' if layout == 'csr' else 'dense'} {dtype} binary in {directory}")
-        try:
-            with _writing_binary(directory):
-                writer = st.DesignWriter(directory, layout, dtype, out.n_features + intercept,
-                                         regression=True)
-            try:
-                # the missing-value rule reads the schema as given, as _labelled_table does
-                dropped, missing_cols = st.stream_regression_rows(
-                    reader, writer, rows, schema.replace(label=label), label, layout, dtype,
-                    intercept, args.missing, _regression_labels)
-            except BaseException:
-                writer.abort()
-                raise
-            n = writer.n_samples
-            if n == 0 and dropped:
-                raise nothing_left_error(reader.path, missing_cols)
-            if dropped:
-                _note_dropped(dropped, n, "training rows", reader.path)
-            if n < 2:
-                raise CLIError(f"{reader.path}: at least 2 data rows are needed, found {n}")
-            with _writing_binary(directory):
-                writer.finish({"schema": schema_to_json(out), "label": label, "classes": None,
-                               "feature_names": out.feature_names(),
-                               "intercept_column": intercept,
-                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS})
-            Xa, y, _ = st.open_design(directory)
-        finally:
-            # the memory maps keep the rows readable after their files are removed
-            st.remove_binary(directory, created)
-    # --missing drop: the objective is normalised by the count READ, before the drop
-    # (public under replace-one; docs/privacy_analysis.md, section 15)
-    n_read = n + dropped if args.missing == "drop" else None
-    return Xa, y, out, out.feature_names(), (n, out.n_features), reader.path, [], n_read
+    def chunk(table, schema, encode):
+        # the in-memory fit's order: the targets' errors before the encoding's
+        y = _regression_labels(table, schema.label)
+        return encode(table), y
+
+    with _streamed_design(args, _stream_option(args), "public bounds and categories",
+                          fitted_schema, chunk, regression=True) as rows:
+        Xa, y, schema, n, n_read, shown_name = rows
+    return (Xa, y, schema, schema.feature_names(), (n, schema.n_features), shown_name, [],
+            n_read)
 
 
 def _fit_regression(args):

@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Sequence
 
 from dperm.cli._common import EXIT_USAGE, _err, _show_warning, _UsageError, check_outputs
 from dperm.cli.parser import build_parser
@@ -25,7 +26,7 @@ from dperm.cli.parser import build_parser
 __all__ = ["main", "build_parser"]
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     try:

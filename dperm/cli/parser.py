@@ -237,7 +237,7 @@ class _ReproduceParser(argparse.ArgumentParser):
 
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dperm",
         description="Differentially private empirical risk minimization (Chaudhuri, "

@@ -1,11 +1,15 @@
 """Plain arrays (dense, memory-mapped or CSR): the low-level passes the row description
 and the validation share.  Imports nothing from dperm."""
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 __all__ = ["array_row_norms", "scaled_row_norms"]
 
 
-def _is_sparse(X):
+def _is_sparse(X: Any) -> bool:
     try:
         import scipy.sparse as sp
     except ImportError:  # pragma: no cover
@@ -13,7 +17,7 @@ def _is_sparse(X):
     return sp.issparse(X)
 
 
-def _csr_row_blocks(indptr, target=1 << 20):
+def _csr_row_blocks(indptr: np.ndarray, target: int = 1 << 20) -> list[tuple[int, int]]:
     """Row ranges (r0, r1) covering all rows, each holding about `target` stored entries
     (a longer row is a block of its own), so that a pass over a large CSR matrix, e.g.
     one memory-mapped from disk, needs temporaries of one block only."""
@@ -26,7 +30,7 @@ def _csr_row_blocks(indptr, target=1 << 20):
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
-def array_row_norms(X):
+def array_row_norms(X: Any) -> np.ndarray:
     """Euclidean norm of every row of a dense, mapped or CSR array (float64, (n,)), with
     no temporary larger than a block of rows.
 
@@ -67,7 +71,7 @@ def array_row_norms(X):
     return out
 
 
-def scaled_row_norms(rows):
+def scaled_row_norms(rows: Any) -> np.ndarray:
     """Row norms without overflow (dense or CSR rows, float64 (n,)): m sqrt(sum (x / m)^2),
     m the row's largest |x|, as LAPACK's dnrm2 scales (inf only where the norm itself is
     above the largest float64, or a cell is infinite)."""

@@ -13,7 +13,12 @@ and the kernels build them as they read each row of X: the factors ride on the
 signed row weights and the constant column is added in the row buffer (see
 dperm._core._objective.Data).  Nothing is copied.
 """
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from dperm.data import _arrays
 from dperm.data.norms import FACTOR_MARGIN
@@ -34,7 +39,8 @@ class DesignRows:
     both mechanisms and the norm checks accept it wherever they accept X.
     """
 
-    def __init__(self, X, factor=None, constant=None, scale=1.0, *, checked=False):
+    def __init__(self, X: Any, factor: npt.ArrayLike | None = None, constant: float | None = None,
+                 scale: float = 1.0, *, checked: bool = False) -> None:
         self.X = X
         self.factor = None if factor is None else np.ascontiguousarray(factor, dtype=np.float64)
         self.constant = None if constant is None else float(constant)
@@ -42,48 +48,51 @@ class DesignRows:
         #: X has been through check_X: the entry points below the estimator skip the
         #: pass over the data that validation costs (a memory map of gigabytes, say)
         self.checked = bool(checked)
-        self._x_norms = None
+        self._x_norms: np.ndarray | None = None
         if self.constant is not None and not self.constant > 0:
             raise ValueError("DesignRows: the constant column must be > 0")
         if not self.scale > 0:
             raise ValueError("DesignRows: scale must be > 0")
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, int]:
         n, d = self.X.shape
         return (n, d + (self.constant is not None))
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
         return self.X.dtype
 
-    def x_norms(self):
+    def x_norms(self) -> np.ndarray:
         """||x_i|| of the rows of X (before factors), computed once per X."""
         if self._x_norms is None:
             self._x_norms = _arrays.array_row_norms(self.X)
         return self._x_norms
 
-    def _derive(self, X, factor, constant, scale):
+    def _derive(self, X: Any, factor: npt.ArrayLike | None, constant: float | None,
+                scale: float) -> DesignRows:
         out = DesignRows(X, factor, constant, scale, checked=self.checked and X is self.X)
         if X is self.X:
             out._x_norms = self._x_norms
         return out
 
-    def with_X(self, X, checked=False):
+    def with_X(self, X: Any, checked: bool = False) -> DesignRows:
+        """The same factors, constant and scale over the rows of another X."""
         out = self._derive(X, self.factor, self.constant, self.scale)
         out.checked = out.checked or checked
         return out
 
-    def with_factor(self, factor):
+    def with_factor(self, factor: npt.ArrayLike | None) -> DesignRows:
+        """The same rows with the clipping factors t_i replaced (None: all 1)."""
         return self._derive(self.X, factor, self.constant, self.scale)
 
-    def with_constant(self, value, scale):
+    def with_constant(self, value: float, scale: float) -> DesignRows:
         """The same rows with a constant column of `value` appended, all times `scale`."""
         if self.constant is not None:
             raise ValueError("WithInterceptColumn: X already has a constant column")
         return self._derive(self.X, self.factor, value, self.scale * scale)
 
-    def x_radius(self, data_norm):
+    def x_radius(self, data_norm: float) -> float:
         """The bound on ||t_i x_i|| that keeps a whole row within data_norm."""
         r2 = (data_norm / self.scale) ** 2 - (self.constant or 0.0) ** 2
         if r2 <= 0:
@@ -94,12 +103,12 @@ class DesignRows:
         # the kernels multiply each entry by scale * t_i (rounded): keep 2^-40 of room
         return float(np.sqrt(r2)) * FACTOR_MARGIN
 
-    def signed_weights(self, y):
+    def signed_weights(self, y: npt.ArrayLike) -> np.ndarray:
         """What the kernels multiply row i by: y_i * scale * t_i."""
         s = np.asarray(y, dtype=np.float64) * self.scale
         return np.ascontiguousarray(s if self.factor is None else s * self.factor)
 
-    def constant_column(self):
+    def constant_column(self) -> np.ndarray | None:
         """The kernels' last column, c / t_i (times the row weight: c * scale), or None."""
         if self.constant is None:
             return None
@@ -108,7 +117,7 @@ class DesignRows:
             return np.full(n, self.constant)
         return np.ascontiguousarray(self.constant / self.factor)
 
-    def toarray(self):
+    def toarray(self) -> np.ndarray:
         """The materialized rows (a dense float64 copy: for small problems only)."""
         X = self.X.toarray() if hasattr(self.X, "toarray") else np.asarray(self.X)
         X = X.astype(np.float64)
@@ -119,7 +128,7 @@ class DesignRows:
         return X * self.scale
 
 
-def WithInterceptColumn(X, value, scale=INTERCEPT_SCALE):
+def WithInterceptColumn(X: Any, value: float, scale: float = INTERCEPT_SCALE) -> Any:
     """X's rows (or a DesignRows' rows) with the intercept's constant column appended."""
     if getattr(X, "_dperm_distributed", False):
         return X.with_intercept(value, scale)   # added on the workers (dperm.data.dask_rows)
@@ -128,7 +137,7 @@ def WithInterceptColumn(X, value, scale=INTERCEPT_SCALE):
     return DesignRows(X, None, value, scale)
 
 
-def matmul_rows(X, W, block_entries=1 << 18):
+def matmul_rows(X: Any, W: npt.ArrayLike, block_entries: int = 1 << 18) -> np.ndarray:
     """X @ W in float64 for dense, memory-mapped or CSR X (n, d) and W (d,) or (d, k),
     reading X in blocks of rows: a float32 X (say, a map of many gigabytes) is
     converted one block at a time, never as a whole."""
@@ -146,7 +155,7 @@ def matmul_rows(X, W, block_entries=1 << 18):
     return out
 
 
-def augment_intercept(X, data_norm):
+def augment_intercept(X: Any, data_norm: float) -> Any:
     """Rows [x, R] * INTERCEPT_SCALE (about 1/sqrt(2)): ||.|| <= R when ||x|| <= R.
 
     A materialized copy (float64 for float64 X): the estimator itself uses the

@@ -21,7 +21,10 @@ computation they are checked with (issue 27, item 4):
   reliably in float64 (its factor R / ||x|| is subnormal or 0, and the intercept's
   column c / t_i overflows); it is refused, naming the row, column and value.
 """
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from dperm.data._arrays import array_row_norms, scaled_row_norms
 
@@ -41,12 +44,12 @@ MAX_ROW_NORM = 1e300
 row_norms = array_row_norms
 
 
-def dtype_shrink(dtype, ulps):
+def dtype_shrink(dtype: npt.DTypeLike, ulps: float) -> float:
     """1 - ulps * eps of `dtype` (float32 rows need a wider margin than float64)."""
     return 1 - ulps * np.finfo(dtype).eps
 
 
-def strict_row_norms(X):
+def strict_row_norms(X: np.ndarray) -> np.ndarray:
     """Row norms of a dense float64 array, the larger of two summation orders (so that
     callers' checks agree), without overflow."""
     with np.errstate(over="ignore"):
@@ -57,7 +60,7 @@ def strict_row_norms(X):
     return out
 
 
-def shrink_to(X, bound):
+def shrink_to(X: np.ndarray, bound: float) -> None:
     """In place: rows a rounding error above `bound` are shrunk by 1 - 8 eps (up to four
     times)."""
     for _ in range(4):
@@ -67,7 +70,7 @@ def shrink_to(X, bound):
         X[over] *= SHRINK
 
 
-def project_rows(X, mode="each", bound=1.0):
+def project_rows(X: np.ndarray, mode: str | None = "each", bound: float = 1.0) -> None:
     """In place, a dense float64 X: "each" puts rows with norm > bound onto the sphere of
     radius bound, "global" divides all rows by the largest norm (times bound), any other
     mode only fixes rounding; then `shrink_to(X, bound)`."""
@@ -81,13 +84,13 @@ def project_rows(X, mode="each", bound=1.0):
     shrink_to(X, bound)
 
 
-def pull_below(norms, bound, dtype):
+def pull_below(norms: np.ndarray, bound: float, dtype: npt.DTypeLike) -> np.ndarray:
     """Factors (float64) that take rows of these norms (computed after scaling in
     `dtype`) to at most `bound`: bound / norm * (1 - 4 eps of dtype)."""
     return bound / norms * dtype_shrink(dtype, 4)
 
 
-def check_row_norms(norms, X, name="X"):
+def check_row_norms(norms: np.ndarray, X: Any, name: str = "X") -> None:
     """Refuse a row whose norm is above MAX_ROW_NORM (no float64 factor clips it
     reliably), naming its row, its largest cell's column and value."""
     bad = np.flatnonzero(norms > MAX_ROW_NORM)

@@ -8,7 +8,8 @@ import os
 import types
 import warnings
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -105,17 +106,18 @@ class DataChecksumError(OSError):
 class Bunch(dict):
     """A dict whose keys are also attributes."""
 
-    def __getattr__(self, key):
+    def __getattr__(self, key: str) -> Any:
         try:
             return self[key]
         except KeyError:
             raise AttributeError(key) from None
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return list(self.keys())
 
 
-def read_shipped(path, sha256, decompress, *, checksum_of_packed=False):
+def read_shipped(path: str, sha256: str, decompress: Callable[[bytes], bytes], *,
+                 checksum_of_packed: bool = False) -> bytes:
     """The decompressed bytes of a shipped data file, checked against its SHA-256.
 
     The digest is of the decompressed bytes, or of the file as shipped when
@@ -128,13 +130,13 @@ def read_shipped(path, sha256, decompress, *, checksum_of_packed=False):
     except OSError as exc:
         raise DataChecksumError(f"cannot read shipped data file {path!r}: {exc}") from exc
 
-    def unpack():
+    def unpack() -> bytes:
         try:
             return decompress(packed)
         except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
             raise DataChecksumError(f"cannot read shipped data file {path!r}: {exc}") from exc
 
-    raw = None if checksum_of_packed else unpack()
+    raw = b"" if checksum_of_packed else unpack()     # (not used when checksum_of_packed)
     digest = hashlib.sha256(packed if checksum_of_packed else raw).hexdigest()
     if digest != sha256:
         raise DataChecksumError(
@@ -144,13 +146,13 @@ def read_shipped(path, sha256, decompress, *, checksum_of_packed=False):
     return unpack() if checksum_of_packed else raw
 
 
-def _read_verified(name, data_dir=None):
+def _read_verified(name: str, data_dir: str | None = None) -> bytes:
     """Decompress ``name + '.xz'`` and check its SHA-256; return the bytes."""
     path = os.path.join(DATA_DIR if data_dir is None else data_dir, name + ".xz")
     return read_shipped(path, _SHA256[name], lzma.decompress)
 
 
-def _parse_columns(text, strip_dot):
+def _parse_columns(text: str, strip_dot: bool) -> list[list[str]]:
     """Split the file into 15 lists of strings (one per column, label last)."""
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("|")]
     ncol = len(ADULT_COLUMNS) + 1
@@ -164,7 +166,7 @@ def _parse_columns(text, strip_dot):
 
 
 @functools.lru_cache(maxsize=4)
-def _table(data_dir=None):
+def _table(data_dir: str | None = None) -> types.SimpleNamespace:
     """Parse adult.data + adult.test into read-only arrays (cached)."""
     train = _parse_columns(_read_verified("adult.data", data_dir).decode("ascii"), False)
     test = _parse_columns(_read_verified("adult.test", data_dir).decode("ascii"), True)
@@ -205,9 +207,9 @@ def _table(data_dir=None):
     )
 
 
-def _frame(tab, rows):
+def _frame(tab: types.SimpleNamespace, rows: np.ndarray) -> np.ndarray:
     """Raw rows as a numpy structured array (strings for categorical columns)."""
-    dtype = []
+    dtype: list[tuple[str, Any]] = []
     for c in ADULT_COLUMNS:
         if c in ADULT_NUMERIC_COLUMNS:
             dtype.append((c, np.float64))
@@ -224,7 +226,7 @@ def _frame(tab, rows):
     return out
 
 
-def _one_hot(codes, levels, categories):
+def _one_hot(codes: np.ndarray, levels: Sequence[str], categories: Sequence[str]) -> np.ndarray:
     """One-hot columns of ``categories`` (unknown levels give all zeros)."""
     pos = {c: k for k, c in enumerate(categories)}
     lut = np.array([pos.get(lev, -1) for lev in levels], dtype=np.intp)
@@ -235,12 +237,13 @@ def _one_hot(codes, levels, categories):
     return out
 
 
-def _check_choice(name, value, choices):
+def _check_choice(name: str, value: Any, choices: Collection[str]) -> None:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
 
 
-def _public_schema(bounds, categories, numeric_names, categorical_names):
+def _public_schema(bounds: Any, categories: Any, numeric_names: Sequence[str],
+                   categorical_names: Sequence[str]) -> PublicSchema:
     """The loader's `bounds` / `categories` arguments as a PublicSchema.
 
     Checks what is particular to the loader (mappings of known columns, a
@@ -286,7 +289,8 @@ def _public_schema(bounds, categories, numeric_names, categorical_names):
     return PublicSchema(numeric, categorical)
 
 
-def encode_public(columns, bounds, categories):
+def encode_public(columns: Mapping[str, Any], bounds: Mapping[str, float],
+                  categories: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, list[str]]:
     """Encode raw columns with PUBLIC bounds and category lists only.
 
     Each numeric column ``c`` in ``bounds`` is clipped to ``[0, bounds[c]]`` and
@@ -333,7 +337,8 @@ def encode_public(columns, bounds, categories):
     return X, schema.feature_names()
 
 
-def _public_matrix(tab, keep, schema):
+def _public_matrix(tab: types.SimpleNamespace, keep: np.ndarray,
+                   schema: PublicSchema) -> tuple[np.ndarray, list[str]]:
     """The public encoding of the rows ``keep`` of the parsed table."""
     columns = {c: tab.numeric[keep, ADULT_NUMERIC_COLUMNS.index(c)] for c in schema.numeric}
     for c in schema.categorical:
@@ -342,7 +347,7 @@ def _public_matrix(tab, keep, schema):
     return schema.encode(columns, unknown="ignore"), schema.feature_names()
 
 
-def _paper_matrix(tab, keep):
+def _paper_matrix(tab: types.SimpleNamespace, keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """One-hot with the categories present in ``keep`` rows, then column max scaling."""
     blocks = [tab.numeric[keep]]
     names = list(ADULT_NUMERIC_COLUMNS)
@@ -359,7 +364,7 @@ def _paper_matrix(tab, keep):
     return X, names
 
 
-def _scale_rows(X, mode):
+def _scale_rows(X: np.ndarray, mode: str | None) -> None:
     """In place: "each" projects rows with norm > 1 onto the unit sphere,
     "global" divides all rows by the largest norm; any other mode only
     fixes rounding (dperm.data.norms.project_rows: the norms stay <= 1 whatever
@@ -368,7 +373,8 @@ def _scale_rows(X, mode):
 
 
 @functools.lru_cache(maxsize=8)
-def _encoded(preprocess, row_scaling, missing, schema):
+def _encoded(preprocess: str, row_scaling: str | None, missing: str,
+             schema: PublicSchema | None) -> tuple[np.ndarray, tuple[str, ...], np.ndarray]:
     """The encoded matrix of all kept rows (cached, read-only), names, kept row indices."""
     tab = _table()
     keep = np.flatnonzero(~tab.missing if missing == "drop" else np.ones(tab.y.size, dtype=bool))
@@ -376,6 +382,7 @@ def _encoded(preprocess, row_scaling, missing, schema):
         X, names = _paper_matrix(tab, keep)
         _scale_rows(X, row_scaling)
     else:
+        assert schema is not None, "the public encoding needs its schema"
         X, names = _public_matrix(tab, keep, schema)
         if row_scaling == "each":
             # Undo the constant, then project rows with norm > 1 (a per-row map).
@@ -386,17 +393,77 @@ def _encoded(preprocess, row_scaling, missing, schema):
     return X, tuple(names), keep
 
 
+@overload
+def load_adult(preprocess: str = ...,
+               return_frame: Literal[False] = ...,
+               *,
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: Literal[False] = ...) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def load_adult(preprocess: str = ...,
+               return_frame: Literal[False] = ...,
+               *,
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: Literal[True]) -> tuple[np.ndarray, np.ndarray, list[str]]: ...
+
+
+@overload
+def load_adult(preprocess: str,
+               return_frame: Literal[True],
+               *,
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_adult(preprocess: str = ...,
+               *,
+               return_frame: Literal[True],
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_adult(preprocess: str = ...,
+               return_frame: bool = ...,
+               *,
+               split: str = ...,
+               row_scaling: str | None = ...,
+               missing: str = ...,
+               bounds: Mapping[str, float] | None = ...,
+               categories: Mapping[str, Sequence[Any]] | None = ...,
+               return_feature_names: bool = ...) -> tuple[Any, ...] | Bunch: ...
+
+
 def load_adult(
-    preprocess="paper",
-    return_frame=False,
+    preprocess: str = "paper",
+    return_frame: bool = False,
     *,
-    split="all",
-    row_scaling=None,
-    missing="drop",
-    bounds=None,
-    categories=None,
-    return_feature_names=False,
-):
+    split: str = "all",
+    row_scaling: str | None = None,
+    missing: str = "drop",
+    bounds: Mapping[str, float] | None = None,
+    categories: Mapping[str, Sequence[Any]] | None = None,
+    return_feature_names: bool = False,
+) -> tuple[Any, ...] | Bunch:
     """Load the UCI Adult data set (shipped with dperm) as X, y.
 
     The files adult.data and adult.test (Becker & Kohavi 1996, UCI Machine

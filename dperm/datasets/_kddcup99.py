@@ -7,6 +7,8 @@ import numbers
 import os
 import types
 import warnings
+from collections.abc import Collection, Sequence
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -74,7 +76,7 @@ KDDCUP99_ATTACK_CATEGORIES = types.MappingProxyType({
 assert set(KDDCUP99_ATTACK_CATEGORIES.values()) == set(KDDCUP99_FIVE_CLASS_NAMES)
 
 
-def _five_class_codes(label_levels):
+def _five_class_codes(label_levels: Sequence[str]) -> np.ndarray:
     """y in 0..4 (:data:`KDDCUP99_FIVE_CLASS_NAMES`) of each label level; a label
     that is not in :data:`KDDCUP99_ATTACK_CATEGORIES` raises (never guessed)."""
     unknown = [s for s in label_levels if s not in KDDCUP99_ATTACK_CATEGORIES]
@@ -159,14 +161,14 @@ KDDCUP99_PUBLIC_CATEGORIES = types.MappingProxyType({
 })
 
 
-def _read_verified(data_dir):
+def _read_verified(data_dir: str) -> bytes:
     """Read the shipped .gz, check its SHA-256 (of the .gz, as published) and return the
     decompressed bytes."""
     return read_shipped(os.path.join(data_dir, _FILE), _SHA256[_FILE], gzip.decompress,
                         checksum_of_packed=True)
 
 
-def _parse(raw):
+def _parse(raw: bytes) -> tuple[Any, ...]:
     """Parse the file; duplicate lines (about 70% of them) are parsed once.
 
     Returns the numeric columns and symbolic codes of the distinct lines, and
@@ -176,9 +178,9 @@ def _parse(raw):
     if lines and lines[-1] == b"":
         lines.pop()
     n = len(lines)
-    distinct = {}
-    inv = np.fromiter(
-        map(lambda ln, put=distinct.setdefault: put(ln, len(distinct)), lines),
+    distinct: dict[bytes, int] = {}
+    inv = np.fromiter(   # (the default argument binds setdefault locally: mypy cannot type it)
+        map(lambda ln, put=distinct.setdefault: put(ln, len(distinct)), lines),  # type: ignore[misc]
         dtype=np.intp, count=n,
     )
     del lines
@@ -195,7 +197,7 @@ def _parse(raw):
     starts.reshape(-1)[1:] = seps[:-1] + 1
     del seps
 
-    def chars(j, width, right):
+    def chars(j: int, width: int, right: bool) -> np.ndarray:
         """(m, width) bytes of field j, left- or right-aligned, 0 outside the field."""
         s, e = starts[:, j], ends[:, j]
         idx = (e[:, None] - width if right else s[:, None]) + np.arange(width)
@@ -239,7 +241,7 @@ def _parse(raw):
 
 
 @functools.lru_cache(maxsize=2)
-def _table(data_dir):
+def _table(data_dir: str) -> types.SimpleNamespace:
     """Parse the shipped file once into read-only arrays (cached per data_dir)."""
     numeric, codes, levels, label_codes, label_levels, inv = _parse(_read_verified(data_dir))
     if inv.size != _N_ROWS:
@@ -258,13 +260,13 @@ def _table(data_dir):
     )
 
 
-def _project_rows(X):
+def _project_rows(X: np.ndarray) -> None:
     """In place: rows with norm > 1 go onto the unit sphere, every norm <= 1 whatever
     the rounding of the caller's norm computation (dperm.data.norms.project_rows)."""
     project_rows(X, "each", 1.0)
 
 
-def _one_hot(codes, levels, categories):
+def _one_hot(codes: np.ndarray, levels: Sequence[str], categories: Sequence[str]) -> np.ndarray:
     pos = {c: k for k, c in enumerate(categories)}
     k = np.array([pos.get(lev, -1) for lev in levels], dtype=np.intp)[codes]
     out = np.zeros((codes.size, len(categories)), dtype=np.float64)
@@ -274,7 +276,7 @@ def _one_hot(codes, levels, categories):
 
 
 @functools.lru_cache(maxsize=2)
-def _encoded(preprocess, data_dir):
+def _encoded(preprocess: str, data_dir: str) -> tuple[np.ndarray, tuple[str, ...]]:
     """Encoded distinct lines (read-only, cached) and feature names."""
     tab = _table(data_dir)
     if preprocess == "public":
@@ -282,6 +284,7 @@ def _encoded(preprocess, data_dir):
         bounds = {}
         for k, c in enumerate(KDDCUP99_NUMERIC_COLUMNS):
             b = KDDCUP99_PUBLIC_BOUNDS[c]
+            assert b is not None      # every numeric column has one (checked at import)
             if c in _LOG_SCALED:
                 columns[c], bounds[c] = np.log1p(np.maximum(tab.numeric[:, k], 0.0)), math.log1p(b)
             else:
@@ -310,9 +313,9 @@ def _encoded(preprocess, data_dir):
     return X, tuple(names)
 
 
-def _frame(tab, rows):
+def _frame(tab: types.SimpleNamespace, rows: np.ndarray) -> np.ndarray:
     """Raw rows as a numpy structured array (strings for symbolic columns)."""
-    dtype = []
+    dtype: list[tuple[str, Any]] = []
     for c in KDDCUP99_COLUMNS:
         if c in KDDCUP99_SYMBOLIC_COLUMNS:
             j = KDDCUP99_SYMBOLIC_COLUMNS.index(c)
@@ -330,20 +333,70 @@ def _frame(tab, rows):
     return out
 
 
-def _check_choice(name, value, choices):
+def _check_choice(name: str, value: Any, choices: Collection[str]) -> None:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
 
 
+@overload
+def load_kddcup99(preprocess: str = ...,
+                  return_frame: Literal[False] = ...,
+                  *,
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: Literal[False] = ...) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def load_kddcup99(preprocess: str = ...,
+                  return_frame: Literal[False] = ...,
+                  *,
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: Literal[True]) -> tuple[np.ndarray, np.ndarray, list[str]]: ...
+
+
+@overload
+def load_kddcup99(preprocess: str,
+                  return_frame: Literal[True],
+                  *,
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_kddcup99(preprocess: str = ...,
+                  *,
+                  return_frame: Literal[True],
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_kddcup99(preprocess: str = ...,
+                  return_frame: bool = ...,
+                  *,
+                  n_samples: int | None = ...,
+                  random_state: int | np.random.Generator | None = ...,
+                  target: str = ...,
+                  return_feature_names: bool = ...) -> tuple[Any, ...] | Bunch: ...
+
+
 def load_kddcup99(
-    preprocess="public",
-    return_frame=False,
+    preprocess: str = "public",
+    return_frame: bool = False,
     *,
-    n_samples=None,
-    random_state=None,
-    return_feature_names=False,
-    target="dos",
-):
+    n_samples: int | None = None,
+    random_state: int | np.random.Generator | None = None,
+    return_feature_names: bool = False,
+    target: str = "dos",
+) -> tuple[Any, ...] | Bunch:
     """Load the KDD Cup 1999 data, 10% sample (shipped with dperm), as X, y.
 
     The file kddcup.data_10_percent.gz (Stolfo et al. 1999, UCI KDD Archive /

@@ -15,6 +15,7 @@ import csv
 import hashlib
 import os
 import warnings
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -44,7 +45,7 @@ _HOW_TO_GET = (
     "mlbench's PimaIndiansDiabetes (Debian: r-cran-mlbench)")
 
 
-def _resolve(path):
+def _resolve(path: str | os.PathLike[str] | None) -> str:
     if path is None:
         path = os.environ.get(PIMA_ENV) or None
     if path is None:
@@ -55,7 +56,7 @@ def _resolve(path):
     return path
 
 
-def _read(path, check):
+def _read(path: str, check: bool) -> tuple[np.ndarray, np.ndarray]:
     with open(path, "rb") as fh:
         raw = fh.read()
     if check and hashlib.sha256(raw).hexdigest() != PIMA_SHA256:
@@ -81,7 +82,24 @@ def _read(path, check):
     return X, y
 
 
-def load_pima(path=None, preprocess="raw", *, return_frame=False, check=True):
+@overload
+def load_pima(path: str | os.PathLike[str] | None = ..., preprocess: str = ..., *,
+              return_frame: Literal[False] = ..., check: bool = ...
+              ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def load_pima(path: str | os.PathLike[str] | None = ..., preprocess: str = ..., *,
+              return_frame: Literal[True], check: bool = ...) -> Bunch: ...
+
+
+@overload
+def load_pima(path: str | os.PathLike[str] | None = ..., preprocess: str = ..., *,
+              return_frame: bool = ..., check: bool = ...) -> tuple[Any, ...] | Bunch: ...
+
+
+def load_pima(path: str | os.PathLike[str] | None = None, preprocess: str = "raw", *,
+              return_frame: bool = False, check: bool = True) -> tuple[Any, ...] | Bunch:
     """Load the Pima Indians Diabetes data (768 rows, 8 attributes) from a CSV as X, y.
 
     Parameters

@@ -1,7 +1,9 @@
 """Synthetic one-hot encoded tabular data (scipy.sparse CSR) for benchmarks and tests."""
 import numbers
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dperm.data.validation import check_random_state
 
@@ -11,13 +13,13 @@ __all__ = ["make_onehot_classification"]
 _SPARSE_NUMERIC_P = (0.1, 0.2, 0.3)
 
 
-def _check_int(value, name, lo):
+def _check_int(value: Any, name: str, lo: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < lo:
         raise ValueError(f"{name}: must be an integer >= {lo}, got {value!r}")
     return int(value)
 
 
-def _check_fraction(value, name, lo, hi):
+def _check_fraction(value: Any, name: str, lo: float, hi: float) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -27,24 +29,24 @@ def _check_fraction(value, name, lo, hi):
     return v
 
 
-def _sigmoid(z):
+def _sigmoid(z: Any) -> Any:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
 def make_onehot_classification(
-    n_samples=200_000,
-    n_features=400,
-    nnz_per_row=30,
-    n_numeric=6,
-    dtype=np.float64,
-    index_dtype=np.int32,
-    random_state=None,
+    n_samples: int = 200_000,
+    n_features: int = 400,
+    nnz_per_row: float = 30,
+    n_numeric: int = 6,
+    dtype: npt.DTypeLike = np.float64,
+    index_dtype: npt.DTypeLike = np.int32,
+    random_state: int | np.random.Generator | None = None,
     *,
-    bayes_error=0.2,
-    label_noise=0.05,
-    positive_fraction=0.35,
-    return_coef=False,
-):
+    bayes_error: float = 0.2,
+    label_noise: float = 0.05,
+    positive_fraction: float = 0.35,
+    return_coef: bool = False,
+) -> tuple[Any, ...]:
     """A sparse binary classification problem shaped like one-hot encoded census data.
 
     Mimics real tabular data after one-hot encoding (e.g. a 199,523 x 408
@@ -198,7 +200,7 @@ def make_onehot_classification(
     centered = score - np.quantile(score, 1.0 - pos)
     a = np.abs(centered)
 
-    def err(s):
+    def err(s: float) -> float:
         return noise + (1.0 - 2.0 * noise) * _sigmoid(-s * a).mean()
 
     lo, hi = 0.0, 1.0

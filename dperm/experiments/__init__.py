@@ -10,7 +10,7 @@ CLI prints the CSV).  The first paragraph of the runner's docstring goes into
 """
 import os
 import warnings
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -37,7 +37,7 @@ KDD_N_SAMPLES = 70000
 KDD_N_SAMPLES_QUICK = 20000
 
 
-def _adult():
+def _adult() -> tuple[np.ndarray, np.ndarray]:
     from dperm.datasets import load_adult
     from dperm.exceptions import PrivacyLeakWarning
 
@@ -47,7 +47,7 @@ def _adult():
         return load_adult(preprocess="paper")
 
 
-def _kddcup99(n_samples, seed):
+def _kddcup99(n_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
     """A random n_samples-row subset (paper preprocessing) and an independent run seed.
 
     The subset and the run (folds, noise) draw from two children of
@@ -65,11 +65,12 @@ def _kddcup99(n_samples, seed):
     return X, y.astype(np.float64), np.random.default_rng(run_seed)
 
 
-def _kdd_name(n):
+def _kdd_name(n: int) -> str:
     return f"KDDCup99 ({n:,}-row subset)"
 
 
-def _write(res, out, name, write_csv, plot):
+def _write(res: dict[str, Any], out: str, name: str, write_csv: Callable[[dict[str, Any], str], Any],
+           plot: Callable[[dict[str, Any], str], str | None]) -> tuple[dict[str, Any], str, str | None]:
     """CSV always; PNG when matplotlib is installed (None otherwise)."""
     csv_path = os.path.join(out, name + ".csv")
     write_csv(res, csv_path)
@@ -80,7 +81,9 @@ def _write(res, out, name, write_csv, plot):
     return res, csv_path, png
 
 
-def reproduce_table1(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+def reproduce_table1(out: str = "dperm-results", quick: bool = False, progress: bool = True,
+                     n_threads: int | None = None, seed: int = 0
+                     ) -> tuple[dict[str, Any], str, str]:
     """Full: all 45,222 rows, 10-fold CV x 50 runs; --quick: 2 of the 10 folds x 10 runs.
 
     Table 1 at epsilon = 0.1, 8 Lambdas. Returns (result, text, csv path).
@@ -94,7 +97,9 @@ def reproduce_table1(out="dperm-results", quick=False, progress=True, n_threads=
     return res, text, path
 
 
-def reproduce_figure2(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+def reproduce_figure2(out: str = "dperm-results", quick: bool = False, progress: bool = True,
+                      n_threads: int | None = None, seed: int = 0
+                      ) -> tuple[dict[str, Any], str, str | None]:
     """Full: 10 folds x 20 runs, 10 epsilons; --quick: 1 fold x 5 runs, 4 epsilons.
 
     Figure 2: error against epsilon at Table 1's best Lambda. Returns (result, csv path,
@@ -107,7 +112,9 @@ def reproduce_figure2(out="dperm-results", quick=False, progress=True, n_threads
     return _write(res, out, "figure2", write_figure2_csv, plot_figure2)
 
 
-def reproduce_table2(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+def reproduce_table2(out: str = "dperm-results", quick: bool = False, progress: bool = True,
+                     n_threads: int | None = None, seed: int = 0
+                     ) -> tuple[dict[str, Any], str, str]:
     """Full: a 70,000-row subset, 10-fold CV x 50 runs; --quick: 20,000 rows, 1 of 10
     folds x 5 runs.
 
@@ -125,7 +132,9 @@ def reproduce_table2(out="dperm-results", quick=False, progress=True, n_threads=
     return res, text, path
 
 
-def reproduce_figure3(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+def reproduce_figure3(out: str = "dperm-results", quick: bool = False, progress: bool = True,
+                      n_threads: int | None = None, seed: int = 0
+                      ) -> tuple[dict[str, Any], str, str | None]:
     """Full: a 70,000-row subset, 10 folds x 20 runs, 10 epsilons; --quick: 20,000 rows,
     1 fold x 5 runs, 4 epsilons.
 
@@ -141,20 +150,22 @@ def reproduce_figure3(out="dperm-results", quick=False, progress=True, n_threads
     return _write(res, out, "figure3", write_figure2_csv, plot_figure2)
 
 
-def reproduce_tuning(out="dperm-results", quick=False, progress=True, seed=0):
+def reproduce_tuning(out: str = "dperm-results", quick: bool = False, progress: bool = True,
+                     seed: int = 0) -> tuple[dict[str, Any], str, str | None]:
     """Full: 4 sizes x 3 epsilons x 3 repeats; --quick: 2 sizes x 2 epsilons x 1 repeat.
 
     Learning curve of the end-to-end private pipeline (Algorithm 4). Returns (result,
     csv path, png path or None).
     """
     X, y = _adult()
-    kw = dict(sizes=(6000, 30000), n_repeats=1, epsilons=(0.1, 1.0)) if quick else {}
+    kw: dict[str, Any] = dict(sizes=(6000, 30000), n_repeats=1, epsilons=(0.1, 1.0)) if quick else {}
     res = run_tuning_curve(X, y, random_state=seed, progress=progress, **kw)
     return _write(res, out, "tuning", write_tuning_csv, plot_tuning_curve)
 
 
-def reproduce_nips2008(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0,
-                       pima=None):
+def reproduce_nips2008(out: str = "dperm-results", quick: bool = False, progress: bool = True,
+                       n_threads: int | None = None, seed: int = 0,
+                       pima: str | None = None) -> tuple[Any, ...]:
     """Full: both versions of the NIPS 2008 paper (Figures 1-4 and the table: 5 folds x 10
     restarts; the earlier version: 17,500 points, 5 folds x 200 restarts); --quick: 2 folds,
     a few restarts.
@@ -168,8 +179,8 @@ def reproduce_nips2008(out="dperm-results", quick=False, progress=True, n_thread
                                        n_threads=n_threads, seed=seed, pima=pima)
 
 
-def reproduce_learning_curves(out="dperm-results", quick=False, progress=True, n_threads=None,
-                              seed=0):
+def reproduce_learning_curves(out: str = "dperm-results", quick: bool = False, progress: bool = True,
+                              n_threads: int | None = None, seed: int = 0) -> tuple[Any, ...]:
     """Full: private parts of 60,000-88,000 rows (Algorithm 4 over 5 Lambdas), non-private
     300,000 rows to all, 5 permutations x 50 runs; --quick: 10,000/20,000 and 50,000/100,000
     rows, 1 permutation x 20 runs.
@@ -182,8 +193,9 @@ def reproduce_learning_curves(out="dperm-results", quick=False, progress=True, n
                                                      n_threads=n_threads, seed=seed)
 
 
-def reproduce_gaussian(out="dperm-results", quick=False, progress=True, n_threads=None,
-                       seed=0):
+def reproduce_gaussian(out: str = "dperm-results", quick: bool = False, progress: bool = True,
+                       n_threads: int | None = None, seed: int = 0
+                       ) -> tuple[dict[str, Any], str, str]:
     """Full: 5 folds x 10 draws, logistic and Huber, epsilon 0.1 and 1, Lambda 10^-6 ...
     10^-1.5 in quarter decades; --quick: 5 folds x 3 draws, logistic only, Lambda 10^-5 ...
     10^-1.5 in half decades.
@@ -208,7 +220,9 @@ def reproduce_gaussian(out="dperm-results", quick=False, progress=True, n_thread
     return res, format_gaussian_adult(res), path
 
 
-def reproduce_all(out="dperm-results", quick=False, progress=True, n_threads=None, seed=0):
+def reproduce_all(out: str = "dperm-results", quick: bool = False, progress: bool = True,
+                  n_threads: int | None = None, seed: int = 0
+                  ) -> tuple[list[dict[str, Any]], str, list[str]]:
     """Every experiment above, each into its own folder, then report.md and report.html.
 
     Returns (sections, summary text, [report.md, report.html])."""
@@ -248,7 +262,7 @@ REPRODUCTIONS = {
 }
 
 
-def get_runner(name):
+def get_runner(name: str) -> Callable[..., Any]:
     """The runner of REPRODUCTIONS[name], looked up by its name in this module first, so
     that replacing the module attribute (a test stub, a patched runner) takes effect."""
     run = REPRODUCTIONS[name].run

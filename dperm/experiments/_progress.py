@@ -1,9 +1,10 @@
 """A dependency-free progress bar for long runs (writes to stderr)."""
 import sys
 import time
+from typing import TextIO
 
 
-def plural(k, noun):
+def plural(k: int, noun: str) -> str:
     """'1 fold', '2 folds': counts in titles and reports."""
     return f"{k} {noun}" if k == 1 else f"{k} {noun}s"
 
@@ -15,7 +16,8 @@ class Progress:
     most every 10% so logs stay short.
     """
 
-    def __init__(self, total, label="", enabled=True, stream=None):
+    def __init__(self, total: int, label: str = "", enabled: bool = True,
+                 stream: TextIO | None = None) -> None:
         self.total = max(int(total), 1)
         self.label = label
         self.enabled = enabled
@@ -26,11 +28,11 @@ class Progress:
         self._last_decile = -1
         self._draw()
 
-    def update(self, k=1, note=""):
+    def update(self, k: int = 1, note: str = "") -> None:
         self.done = min(self.total, self.done + k)
         self._draw(note)
 
-    def _draw(self, note=""):
+    def _draw(self, note: str = "") -> None:
         if not self.enabled:
             return
         frac = self.done / self.total
@@ -48,7 +50,7 @@ class Progress:
             self.stream.write(line + "\n")
             self.stream.flush()
 
-    def close(self):
+    def close(self) -> None:
         if self.enabled and self._tty:
             self.stream.write("\n")
             self.stream.flush()

@@ -12,12 +12,22 @@ come from the data (its name and size, and the measured minority-class fraction)
 import csv
 import os
 import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from dperm.data.validation import check_random_state
 from dperm.experiments._progress import Progress, plural
-from dperm.experiments.table1 import METHODS, TABLE1, TABLE2, _constant_error, _errors, fold_indices
+from dperm.experiments.table1 import (
+    METHODS,
+    TABLE1,
+    TABLE2,
+    PaperTable,
+    _constant_error,
+    _errors,
+    fold_indices,
+)
 from dperm.optim import erm
 from dperm.privacy.mechanisms import add_output_noise, objective_perturbation
 
@@ -27,7 +37,7 @@ __all__ = ["EPSILONS", "PAPER_BEST_LAMBDA", "PAPER_BEST_LAMBDA_FIGURE3", "paper_
 EPSILONS = (0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.125, 0.15, 0.175, 0.2)
 
 
-def paper_best_lambda(table):
+def paper_best_lambda(table: PaperTable) -> dict[tuple[str, str], float]:
     """{(loss, method): Lambda} of the paper's best (bold) entries of a PaperTable."""
     return {key: 10.0**table.best(*key)[1] for key in table.errors}
 
@@ -38,22 +48,26 @@ PAPER_BEST_LAMBDA = paper_best_lambda(TABLE1)
 PAPER_BEST_LAMBDA_FIGURE3 = paper_best_lambda(TABLE2)
 
 
-def run_figure2(X, y, **kwargs):
+def run_figure2(X: np.ndarray, y: np.ndarray, **kwargs: Any) -> dict[str, Any]:
     """Figure 2's protocol on Adult (Table 1's best Lambda); see :func:`run_tradeoff`."""
     kwargs.setdefault("dataset", "Adult")
     return run_tradeoff(X, y, label="figure2", **kwargs)
 
 
-def run_figure3(X, y, **kwargs):
+def run_figure3(X: np.ndarray, y: np.ndarray, **kwargs: Any) -> dict[str, Any]:
     """Figure 3's protocol on KDDCup99 (Table 2's best Lambda); see :func:`run_tradeoff`."""
     kwargs.setdefault("best_lambda", PAPER_BEST_LAMBDA_FIGURE3)
     kwargs.setdefault("dataset", "KDDCup99")
     return run_tradeoff(X, y, label="figure3", **kwargs)
 
 
-def run_tradeoff(X, y, *, epsilons=EPSILONS, losses=("logistic", "huber"), h=0.5,
-                 best_lambda=None, n_folds=10, folds_to_run=None, n_runs=50, random_state=0,
-                 n_threads=None, progress=True, dataset="Adult", label="figure2"):
+def run_tradeoff(X: np.ndarray, y: np.ndarray, *, epsilons: Sequence[float] = EPSILONS,
+                 losses: Sequence[str] = ("logistic", "huber"), h: float = 0.5,
+                 best_lambda: Mapping[tuple[str, str], float] | None = None, n_folds: int = 10,
+                 folds_to_run: int | None = None, n_runs: int = 50,
+                 random_state: int | np.random.Generator | None = 0,
+                 n_threads: int | None = None, progress: bool = True, dataset: str = "Adult",
+                 label: str = "figure2") -> dict[str, Any]:
     """Errors (len(epsilons),) per (loss, method), averaged over folds and runs.
 
     best_lambda: {(loss, method): Lambda}, default the paper's Table 1 choices.
@@ -99,7 +113,7 @@ def run_tradeoff(X, y, *, epsilons=EPSILONS, losses=("logistic", "huber"), h=0.5
             "positive_fraction": float(np.mean(np.asarray(y) > 0))}
 
 
-def write_figure2_csv(result, path):
+def write_figure2_csv(result: dict[str, Any], path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -112,7 +126,7 @@ def write_figure2_csv(result, path):
                             result["n_runs"] if m != "none" else 1])
 
 
-def plot_figure2(result, path):
+def plot_figure2(result: dict[str, Any], path: str) -> str:
     """Error against epsilon, one panel per loss (needs matplotlib: pip install dperm[plot])."""
     try:
         import matplotlib

@@ -36,7 +36,8 @@ import csv
 import os
 import textwrap
 import time
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -84,15 +85,15 @@ class PaperTable(NamedTuple):
     errors: dict            # {(loss, method): 8 errors}
 
     @property
-    def lambdas(self):
+    def lambdas(self) -> tuple[float, ...]:
         return tuple(10.0**e for e in self.lambda_exponents)
 
     @property
-    def key(self):
+    def key(self) -> str:
         """"table1": the progress-bar label and CSV name."""
         return self.name.lower().replace(" ", "")
 
-    def best(self, loss, method):
+    def best(self, loss: str, method: str) -> tuple[int, float, float]:
         """(index, log10 Lambda, error) of the paper's best (bold) entry of a row."""
         row = self.errors[(loss, method)]
         i = int(np.argmin(row))  # ties: the first, as the paper's bold entries
@@ -106,7 +107,7 @@ METHODS = ("none", "output", "objective")
 METHOD_NAMES = {"none": "non-private", "output": "output", "objective": "objective"}
 
 
-def _errors(coef, X, y):
+def _errors(coef: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Test error of each coefficient vector; coef (..., d) -> (...)."""
     shape = coef.shape[:-1]
     scores = coef.reshape(-1, coef.shape[-1]) @ X.T
@@ -114,13 +115,13 @@ def _errors(coef, X, y):
     return (scores * y[None, :] <= 0).mean(axis=1).reshape(shape)
 
 
-def fold_indices(n, n_folds, rng):
+def fold_indices(n: int, n_folds: int, rng: np.random.Generator) -> list[np.ndarray]:
     """A random partition of range(n) into n_folds nearly equal test folds."""
     perm = rng.permutation(n)
     return np.array_split(perm, n_folds)
 
 
-def paper_value(table, loss, method, lam):
+def paper_value(table: PaperTable, loss: str, method: str, lam: float) -> float | None:
     """The paper's error at Lambda `lam` in `table`, or None (row or Lambda not in the table)."""
     row = table.errors.get((loss, method))
     if row is None:
@@ -129,24 +130,28 @@ def paper_value(table, loss, method, lam):
     return float(row[hit[0]]) if hit.size else None
 
 
-def _paper_row(result, loss, method):
+def _paper_row(result: dict[str, Any], loss: str, method: str) -> list[float | None]:
     """The paper's values aligned with result["lambdas"] (None where the paper has none)."""
     return [paper_value(result["table"], loss, method, lam) for lam in result["lambdas"]]
 
 
-def run_table1(X, y, **kwargs):
+def run_table1(X: np.ndarray, y: np.ndarray, **kwargs: Any) -> dict[str, Any]:
     """Table 1's protocol (Adult's Lambda grid); see :func:`run_paper_table`."""
     return run_paper_table(X, y, TABLE1, **kwargs)
 
 
-def run_table2(X, y, **kwargs):
+def run_table2(X: np.ndarray, y: np.ndarray, **kwargs: Any) -> dict[str, Any]:
     """Table 2's protocol (KDDCup99's Lambda grid); see :func:`run_paper_table`."""
     return run_paper_table(X, y, TABLE2, **kwargs)
 
 
-def run_paper_table(X, y, table=TABLE1, *, epsilon=0.1, losses=("logistic", "huber"), h=0.5,
-                    lambdas=None, n_folds=10, folds_to_run=None, n_runs=50, random_state=0,
-                    n_threads=None, progress=True, dataset=None):
+def run_paper_table(X: np.ndarray, y: np.ndarray, table: PaperTable = TABLE1, *,
+                    epsilon: float = 0.1, losses: Sequence[str] = ("logistic", "huber"),
+                    h: float = 0.5, lambdas: Sequence[float] | None = None, n_folds: int = 10,
+                    folds_to_run: int | None = None, n_runs: int = 50,
+                    random_state: int | np.random.Generator | None = 0,
+                    n_threads: int | None = None, progress: bool = True,
+                    dataset: str | None = None) -> dict[str, Any]:
     """Run the protocol of one of the paper's tables (Table 1 or 2).
 
     Parameters
@@ -177,7 +182,7 @@ def run_paper_table(X, y, table=TABLE1, *, epsilon=0.1, losses=("logistic", "hub
     lam = np.asarray(lambdas, dtype=np.float64)
     errors = {(lo, m): np.zeros((lam.size, nf)) for lo in losses for m in METHODS}
     spread = {(lo, m): np.zeros((lam.size, nf)) for lo in losses for m in METHODS}
-    info = {lo: {} for lo in losses}
+    info: dict[str, dict[str, Any]] = {lo: {} for lo in losses}
     bar = Progress(nf * len(losses), table.key, enabled=progress)
     t0 = time.perf_counter()
     for f in range(nf):
@@ -214,22 +219,22 @@ def run_paper_table(X, y, table=TABLE1, *, epsilon=0.1, losses=("logistic", "hub
             "positive_fraction": float(np.mean(np.asarray(y) > 0))}
 
 
-def _constant_error(y):
+def _constant_error(y: np.ndarray) -> float:
     """Test error of the better constant classifier: the minority class's fraction."""
     pos = float(np.mean(np.asarray(y) > 0))
     return min(pos, 1.0 - pos)
 
 
-def best_lambda_index(result, loss, method):
+def best_lambda_index(result: dict[str, Any], loss: str, method: str) -> int:
     """Index of the Lambda with the lowest mean error for (loss, method)."""
     return int(np.argmin(result["errors"][(loss, method)].mean(axis=1)))
 
 
-def _fmt_exp(lam):
+def _fmt_exp(lam: float) -> str:
     return "1e" + format(float(np.log10(lam)), "g")
 
 
-def _delta_note(result):
+def _delta_note(result: dict[str, Any]) -> str:
     """Which Lambda run objective perturbation in the Delta branch, per loss (from the run)."""
     parts = []
     for lo in result["losses"]:
@@ -255,7 +260,7 @@ def _delta_note(result):
             f"independent of Lambda){at}: " + "; ".join(parts) + ".")
 
 
-def format_table(result):
+def format_table(result: dict[str, Any]) -> str:
     """Our table next to the paper's, with differences and the best-Lambda entries, as text."""
     table = result.get("table", TABLE1)
     lam_hdr = "".join(f"{_fmt_exp(v):>9}" for v in result["lambdas"])
@@ -302,7 +307,7 @@ def format_table(result):
 format_table1 = format_table
 
 
-def write_table_csv(result, path):
+def write_table_csv(result: dict[str, Any], path: str) -> None:
     """One row per (loss, method, Lambda): our mean error, its spread, the paper's value
     at that Lambda (blank when the paper has none)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

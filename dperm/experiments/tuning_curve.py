@@ -10,6 +10,8 @@ import csv
 import os
 import time
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,9 +25,13 @@ __all__ = ["run_tuning_curve", "write_tuning_csv", "plot_tuning_curve"]
 GRID_LAMBDAS = (1e-4, 10**-3.5, 1e-3, 10**-2.5, 1e-2)
 
 
-def run_tuning_curve(X, y, *, epsilons=(0.1, 0.5, 1.0), sizes=(4000, 8000, 16000, 32000),
-                     lambdas=GRID_LAMBDAS, loss="logistic", test_size=10000, n_repeats=3,
-                     random_state=0, progress=True):
+def run_tuning_curve(X: np.ndarray, y: np.ndarray, *,
+                     epsilons: Sequence[float] = (0.1, 0.5, 1.0),
+                     sizes: Sequence[int] = (4000, 8000, 16000, 32000),
+                     lambdas: Sequence[float] = GRID_LAMBDAS, loss: str = "logistic",
+                     test_size: int = 10000, n_repeats: int = 3,
+                     random_state: int | np.random.Generator | None = 0,
+                     progress: bool = True) -> dict[str, Any]:
     """Test error of the privately tuned classifier for each (epsilon, size).
 
     For each repeat, a random test set of `test_size` rows is held out and
@@ -77,7 +83,7 @@ def run_tuning_curve(X, y, *, epsilons=(0.1, 0.5, 1.0), sizes=(4000, 8000, 16000
             "seconds": time.perf_counter() - t0}
 
 
-def write_tuning_csv(result, path):
+def write_tuning_csv(result: dict[str, Any], path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -91,7 +97,7 @@ def write_tuning_csv(result, path):
                             f"{e.std():.5f}", e.size])
 
 
-def plot_tuning_curve(result, path):
+def plot_tuning_curve(result: dict[str, Any], path: str) -> str:
     try:
         import matplotlib
         matplotlib.use("Agg")

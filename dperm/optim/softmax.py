@@ -25,7 +25,7 @@ problem's gradient of J_j is <= tol (default dperm.optim.erm.DEFAULT_TOL).
 """
 import numbers
 import warnings
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,8 @@ __all__ = ["multinomial_value_grad", "minimize_multinomial", "multinomial_predic
 MultinomialResult = MinimizeResult
 
 
-def _batch_params(alpha, extra_l2, linear, K, d, m=None):
+def _batch_params(alpha: Any, extra_l2: Any, linear: ArrayLike | None, K: int, d: int,
+                  m: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """l2 (m,) = alpha + extra_l2 and B (m, K, d) or None, broadcast to m problems
     (m from the arguments when not given: each has size 1 or m)."""
     if isinstance(alpha, str):
@@ -82,7 +83,7 @@ def _batch_params(alpha, extra_l2, linear, K, d, m=None):
     return l2, B
 
 
-def _thread_limit(n_threads):
+def _thread_limit(n_threads: int | None) -> AbstractContextManager[Any]:
     """BLAS threads for the row passes: unchanged for None (all cores), else limited."""
     if n_threads is None or n_threads == -1:
         return nullcontext()
@@ -95,7 +96,7 @@ def _thread_limit(n_threads):
 
 
 
-def _max_last(Z):
+def _max_last(Z: np.ndarray) -> np.ndarray:
     """Z.max(axis=-1) for a short last axis (the classes): K elementwise maxima of
     strided slices, several times faster than numpy's reduction over a short axis."""
     mx = Z[..., 0].copy()
@@ -104,7 +105,7 @@ def _max_last(Z):
     return mx
 
 
-def _data_term(rows, y, W):
+def _data_term(rows: Any, y: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """sum_i [logsumexp(W_j x_i) - (W_j x_i)_{y_i}] (m,) and its gradient (m, K, d)
     for W (m, K, d): one pass over the rows for all m problems, by the compiled
     softmax pass (tests/optim/softmax_reference.py holds the numpy reference it is
@@ -117,7 +118,8 @@ def _data_term(rows, y, W):
     return F, G.reshape(m, K, d)
 
 
-def _objective(rows, y, W, l2, B):
+def _objective(rows: Any, y: np.ndarray, W: np.ndarray, l2: np.ndarray,
+               B: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """J_j and its gradient for W (m, K, d), l2 (m,), B (m, K, d) or None."""
     n = rows.n
     F, G = _data_term(rows, y, W)
@@ -255,7 +257,7 @@ def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, ex
         if not np.all(np.isfinite(W0)):
             raise ValueError("coef_init: contains NaN or infinity")
 
-    def oracle(Wflat, idx):
+    def oracle(Wflat: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # Wflat (a, K d): the active problems idx (a,); returns F (a,), G (a, K d)
         F, G = _objective(rows, y, Wflat.reshape(-1, K, d), l2[idx],
                           None if B is None else B[idx])

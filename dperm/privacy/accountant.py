@@ -25,7 +25,7 @@ import numbers
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -53,7 +53,7 @@ _SLACK = 1e-12
 _PLD_DISCRETIZATION = 1e-3
 
 
-def _check_delta(delta, name="delta", *, allow_zero=True):
+def _check_delta(delta: float, name: str = "delta", *, allow_zero: bool = True) -> float:
     """A real number in [0, 1) (or (0, 1) when not allow_zero)."""
     if isinstance(delta, (bool, np.bool_)) or not isinstance(delta, numbers.Real):
         raise ValueError(f"{name}: must be a number in [0, 1), got {delta!r}")
@@ -327,7 +327,7 @@ class ApproxEvent:
 _EVENT_TYPES = (PureEvent, GaussianEvent, ObjectiveGaussianEvent, ApproxEvent)
 
 
-def _as_event(event_or_epsilon):
+def _as_event(event_or_epsilon: Event | float) -> Event:
     if isinstance(event_or_epsilon, _EVENT_TYPES):
         return event_or_epsilon
     return PureEvent(check_epsilon(event_or_epsilon, "epsilon"))
@@ -355,7 +355,7 @@ class Composition:
     candidates: dict
 
 
-def _basic(events, delta_budget):
+def _basic(events: Counter[Event], delta_budget: float) -> tuple[float, float]:
     eps = sum(e.epsilon * c for e, c in events.items())
     dlt = sum(e.delta * c for e, c in events.items())
     if dlt > delta_budget * (1 + _SLACK):
@@ -363,7 +363,8 @@ def _basic(events, delta_budget):
     return (eps, dlt)
 
 
-def _rdp(events, delta_budget, orders=RDP_ORDERS):
+def _rdp(events: Counter[Event], delta_budget: float,
+         orders: Sequence[float] = RDP_ORDERS) -> tuple[float, float]:
     """RDP for the events with a curve, basic composition for ApproxEvents."""
     from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
@@ -383,13 +384,14 @@ def _rdp(events, delta_budget, orders=RDP_ORDERS):
     return (float(eps) + approx_eps, delta_budget)
 
 
-def _gaussian_exact(events, delta_budget):
+def _gaussian_exact(events: Counter[Event], delta_budget: float) -> tuple[float, float]:
     """All events Gaussian: k Gaussians compose exactly into one with
     noise_multiplier (sum 1/nm_i^2)^(-1/2); its exact epsilon (analytic Gaussian
     mechanism, dp_accounting.get_epsilon_gaussian)."""
     from dp_accounting import get_epsilon_gaussian
 
-    inv = sum(c / e.noise_multiplier ** 2 for e, c in events.items())
+    inv = sum(c / e.noise_multiplier ** 2 for e, c in events.items()
+              if isinstance(e, GaussianEvent))      # every event is (the caller checks)
     sigma = 1.0 / math.sqrt(inv)
     eps = float(get_epsilon_gaussian(sigma, delta_budget))
     # brentq stops within 1e-12 of the root, on either side: step past it
@@ -401,7 +403,7 @@ def _gaussian_exact(events, delta_budget):
     return (eps, delta_budget)
 
 
-def _pld(events, delta_budget):
+def _pld(events: Counter[Event], delta_budget: float) -> tuple[float, float]:
     """Privacy loss distributions (dp_accounting.pld, pessimistic estimates):
     the Gaussian events as one Gaussian PLD, every other event as the worst
     mechanism with its stated (epsilon, delta) (Kairouz, Oh & Viswanath 2015);
@@ -410,14 +412,14 @@ def _pld(events, delta_budget):
     from dp_accounting.pld import common
     from dp_accounting.pld import privacy_loss_distribution as pld_mod
 
-    total = None
+    total: Any = None                    # a dp_accounting PrivacyLossDistribution
     inv = sum(c / e.noise_multiplier ** 2 for e, c in events.items()
               if isinstance(e, GaussianEvent))
     if inv > 0:
         total = pld_mod.from_gaussian_mechanism(
             standard_deviation=1.0 / math.sqrt(inv), sensitivity=1.0,
             value_discretization_interval=_PLD_DISCRETIZATION)
-    pairs = Counter()
+    pairs: Counter[tuple[float, float]] = Counter()
     for e, c in events.items():
         if not isinstance(e, GaussianEvent):
             pairs[(e.epsilon, e.delta)] += c
@@ -555,7 +557,13 @@ class BudgetAccountant:
         return self._total[1]
 
     def spent_epsilon_delta(self) -> tuple[float, float]:
-        """The total (epsilon, delta) spent, at the budget's delta."""
+        """The total (epsilon, delta) spent, at the budget's delta.
+
+        Returns
+        -------
+        epsilon, delta : float
+            What the history composes to (the same as ``spent`` and ``spent_delta``).
+        """
         return self._total
 
     @property
@@ -572,7 +580,8 @@ class BudgetAccountant:
         return max(0.0, self.delta - self.spent_delta)
 
     # ---- spending
-    def _after(self, new_events):
+    def _after(self, new_events: Sequence[Event | float]
+               ) -> tuple[tuple[float, float], Composition]:
         """(total, composition) if `new_events` (a list) were added (lock held)."""
         events = [ev for _, ev in self.history] + list(new_events)
         key = (tuple(events), self.delta)
@@ -591,7 +600,8 @@ class BudgetAccountant:
             total = (max(self._total[0], comp.epsilon), max(self._total[1], comp.delta))
         return total, comp
 
-    def _refuse_if_over(self, new_events, total):
+    def _refuse_if_over(self, new_events: Sequence[Event | float],
+                        total: tuple[float, float]) -> None:
         if total[0] > self.epsilon * (1 + _SLACK) or total[1] > self.delta * (1 + _SLACK):
             evs = [_as_event(e) for e in new_events]
             what = (f"a fit with epsilon={evs[0].epsilon:g}, delta={evs[0].delta:g} "
@@ -699,7 +709,7 @@ class BudgetAccountant:
             self.history.extend((label, ev) for ev in events)
 
     @staticmethod
-    def _validated(event_or_epsilon):
+    def _validated(event_or_epsilon: Event | float) -> Event | float:
         if isinstance(event_or_epsilon, _EVENT_TYPES):
             return event_or_epsilon
         return check_epsilon(event_or_epsilon, "epsilon")

@@ -15,9 +15,12 @@ n, so the count is not used and need not be public under add/remove.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import ndtri
 
 from dperm.data import oracle as _oracle
@@ -26,6 +29,9 @@ from dperm.data.validation import check_random_state
 from dperm.privacy import exact_noise
 from dperm.privacy.calibration import _finite, _positive, analytic_gaussian_sigma
 from dperm.privacy.neighbouring import check_neighbouring, sensitivity_factor
+
+if TYPE_CHECKING:
+    from dperm.privacy import accountant
 
 __all__ = ["adassp", "adassp_calibration", "adassp_sensitivities", "adassp_event",
            "AdaSSPCalibration", "DEFAULT_SPLIT", "FAILURE_PROBABILITY", "RIDGE_BOUNDS"]
@@ -49,14 +55,14 @@ _BITS = 20
 
 
 # --------------------------------------------------------------------------- validation
-def _delta(value):
+def _delta(value: float) -> float:
     v = _finite(value, "delta")
     if not 0.0 < v < 1.0:
         raise ValueError(f"delta: must lie strictly between 0 and 1, got {value!r}")
     return v
 
 
-def _split(split):
+def _split(split: Sequence[float]) -> tuple[float, ...]:
     try:
         w = np.asarray(split, dtype=np.float64)
     except (TypeError, ValueError):
@@ -67,19 +73,19 @@ def _split(split):
     return tuple(float(v) for v in w / w.sum())
 
 
-def _ridge_bound(value):
+def _ridge_bound(value: str) -> str:
     if not isinstance(value, str) or value not in RIDGE_BOUNDS:
         raise ValueError(f"ridge_bound: must be one of {RIDGE_BOUNDS}, got {value!r}")
     return value
 
 
-def _n_features(d):
+def _n_features(d: int) -> int:
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"n_features: must be an integer >= 1, got {d!r}")
     return int(d)
 
 
-def _n_public(n_public, neighbouring):
+def _n_public(n_public: float | None, neighbouring: str) -> int | None:
     if n_public is None:
         return None
     if neighbouring != "add_remove":
@@ -93,7 +99,8 @@ def _n_public(n_public, neighbouring):
     return int(n_public)
 
 
-def _data(X, y, data_norm, label_bound):
+def _data(X: npt.ArrayLike, y: npt.ArrayLike, data_norm: float,
+          label_bound: float) -> tuple[np.ndarray, np.ndarray]:
     """Dense float64 copies of X (n, d) and y (n,), checked against the bounds."""
     try:
         Xa = np.array(X, dtype=np.float64)       # a copy: the caller's array is never touched
@@ -164,8 +171,8 @@ class AdaSSPCalibration:
     data_norm: float
     label_bound: float
     n_features: int
-    split: tuple
-    sensitivities: tuple
+    split: tuple[float, ...]
+    sensitivities: tuple[float, float, float]
     noise_multiplier: float
     sigma_lambda_min: float
     sigma_xtx: float
@@ -174,14 +181,15 @@ class AdaSSPCalibration:
     eta: float
     shift: float
 
-    def event(self):
+    def event(self) -> accountant.ObjectiveGaussianEvent:
         """The accountant event of this release (see :func:`adassp_event`)."""
         return adassp_event(self.epsilon, self.delta, self.noise_multiplier)
 
 
 def adassp_calibration(epsilon: float, delta: float, *, n_features: int, data_norm: float,
                        label_bound: float, neighbouring: str = "replace_one",
-                       split=DEFAULT_SPLIT, ridge_bound="edge") -> AdaSSPCalibration:
+                       split: Sequence[float] = DEFAULT_SPLIT,
+                       ridge_bound: str = "edge") -> AdaSSPCalibration:
     """The noise scales of AdaSSP at (epsilon, delta): public numbers only (docs "AdaSSP", part 2).
 
     a = 1 / analytic_gaussian_sigma(epsilon, delta, 1) is the largest whitened shift
@@ -219,7 +227,8 @@ def adassp_calibration(epsilon: float, delta: float, *, n_features: int, data_no
         ridge_bound=ridge_bound, eta=eta, shift=shift)
 
 
-def adassp_event(epsilon: float, delta: float, noise_multiplier: float):
+def adassp_event(epsilon: float, delta: float,
+                 noise_multiplier: float) -> accountant.ObjectiveGaussianEvent:
     """The dperm.privacy.accountant event of one AdaSSP release.
 
     The release is a discrete Gaussian mechanism whose whitened shift is at most
@@ -238,12 +247,12 @@ def adassp_event(epsilon: float, delta: float, noise_multiplier: float):
 
 
 # --------------------------------------------------------------------------- the mechanism
-def _release(center, sigma, rng):
+def _release(center: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
     out, _ = exact_noise.gaussian_on_grid(center, sigma, rng, bits=_BITS)
     return out
 
 
-def _noisy_gram(G, sigma, rng):
+def _noisy_gram(G: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
     """G + (Z + Z^T)/2-shaped noise: diagonal N(0, sigma^2), off-diagonal N(0, sigma^2/2),
     each released on its grid; symmetric.  G: (..., d, d), any leading batch shape."""
     d = G.shape[-1]
@@ -258,19 +267,21 @@ def _noisy_gram(G, sigma, rng):
     return out
 
 
-def _statistics(X, y):
+def _statistics(X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """The three statistics: lambda_min(X^T X), X^T X (exactly symmetric), X^T y."""
     return _from_sums(X.T @ X, X.T @ y)
 
 
-def _from_sums(gram, xty):
+def _from_sums(gram: np.ndarray, xty: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """The three statistics from the sums X^T X and X^T y (dperm.data.oracle's
     sufficient_statistics: local rows, or rows on the Dask workers)."""
     gram = (gram + gram.T) / 2.0
     return float(np.linalg.eigvalsh(gram)[0]), gram, xty
 
 
-def _release_statistics(lam_min, gram, xty, cal, rng):
+def _release_statistics(lam_min: npt.ArrayLike, gram: npt.ArrayLike, xty: npt.ArrayLike,
+                        cal: AdaSSPCalibration, rng: np.random.Generator
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The one Gaussian mechanism: (noisy lambda_min, noisy X^T X, noisy X^T y).
 
     Shapes (...), (..., d, d), (..., d) with one leading batch shape (the audits release
@@ -281,10 +292,11 @@ def _release_statistics(lam_min, gram, xty, cal, rng):
     return lam_noisy, gram_noisy, xty_noisy
 
 
-def adassp(X, y, *, epsilon: float, delta: float, data_norm: float, label_bound: float,
-           neighbouring: str = "replace_one", n_public=None, split=DEFAULT_SPLIT,
-           ridge_bound: str = "edge",
-           random_state=None):
+def adassp(X: Any, y: Any, *, epsilon: float, delta: float, data_norm: float,
+           label_bound: float, neighbouring: str = "replace_one", n_public: int | None = None,
+           split: Sequence[float] = DEFAULT_SPLIT, ridge_bound: str = "edge",
+           random_state: int | np.random.Generator | None = None
+           ) -> tuple[np.ndarray, dict[str, Any]]:
     """(epsilon, delta)-DP ridge regression by AdaSSP (Wang 2018, Algorithm 2).
 
     X : (n, d) array, rows with ||x_i|| <= data_norm; y : (n,) with |y_i| <= label_bound
@@ -321,8 +333,9 @@ def adassp(X, y, *, epsilon: float, delta: float, data_norm: float, label_bound:
                              neighbouring=nb, split=w, ridge_bound=rb)
     rng = check_random_state(random_state)
 
-    lam_noisy, gram_noisy, xty_noisy = _release_statistics(*_from_sums(gram, xty), cal, rng)
-    lam_noisy = float(lam_noisy)
+    lam_min, gram, xty = _from_sums(gram, xty)
+    lam_release, gram_noisy, xty_noisy = _release_statistics(lam_min, gram, xty, cal, rng)
+    lam_noisy = float(lam_release)
 
     # post-processing of the release only
     lam_low = max(lam_noisy - cal.shift, 0.0)

@@ -31,7 +31,9 @@ and the numerical maximisations err on the safe side (section 7).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -55,7 +57,7 @@ _SPLIT_CELLS = 2048
 
 
 # --------------------------------------------------------------------------- validation
-def _finite(value, name):
+def _finite(value: Any, name: str) -> float:
     """value as a finite float; a bool is refused (True is not an epsilon)."""
     if isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name}: must be a real number, got {value!r}")
@@ -68,28 +70,28 @@ def _finite(value, name):
     return v
 
 
-def _positive(value, name):
+def _positive(value: Any, name: str) -> float:
     v = _finite(value, name)
     if not v > 0:
         raise ValueError(f"{name}: must be > 0, got {value!r}")
     return v
 
 
-def _nonnegative(value, name):
+def _nonnegative(value: Any, name: str) -> float:
     v = _finite(value, name)
     if not v >= 0:
         raise ValueError(f"{name}: must be >= 0, got {value!r}")
     return v
 
 
-def _unit_open(value, name):
+def _unit_open(value: Any, name: str) -> float:
     v = _finite(value, name)
     if not 0.0 < v < 1.0:
         raise ValueError(f"{name}: must lie strictly between 0 and 1, got {value!r}")
     return v
 
 
-def _curvature(curvature, data_norm, n_classes):
+def _curvature(curvature: float | None, data_norm: float, n_classes: int) -> float:
     if curvature is None:
         if n_classes == 2:
             raise ValueError("curvature: required for n_classes=2 (the bound c R^2 on "
@@ -98,25 +100,25 @@ def _curvature(curvature, data_norm, n_classes):
     return _nonnegative(curvature, "curvature")
 
 
-def _epsilon_array(epsilon):
+def _epsilon_array(epsilon: ArrayLike) -> np.ndarray:
     e = np.asarray(epsilon, dtype=np.float64)
     if not np.all(np.isfinite(e)):
         raise ValueError(f"epsilon: must be finite, got {epsilon!r}")
     return e
 
 
-def _flag(value):
+def _flag(value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"nonincreasing_loss: must be True or False, got {value!r}")
     return bool(value)
 
 
-def _out(x, scalar):
+def _out(x: np.ndarray, scalar: bool) -> float | np.ndarray:
     return float(x) if scalar else x
 
 
 # --------------------------------------------------------------------------- Gaussian core
-def _gauss_delta_a(e, a):
+def _gauss_delta_a(e: ArrayLike, a: ArrayLike) -> np.ndarray:
     """Hockey-stick delta at e of N(0,1) vs N(a,1): Phi(a/2 - e/a) - e^e Phi(-a/2 - e/a).
 
     e, a broadcast; a >= 0 (a = 0 gives (1 - e^e)_+).  Evaluated as
@@ -140,7 +142,7 @@ def _gauss_delta_a(e, a):
     return out
 
 
-def _two_sided_a(e, a):
+def _two_sided_a(e: ArrayLike, a: ArrayLike) -> np.ndarray:
     """E[(1 - exp(e - a^2/2 - a|Z|))_+], Z ~ N(0,1): the tail of the bound a|Z| + a^2/2.
 
     Equals 2 * _gauss_delta_a(e, a) when e >= a^2/2, and 1 - 2 e^e Phi(-a) below
@@ -187,7 +189,7 @@ def gaussian_delta(epsilon: ArrayLike, sensitivity: float, sigma: float) -> floa
     return _out(_gauss_delta_a(e, s / sg), e.ndim == 0)
 
 
-def _smallest_sigma(ok, guess):
+def _smallest_sigma(ok: Callable[[float], Any], guess: float) -> float:
     """Smallest sigma > 0 with ok(sigma), ok monotone (False below, True above).
 
     Geometric bisection to relative width 1e-12; the returned value is one at which
@@ -253,7 +255,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
 
 
 # --------------------------------------------------------------------------- objective perturbation
-def _epsilon_det(curvature, lambda_total, n_classes):
+def _epsilon_det(curvature: float, lambda_total: float, n_classes: int) -> float:
     """Bound on the log-det (Jacobian) part of the privacy loss (docs section 3.1)."""
     if n_classes == 2:
         return math.log1p(curvature / lambda_total)
@@ -261,7 +263,7 @@ def _epsilon_det(curvature, lambda_total, n_classes):
     return k1 * math.log1p(curvature / (k1 * lambda_total))
 
 
-def _lambda_for_epsilon_det(target, curvature, n_classes):
+def _lambda_for_epsilon_det(target: float, curvature: float, n_classes: int) -> float:
     """Lambda_tot at which _epsilon_det equals target (closed form)."""
     if n_classes == 2:
         return curvature / math.expm1(target)
@@ -269,13 +271,14 @@ def _lambda_for_epsilon_det(target, curvature, n_classes):
     return curvature / (k1 * math.expm1(target / k1))
 
 
-def _split_grid():
+def _split_grid() -> np.ndarray:
     """u_k = t_k / (4 R^2), k = 0..N on [0, 1/2] (the split is symmetric in u <-> 1 - u)."""
     return np.linspace(0.0, 0.5, _SPLIT_CELLS + 1)
 
 
-def _objective_delta_core(eps_prime, sigma, data_norm, neighbouring, n_classes,
-                          nonincreasing=False):
+def _objective_delta_core(eps_prime: ArrayLike, sigma: float, data_norm: float,
+                          neighbouring: str, n_classes: int,
+                          nonincreasing: bool = False) -> np.ndarray:
     """delta bound as a function of eps' = epsilon - epsilon_det (array), docs section 3."""
     ep = np.asarray(eps_prime, dtype=np.float64)
     a = data_norm / sigma
@@ -311,7 +314,9 @@ def _objective_delta_core(eps_prime, sigma, data_norm, neighbouring, n_classes,
     return np.minimum(out, 1.0)
 
 
-def _objective_args(sigma, data_norm, curvature, lambda_total, neighbouring, n_classes):
+def _objective_args(sigma: float, data_norm: float, curvature: float | None,
+                    lambda_total: float, neighbouring: str, n_classes: int
+                    ) -> tuple[float, float, float, float, str, int]:
     sg = _positive(sigma, "sigma")
     r = _positive(data_norm, "data_norm")
     k = check_n_classes(n_classes)
@@ -445,7 +450,7 @@ def objective_gaussian_rdp(orders: ArrayLike, sigma: float, *, data_norm: float,
                      m1 * (m1 + 1.0) * 4.0 * a * a / 2.0]
         log_sum = logsumexp(np.stack(terms), axis=0)
     elif k == 2:
-        def log_h(b):   # log H(b), b broadcast against m1
+        def log_h(b: Any) -> Any:   # log H(b), b broadcast against m1
             return _LOG2 + log_ndtr(m1 * b) + m1 * (m1 + 1.0) * b * b / 2.0
         if nb == "add_remove":
             log_sum = log_h(a)
@@ -491,7 +496,9 @@ class ObjectiveGaussianCalibration:
     lambda_total: float
 
 
-def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k, nonincreasing=False):
+def _calibrate_objective(eps: float, dlt: float, n: float, alpha: float, r: float, c: float,
+                         nb: str, k: int,
+                         nonincreasing: bool = False) -> ObjectiveGaussianCalibration:
     lam0 = n * alpha
     if _epsilon_det(c, lam0, k) <= eps / 2.0:
         extra = 0.0
@@ -505,7 +512,7 @@ def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k, nonincreasing=False):
         scale *= SOFTMAX_GRADIENT_FACTOR
     guess = scale * r * math.sqrt(2.0 * math.log(2.5 / dlt)) / ep
 
-    def ok(sg):
+    def ok(sg: float) -> bool:
         return float(_objective_delta_core(ep, sg, r, nb, k, nonincreasing)) <= dlt
 
     sigma = _smallest_sigma(ok, guess)
@@ -513,8 +520,9 @@ def _calibrate_objective(eps, dlt, n, alpha, r, c, nb, k, nonincreasing=False):
                                         lambda_total=lam)
 
 
-def _calibration_args(epsilon, delta, n, alpha, data_norm, curvature, neighbouring,
-                      n_classes):
+def _calibration_args(epsilon: float, delta: float, n: float, alpha: float, data_norm: float,
+                      curvature: float | None, neighbouring: str, n_classes: int
+                      ) -> tuple[float, float, float, float, float, float, str, int]:
     """The validated public inputs of an objective-perturbation calibration."""
     eps = _positive(epsilon, "epsilon")
     dlt = _unit_open(delta, "delta")

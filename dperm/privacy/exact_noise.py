@@ -70,11 +70,16 @@ Exactness caveats (events that do not happen): counters that would leave int64
 probability below e^-2048) raise OverflowError rather than return a biased
 sample.
 """
+from __future__ import annotations
+
 import math
 import numbers
+from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import Any, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from dperm.data.validation import check_random_state
 
@@ -89,10 +94,18 @@ _I64_MAX = np.iinfo(np.int64).max
 _MAX_PARAM = 2 ** 52
 _DEFAULT_BITS = 20
 
+# the samplers' random source: a numpy Generator, an int seed or None (OS entropy); the
+# helpers also take any object with a Generator-like ``integers`` (tests wrap one)
+RNG = Union[np.random.Generator, int, None]
+# an exact rational: an int, a Fraction, a float (its exact binary value) or (num, den)
+Rational = Union[int, float, Fraction, tuple[int, int]]
+# an output shape
+Size = Union[int, Sequence[int], None]
+
 
 # --------------------------------------------------------------------------- helpers
 
-def _as_rng(rng, name="rng"):
+def _as_rng(rng: Any, name: str = "rng") -> Any:
     """A source of uniform integers: a numpy Generator (or anything with
     ``integers``, e.g. a wrapper in tests), an int seed, or None (OS entropy)."""
     if rng is not None and not isinstance(rng, (numbers.Integral, np.integer, np.random.RandomState)):
@@ -101,15 +114,16 @@ def _as_rng(rng, name="rng"):
     return check_random_state(rng, name=name)
 
 
-def _size_tuple(size):
+def _size_tuple(size: Size) -> tuple[int, ...]:
     if size is None:
         return ()
-    if np.ndim(size) == 0:
-        return (int(size),)
-    return tuple(int(k) for k in size)
+    shape: Any = size        # an int, a 0-d array or a sequence (np.ndim tells them apart)
+    if np.ndim(shape) == 0:
+        return (int(shape),)
+    return tuple(int(k) for k in shape)
 
 
-def _exact_int(x, name):
+def _exact_int(x: Any, name: str) -> int:
     """A Python int from an integral scalar (int, numpy integer, integral Fraction / float)."""
     if isinstance(x, bool):
         raise ValueError(f"{name}: expected an integer, got {x!r}")
@@ -124,7 +138,7 @@ def _exact_int(x, name):
     return int(f)
 
 
-def _rational(x, name):
+def _rational(x: Any, name: str) -> Fraction:
     """An exact Fraction from an int, Fraction, float (its exact binary value) or
     (numerator, denominator) pair."""
     if isinstance(x, bool):
@@ -141,7 +155,7 @@ def _rational(x, name):
     return f
 
 
-def _int64_array(x, name):
+def _int64_array(x: npt.ArrayLike, name: str) -> np.ndarray:
     """int64 array from integers (scalars or arrays), refusing values outside int64."""
     a = np.asarray(x)
     if a.dtype == object or a.dtype.kind not in "iu":
@@ -160,12 +174,12 @@ def _int64_array(x, name):
     return a.astype(np.int64)
 
 
-def _bern_ratio(r, q, rng):
+def _bern_ratio(r: np.ndarray, q: Any, rng: Any) -> np.ndarray:
     """Bernoulli(r / q) per element: 0 <= r <= q, q >= 1 (int64 arrays or q scalar)."""
     return rng.integers(0, q, size=np.shape(r), dtype=np.int64) < r
 
 
-def _bern_exp_frac(r, q, rng):
+def _bern_exp_frac(r: npt.ArrayLike, q: Any, rng: Any) -> np.ndarray:
     """Bernoulli(exp(-r/q)) per element for 0 <= r <= q (gamma in [0, 1]).
 
     CKS Algorithm 1 for gamma in [0, 1]: K <- 1; draw A ~ Bernoulli(gamma / K)
@@ -196,7 +210,7 @@ def _bern_exp_frac(r, q, rng):
     return out
 
 
-def _bern_exp_int(m, rng):
+def _bern_exp_int(m: npt.ArrayLike, rng: Any) -> np.ndarray:
     """Bernoulli(exp(-m)) per element for integers m >= 0: m independent
     Bernoulli(e^-1) coins all succeed.  Loops while some element is alive with
     coins left; alive elements die at rate 1 - 1/e per round."""
@@ -212,7 +226,7 @@ def _bern_exp_int(m, rng):
         left[idx] -= 1
 
 
-def _geometric_exp1(n, rng):
+def _geometric_exp1(n: int, rng: Any) -> np.ndarray:
     """V = number of successes of Bernoulli(e^-1) coins before the first failure:
     P[V >= v] = e^-v.  int64 array of length n."""
     v = np.zeros(n, dtype=np.int64)
@@ -224,7 +238,7 @@ def _geometric_exp1(n, rng):
     return v
 
 
-def _bern_exp_rational(num, den, rng):
+def _bern_exp_rational(num: npt.ArrayLike, den: npt.ArrayLike, rng: Any) -> np.ndarray:
     """Bernoulli(exp(-num/den)) per element, int64 arrays num >= 0, den >= 1."""
     num = np.asarray(num, dtype=np.int64)
     den = np.broadcast_to(np.asarray(den, dtype=np.int64), num.shape).reshape(-1)
@@ -238,7 +252,7 @@ def _bern_exp_rational(num, den, rng):
     return out
 
 
-def _laplace(a, b, n, rng):
+def _laplace(a: int, b: int, n: int, rng: Any) -> np.ndarray:
     """n draws of the discrete Laplace with scale t = a/b (integers 1 <= a, b <= 2^52):
     P[Y = y] proportional to exp(-abs(y) / t).  CKS Algorithm 2.
 
@@ -269,7 +283,7 @@ def _laplace(a, b, n, rng):
     return out
 
 
-def _gamma_parts(diff, den, q):
+def _gamma_parts(diff: npt.ArrayLike, den: int, q: int) -> tuple[np.ndarray, np.ndarray]:
     """floor and remainder of gamma = den * diff^2 / q, exactly, as int64 arrays.
 
     int64 arithmetic where den * diff^2 fits (|diff| <= isqrt(INT64_MAX // den)),
@@ -290,7 +304,7 @@ def _gamma_parts(diff, den, q):
     return whole, frac
 
 
-def _check_param(f, name):
+def _check_param(f: Fraction, name: str) -> None:
     if f.numerator > _MAX_PARAM or f.denominator > _MAX_PARAM:
         raise ValueError(
             f"{name}: numerator and denominator must be <= 2**52 to keep the integer "
@@ -300,7 +314,8 @@ def _check_param(f, name):
 
 # --------------------------------------------------------------------------- samplers
 
-def bernoulli_exp(gamma_num, gamma_den=1, size=None, rng=None):
+def bernoulli_exp(gamma_num: npt.ArrayLike, gamma_den: npt.ArrayLike = 1, size: Size = None,
+                  rng: RNG = None) -> np.ndarray:
     """Exact Bernoulli(exp(-gamma)) coins for rational gamma = gamma_num / gamma_den >= 0.
 
     For gamma in [0, 1]: CKS 2020 Algorithm 1 (the alternating-series "K" loop with
@@ -310,9 +325,9 @@ def bernoulli_exp(gamma_num, gamma_den=1, size=None, rng=None):
 
     Parameters
     ----------
-    gamma_num : int or integer array, >= 0
+    gamma_num : int or array of int, >= 0
         Numerator of gamma (dimensionless); broadcast with ``gamma_den`` to ``size``.
-    gamma_den : int or integer array, >= 1
+    gamma_den : int or array of int, >= 1
         Denominator.  Both must fit in int64.
     size : int, tuple or None
         Output shape; None gives the broadcast shape of the parameters.
@@ -335,7 +350,7 @@ def bernoulli_exp(gamma_num, gamma_den=1, size=None, rng=None):
     return _bern_exp_rational(num_b, den_b, rng).reshape(shape)
 
 
-def discrete_laplace(t, size=None, rng=None):
+def discrete_laplace(t: Rational, size: Size = None, rng: RNG = None) -> np.ndarray:
     """Exact discrete Laplace samples: P[Y = y] = (1 - e^{-1/t}) / (1 + e^{-1/t}) * exp(-abs(y) / t), y in Z.
 
     CKS 2020 Algorithm 2, integer arithmetic only.
@@ -362,7 +377,8 @@ def discrete_laplace(t, size=None, rng=None):
     return _laplace(tf.numerator, tf.denominator, n, rng).reshape(shape)
 
 
-def discrete_gaussian(sigma2_num, sigma2_den=1, size=None, rng=None):
+def discrete_gaussian(sigma2_num: Rational, sigma2_den: Rational = 1, size: Size = None,
+                      rng: RNG = None) -> np.ndarray:
     """Exact discrete Gaussian samples N_Z(0, sigma^2): P[Z = z] proportional to
     exp(-z^2 / (2 sigma^2)), z in Z.
 
@@ -420,7 +436,7 @@ def discrete_gaussian(sigma2_num, sigma2_den=1, size=None, rng=None):
 
 # --------------------------------------------------------------------------- the grid
 
-def _grid_exponent(g, name="g"):
+def _grid_exponent(g: float, name: str = "g") -> int:
     """e with g == 2**e exactly; refuses anything that is not a positive normal power of two."""
     try:
         gf = float(g)
@@ -434,7 +450,7 @@ def _grid_exponent(g, name="g"):
     return e - 1
 
 
-def grid_for(sigma, bits=_DEFAULT_BITS):
+def grid_for(sigma: float, bits: int = _DEFAULT_BITS) -> float:
     """The public grid step for noise of standard deviation ``sigma``.
 
     g = 2**(floor(log2 sigma) - bits), computed exactly (frexp), so that
@@ -465,7 +481,7 @@ def grid_for(sigma, bits=_DEFAULT_BITS):
     return math.ldexp(1.0, ge)
 
 
-def _grid_index(values, g, name="values"):
+def _grid_index(values: npt.ArrayLike, g: float, name: str = "values") -> np.ndarray:
     """round(values / g) (ties to even) as int64, exactly; refuses |v| / g >= 2**52 and non-finite."""
     ge = _grid_exponent(g)
     v = np.asarray(values, dtype=np.float64)
@@ -481,7 +497,7 @@ def _grid_index(values, g, name="values"):
     return np.rint(v / g).astype(np.int64)
 
 
-def grid_range(g):
+def grid_range(g: float) -> float:
     """(2**52 - 2**40) g: the largest absolute value a release on the grid g * Z handles exactly.
 
     Room of 2**40 steps is left for the noise.
@@ -500,7 +516,7 @@ def grid_range(g):
     return math.ldexp(2.0**52 - 2.0**40, ge) if 52 + ge < 1024 else math.inf
 
 
-def clamp_to_range(values, g):
+def clamp_to_range(values: npt.ArrayLike, g: float) -> np.ndarray:
     """values clipped coordinate-wise to [-grid_range(g), grid_range(g)] (a new array).
 
     The releases clamp their private center with this before rounding it, so that
@@ -524,7 +540,7 @@ def clamp_to_range(values, g):
     return np.clip(np.asarray(values, dtype=np.float64), -b, b)
 
 
-def round_to_grid(values, g):
+def round_to_grid(values: npt.ArrayLike, g: float) -> np.ndarray:
     """The nearest point of the grid g * Z to each value (ties to even), exactly.
 
     Parameters
@@ -543,7 +559,7 @@ def round_to_grid(values, g):
     return k.astype(np.float64) * float(g)
 
 
-def on_grid(values, g):
+def on_grid(values: npt.ArrayLike, g: float) -> bool:
     """True iff every value is an integer multiple of g (exact test; non-finite values are not).
 
     Exact: each float is written as M * 2**E with M an integer (np.frexp), and is
@@ -574,7 +590,7 @@ def on_grid(values, g):
     return bool(np.all(exp.astype(np.int64) - 53 + tz >= ge))
 
 
-def grid_sensitivity(sensitivity, d, g):
+def grid_sensitivity(sensitivity: float, d: int, g: float) -> float:
     """L2 sensitivity of round(center / g) * g: ``sensitivity + sqrt(d) * g``, rounded up.
 
     Rounding each of d coordinates moves it by at most g / 2, so two centers at
@@ -602,7 +618,7 @@ def grid_sensitivity(sensitivity, d, g):
     return math.nextafter(math.nextafter(x, math.inf), math.inf)
 
 
-def grid_variance(sigma, g):
+def grid_variance(sigma: float, g: float) -> Fraction:
     """The exact variance parameter s^2 (in squared grid steps) that :func:`gaussian_on_grid` uses.
 
     (sigma / g)^2 rounded UP to a dyadic rational n / 2**k with
@@ -635,7 +651,8 @@ def grid_variance(sigma, g):
     return Fraction(n, 2 ** k)
 
 
-def gaussian_on_grid(center, sigma, rng=None, *, bits=_DEFAULT_BITS):
+def gaussian_on_grid(center: npt.ArrayLike, sigma: float, rng: RNG = None, *,
+                     bits: int = _DEFAULT_BITS) -> tuple[np.ndarray, float]:
     """Release ``center`` + Gaussian noise, exactly, on the public grid g * Z.
 
     released = round_to_grid(center, g) + g * Z, with Z int64 of the shape of
@@ -685,7 +702,8 @@ def gaussian_on_grid(center, sigma, rng=None, *, bits=_DEFAULT_BITS):
     return total.astype(np.float64) * g, g
 
 
-def calibrate_on_grid(sigma_for, sensitivity, d, *, bits=_DEFAULT_BITS, max_iter=64):
+def calibrate_on_grid(sigma_for: Callable[[float], float], sensitivity: float, d: int, *,
+                      bits: int = _DEFAULT_BITS, max_iter: int = 64) -> tuple[float, float]:
     """Find sigma calibrated for the grid sensitivity of its own grid.
 
     ``sigma_for(Delta)`` must return the noise standard deviation the caller's

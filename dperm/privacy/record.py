@@ -27,7 +27,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any, NoReturn
 
 __all__ = ["ReleaseRecord", "record_to_dict", "record_from_dict", "public_count", "LAYOUTS"]
 
@@ -62,7 +63,7 @@ LAYOUTS = {
 }
 
 
-def _plain(name, v):
+def _plain(name: str, v: Any) -> Any:
     """v as a plain public value, or TypeError: numpy scalars become Python numbers; an
     array, a generator or any other object is refused (a record holds no data)."""
     if v is None or isinstance(v, (str, bool)):
@@ -80,7 +81,7 @@ def _plain(name, v):
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
-class ReleaseRecord(Mapping):
+class ReleaseRecord(Mapping[str, Any]):
     """What one release publishes besides its noisy output: public values only.
 
     Immutable; read it as a mapping (``rec["epsilon"]``, ``rec.get("sigma")``,
@@ -153,7 +154,7 @@ class ReleaseRecord(Mapping):
     train_sizes: tuple | None = None
     validation_size: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout: must be one of {sorted(LAYOUTS)}, got {self.layout!r}")
         keys = set(LAYOUTS[self.layout])
@@ -174,48 +175,50 @@ class ReleaseRecord(Mapping):
             object.__setattr__(self, f.name, v)
 
     # ------------------------------------------------------------- Mapping view
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         if key not in LAYOUTS[self.layout]:
             raise KeyError(key)
         return _out(getattr(self, key))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(LAYOUTS[self.layout])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(LAYOUTS[self.layout])
 
-    def __contains__(self, key):
+    def __contains__(self, key: object) -> bool:
         return key in LAYOUTS[self.layout]
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, Mapping):
             return record_to_dict(self) == dict(other.items())
         return NotImplemented
 
-    __hash__ = None
+    # equal by value to a mutable mapping, so unhashable (as dict is); typeshed declares
+    # object.__hash__ a method, hence the ignore
+    __hash__ = None  # type: ignore[assignment]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ReleaseRecord({record_to_dict(self)!r})"
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: str, value: Any) -> NoReturn:
         raise TypeError("a ReleaseRecord cannot be changed (it is what was released); "
                         "use record.replace(...) for a new one")
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> ReleaseRecord:
         """A new record with `changes` (validated like the constructor)."""
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The serialised record: record_to_dict(self)."""
         return record_to_dict(self)
 
 
-def _out(v):
+def _out(v: Any) -> Any:
     return list(v) if isinstance(v, tuple) else v
 
 
-def record_to_dict(record: ReleaseRecord) -> dict:
+def record_to_dict(record: ReleaseRecord) -> dict[str, Any]:
     """THE serialisation of a release record: {key: value} for the keys of its layout,
     in order, tuples as lists; a new dict each call.  Used by the estimators' privacy_
     view, the model file (dperm.model_io), reprs and privacy_events."""
@@ -224,11 +227,11 @@ def record_to_dict(record: ReleaseRecord) -> dict:
     return {k: _out(getattr(record, k)) for k in LAYOUTS[record.layout]}
 
 
-def record_from_dict(obj: Mapping, layout: str) -> ReleaseRecord:
+def record_from_dict(obj: Mapping[str, Any], layout: str) -> ReleaseRecord:
     """A record read back from its serialised form (a model file's "privacy" object):
     the keys of `layout` (missing ones are None; other keys are not part of a release
     and are ignored). Non-finite numbers written as strings ('inf') are read back."""
-    fields = {}
+    fields: dict[str, Any] = {}
     for k in LAYOUTS[layout]:
         v = obj.get(k)
         if isinstance(v, str) and v in ("inf", "-inf", "nan") and k not in ("grid",):
@@ -237,7 +240,8 @@ def record_from_dict(obj: Mapping, layout: str) -> ReleaseRecord:
     return ReleaseRecord(layout=layout, **fields)
 
 
-def public_count(neighbouring: str, n_public, n_rows: int, *, needs_count: bool = True):
+def public_count(neighbouring: str, n_public: int | None, n_rows: int, *,
+                 needs_count: bool = True) -> int | None:
     """The n_samples a record holds: the PUBLIC count that normalised the objective.
 
     replace_one: `n_public` when given (the size of a data set that a public rule

@@ -46,11 +46,13 @@ only on public quantities (at n epsilon = 4000 KDD Cup 99 wants C = 2 and Adult
 C = 13), so no such rule is within 0.005 of the best everywhere; `dperm.private_tuning`
 (Algorithm 4) selects Lambda privately when the budget and n allow splitting the data.
 """
+from __future__ import annotations
+
 import math
 import sys
 
 from dperm.data.validation import check_choice, check_epsilon, check_positive
-from dperm.losses import get_loss
+from dperm.losses import Loss, get_loss
 
 __all__ = ["auto_alpha", "expected_noise_shift", "coefficient_bound", "noise_dominates"]
 
@@ -83,7 +85,8 @@ _ALPHA_MIN, _ALPHA_MAX = 1e-8, 1.0
 _LOG_FLOAT_MAX = math.log(sys.float_info.max)
 
 
-def _check(n_samples, n_features, epsilon, perturbation, data_norm):
+def _check(n_samples: int, n_features: int, epsilon: float, perturbation: str,
+           data_norm: float) -> tuple[int, int, float]:
     for v, name in ((n_samples, "n_samples"), (n_features, "n_features")):
         if isinstance(v, bool) or int(v) != v or v < 1:
             raise ValueError(f"{name}: must be an integer >= 1, got {v!r}")
@@ -93,24 +96,35 @@ def _check(n_samples, n_features, epsilon, perturbation, data_norm):
     return int(n_samples), int(n_features), check_positive(data_norm, "data_norm")
 
 
-def auto_alpha(n_samples, n_features, epsilon, *, perturbation="objective", loss="logistic",
-               data_norm=1.0, h=0.5, label_bound=None):
+def auto_alpha(n_samples: int, n_features: int, epsilon: float, *,
+               perturbation: str = "objective", loss: str | Loss = "logistic",
+               data_norm: float = 1.0, h: float = 0.5,
+               label_bound: float | None = None) -> float:
     """Lambda from public quantities only (no privacy cost).
 
     Parameters
     ----------
-    n_samples : int, n (public).
-    n_features : int, d of the problem solved (with the intercept column, if any).
-    epsilon : float > 0, the fit's privacy parameter (ignored for perturbation="none").
-    perturbation : {"objective", "output", "none"}
-    loss : loss name (checked; selects the constants).
-    data_norm : float > 0, the public row-norm bound R.
-    h : float > 0, Huber / smoothed-hinge / pseudo-Huber width.
-    label_bound : float > 0, the public bound B on abs(y) (regression losses only).
+    n_samples : int
+        n, the public normalisation count.
+    n_features : int
+        d of the problem solved (with the intercept column, if any).
+    epsilon : float
+        The fit's privacy parameter, > 0 (ignored for perturbation="none").
+    perturbation : {"objective", "output", "none"}, default "objective"
+        The mechanism.
+    loss : str or Loss, default "logistic"
+        The loss (checked; selects the constants).
+    data_norm : float, default 1.0
+        R > 0, the public row-norm bound.
+    h : float, default 0.5
+        Huber / smoothed-hinge / pseudo-Huber width, > 0.
+    label_bound : float, optional
+        B > 0, the public bound on abs(y) (regression losses only, where it is required).
 
     Returns
     -------
-    float, Lambda > 0 (see the module docstring).
+    float
+        Lambda > 0 (mean units; see the module docstring).
     """
     n, d, R = _check(n_samples, n_features, epsilon, perturbation, data_norm)
     lo = get_loss(loss)
@@ -119,13 +133,15 @@ def auto_alpha(n_samples, n_features, epsilon, *, perturbation="objective", loss
     return _rule(n, d, epsilon, perturbation, lo.name, R, h, label_bound=B)
 
 
-def _label_bound(lo, label_bound):
+def _label_bound(lo: Loss, label_bound: float | None) -> float | None:
     if not lo.regression:
         return None
     return check_positive(label_bound, "label_bound")
 
 
-def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None, label_bound=None):
+def _rule(n: int, d: int, epsilon: float, perturbation: str, loss: str | Loss, R: float,
+          h: float, constants: tuple[float, float, float, float] | None = None,
+          label_bound: float | None = None) -> float:
     """The rule for checked inputs; `constants` (C, a, b, S) replaces the calibrated
     ones of (loss, perturbation) (benchmarks/alpha_auto.py --calibrate searches them)."""
     lo = get_loss(loss)
@@ -139,6 +155,7 @@ def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None, label_bound=N
     log_ne_b = b * math.log(ne)
     alpha = C * R2 * (d / 100.0) ** a / ne ** b if log_ne_b < _LOG_FLOAT_MAX else 0.0
     if lo.regression:
+        assert label_bound is not None, "a regression loss's rule needs label_bound"
         alpha *= h / label_bound
     if perturbation == "objective":
         # epsilon' = 0 where 2q + q^2 = e^eps - 1, q = c R^2 / (n Lambda)
@@ -156,13 +173,15 @@ def _rule(n, d, epsilon, perturbation, loss, R, h, constants=None, label_bound=N
     return alpha
 
 
-def _expm1_or_inf(x):
+def _expm1_or_inf(x: float) -> float:
     """e^x - 1, or inf where it overflows a float (x above about 709.78): math.expm1
     raises OverflowError there (epsilon above about 1420 in the epsilon' = 0 floor)."""
     return math.expm1(x) if x < _LOG_FLOAT_MAX else math.inf
 
 
-def _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h, label_bound=None):
+def _shift_and_bound(n: int, d: int, epsilon: float, alpha: float, perturbation: str,
+                     loss: str | Loss, R: float, h: float,
+                     label_bound: float | None = None) -> tuple[float, float]:
     """(expected noise shift, bound on the noise-free coefficients' norm) for one alpha.
     The noise scales with one row's gradient bound L (Loss.gradient_bound: R for the
     margin losses, h R for the pseudo-Huber loss)."""
@@ -181,8 +200,10 @@ def _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h, label_bound
     return 2.0 * d * L / float(eps_p[0]) / (n * reg), math.sqrt(2.0 * l0 / reg)
 
 
-def expected_noise_shift(n_samples, n_features, epsilon, alpha, *, perturbation="objective",
-                         loss="logistic", data_norm=1.0, h=0.5, label_bound=None):
+def expected_noise_shift(n_samples: int, n_features: int, epsilon: float, alpha: float, *,
+                         perturbation: str = "objective", loss: str | Loss = "logistic",
+                         data_norm: float = 1.0, h: float = 0.5,
+                         label_bound: float | None = None) -> float:
     """The expected distance between the private and the non-private coefficients.
 
     Output perturbation: E||b|| = d / beta = 2 d L / (n Lambda epsilon), exactly.
@@ -228,7 +249,8 @@ def expected_noise_shift(n_samples, n_features, epsilon, alpha, *, perturbation=
     return _shift_and_bound(n, d, epsilon, alpha, perturbation, loss, R, h, B)[0]
 
 
-def coefficient_bound(alpha, *, loss="logistic", h=0.5, label_bound=None):
+def coefficient_bound(alpha: float, *, loss: str | Loss = "logistic", h: float = 0.5,
+                      label_bound: float | None = None) -> float:
     """An upper bound on ||f*|| for any data.
 
     J(f*) <= J(0) gives ||f*||^2 <= 2 loss(0) / Lambda (loss(0) <= rho(B) for a regression
@@ -254,8 +276,10 @@ def coefficient_bound(alpha, *, loss="logistic", h=0.5, label_bound=None):
                      / check_positive(alpha, "alpha"))
 
 
-def noise_dominates(n_samples, n_features, epsilon, alpha, *, perturbation="objective",
-                    loss="logistic", data_norm=1.0, h=0.5, label_bound=None):
+def noise_dominates(n_samples: int, n_features: int, epsilon: float, alpha: float, *,
+                    perturbation: str = "objective", loss: str | Loss = "logistic",
+                    data_norm: float = 1.0, h: float = 0.5,
+                    label_bound: float | None = None) -> bool:
     """True when the expected noise shift exceeds S times the largest norm the noise-free
     coefficients can have (so the released model is mostly noise).
 

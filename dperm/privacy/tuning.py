@@ -40,7 +40,7 @@ from dperm.data.validation import check_epsilon, check_positive, check_random_st
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.privacy.accountant import ApproxEvent
 from dperm.privacy.noise import warn_if_seeded
-from dperm.privacy.record import ReleaseRecord
+from dperm.privacy.record import ReleaseRecord, record_to_dict
 
 __all__ = ["private_tuning", "PrivateTuningResult", "exponential_mechanism", "random_split"]
 
@@ -163,13 +163,13 @@ class PrivateTuningResult:
     delta : float, default 0.0
         0 for pure-epsilon models, else the largest delta of the models' settings (the
         procedure is (epsilon, delta)-DP).
+    fit_diagnostics_ : dict
+        ``"mistakes"`` (ndarray (m,), z_i) and ``"probabilities"`` (ndarray (m,), q_i).
+        Not releasable.
     release_record_ : ReleaseRecord
         The record of the procedure (dperm.privacy.record); ``privacy_`` is its
         serialised dict (epsilon, delta, neighbouring, n_candidates, train_sizes,
         validation_size).
-    fit_diagnostics_ : dict
-        ``"mistakes"`` (ndarray (m,), z_i) and ``"probabilities"`` (ndarray (m,), q_i).
-        Not releasable.
 
     Examples
     --------
@@ -187,7 +187,7 @@ class PrivateTuningResult:
     ['mistakes', 'probabilities']
     """
 
-    best_estimator_: object
+    best_estimator_: Any          # a fitted scikit-learn estimator
     best_params_: dict
     best_index_: int
     params: list
@@ -197,24 +197,22 @@ class PrivateTuningResult:
     estimators_: list = field(default_factory=list, repr=False)
     delta: float = 0.0
     fit_diagnostics_: dict = field(default_factory=dict, repr=False)
-    release_record_: object = field(default=None, repr=False)
+    release_record_: ReleaseRecord | None = field(default=None, repr=False)
 
     @property
     def n_candidates(self) -> int:
         return len(self.params)
 
     @property
-    def privacy_(self):
+    def privacy_(self) -> dict[str, Any] | None:
         """The procedure's release record (dperm.privacy.record, layout "tuning")
         serialised: its epsilon and delta, the relation (replace_one), the number of
         candidates and the parts' sizes (functions of the public n).  Each released
         model carries its own ``privacy_``."""
-        from dperm.privacy.record import record_to_dict
-
         return None if self.release_record_ is None else record_to_dict(self.release_record_)
 
 
-def _check_grid(param_grid):
+def _check_grid(param_grid: Any) -> list[dict[str, Any]]:
     """The grid as a list of dicts; refuse anything that is not a fixed, finite collection."""
     from sklearn.model_selection import ParameterGrid
 
@@ -248,12 +246,12 @@ def _check_grid(param_grid):
     return [dict(p) for p in grid]
 
 
-def _keys(params, name):
+def _keys(params: Mapping[str, Any], name: str) -> list[str]:
     """Parameter names of a (possibly nested) estimator that end in `name`."""
     return [k for k in params if k == name or k.endswith("__" + name)]
 
 
-def _procedure_delta(base, grid):
+def _procedure_delta(base: Any, grid: list[dict[str, Any]]) -> float:
     """delta of the whole procedure: the largest delta any model is fitted with (0 for
     pure-epsilon models).  Refuses add/remove models: the guarantee of the split into
     m + 1 equal parts is argued for replace-one neighbours (n public)."""
