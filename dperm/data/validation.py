@@ -4,9 +4,13 @@ Each check raises ValueError (or TypeError for a wrong kind of object) whose
 message starts with the parameter's name, and returns a clean copy or view;
 nothing here mutates its input.
 """
+import functools
+import inspect
 import math
 import numbers
 import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -20,6 +24,8 @@ __all__ = [
     "check_random_state", "check_n_threads", "apply_norm_bound", "check_choice",
     "fresh_generator", "is_fixed_seed", "spawn_generator", "row_norms", "bound_rows",
     "check_class_labels", "free_cores", "team_limit",
+    "Constraint", "Interval", "Options", "InstanceOf", "Satisfies", "Each", "NONE",
+    "BOOLEAN", "POSITIVE", "DATA_NORM", "NORM_POLICIES", "RANDOM_STATE", "N_THREADS", "check_param", "check_params", "validate_params", "resolve_n_threads",
 ]
 
 
@@ -438,12 +444,19 @@ def check_n_threads(n_threads, name="n_threads"):
     The number returned sets how each pass splits its rows (and so the result, bit for
     bit); the OpenMP team that runs the parts is at most `free_cores()`, refreshed here
     (see `team_limit`), which changes the speed on a busy machine, never the result."""
+    if not (n_threads is None or n_threads == -1):
+        if isinstance(n_threads, bool) or not isinstance(n_threads, (numbers.Integral, np.integer)) \
+                or n_threads < 1:
+            raise ValueError(f"{name}: must be None, -1 or an integer >= 1, got {n_threads!r}")
+    return resolve_n_threads(n_threads)
+
+
+def resolve_n_threads(n_threads):
+    """`check_n_threads` on a checked value: the cores for None or -1, else the count
+    (and the team limit refreshed)."""
     update_team_limit()
     if n_threads is None or n_threads == -1:
         return default_threads()
-    if isinstance(n_threads, bool) or not isinstance(n_threads, (numbers.Integral, np.integer)) \
-            or n_threads < 1:
-        raise ValueError(f"{name}: must be None, -1 or an integer >= 1, got {n_threads!r}")
     return int(n_threads)
 
 
@@ -640,3 +653,240 @@ def check_class_labels(y, n, n_classes, *, name="y"):
         raise ValueError(f"{name}: class labels must lie in 0..{n_classes - 1} "
                          f"(n_classes={n_classes}), found {vals.tolist()}")
     return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------- declared
+# parameter constraints (after scikit-learn's ``_parameter_constraints`` and
+# ``validate_params``, sklearn/utils/_param_validation.py): every public entry point
+# declares, in one table, what each of its parameters may be; `check_params` checks a
+# call against its table once, at the boundary, and the functions it calls take the
+# values as checked.
+class Constraint:
+    """One form a parameter's value may take; a parameter's constraints are a list, and
+    a value is valid when one of them accepts it."""
+
+    #: what an error message says the value must be ("a positive finite number")
+    description = ""
+
+    def accepts(self, value: object) -> bool:
+        raise NotImplementedError
+
+
+class Interval(Constraint):
+    """A real number (or, with ``integer``, an integer) in a range; never a bool, NaN or
+    an infinity.
+
+    Parameters
+    ----------
+    low, high : float or None
+        The ends (None: unbounded).
+    closed : {"neither", "left", "right", "both"}
+        Which ends belong to the range.
+    integer : bool
+        Integers only (``numbers.Integral``).  ``"valued"``: any real number with an
+        integer value (a count that arrives as 1e6).
+    description : str, optional
+        The error message's wording (default: built from the range).
+    """
+
+    def __init__(self, low: float | None = None, high: float | None = None, *,
+                 closed: str = "neither", integer: bool | str = False,
+                 description: str | None = None) -> None:
+        self.low, self.high, self.closed, self.integer = low, high, closed, integer
+        self.description = description or self._describe()
+
+    def _describe(self) -> str:
+        kind = "an integer" if self.integer else "a finite number"
+        if self.low == 0 and self.high is None and self.closed in ("neither", "right"):
+            return "a positive integer" if self.integer else "a positive finite number"
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>=' if self.closed in ('left', 'both') else '>'} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"{'<=' if self.closed in ('right', 'both') else '<'} {self.high:g}")
+        return f"{kind} {' and '.join(parts)}".rstrip()
+
+    def accepts(self, value: object) -> bool:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            return False
+        if self.integer is True and not isinstance(value, numbers.Integral):
+            return False
+        v = float(value)
+        if not math.isfinite(v) or (self.integer == "valued" and not v.is_integer()):
+            return False
+        if self.low is not None and (v < self.low or (v == self.low and self.closed not in (
+                "left", "both"))):
+            return False
+        return self.high is None or v < self.high or (
+            v == self.high and self.closed in ("right", "both"))
+
+
+class Options(Constraint):
+    """One of a set of strings."""
+
+    def __init__(self, options: "set[str] | frozenset[str] | tuple[str, ...]") -> None:
+        self.options = frozenset(options)
+        self.description = " or ".join(repr(o) for o in sorted(self.options))
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, str) and value in self.options
+
+
+class InstanceOf(Constraint):
+    """An instance of a class (a wrong type raises TypeError)."""
+
+    def __init__(self, cls: type, description: str | None = None) -> None:
+        self.cls = cls
+        self.description = description or f"a {cls.__module__}.{cls.__qualname__}"
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, self.cls)
+
+
+class Satisfies(Constraint):
+    """A value that a check function accepts: it raises its own error (naming the
+    parameter) for a value of the right kind but out of range; a `kind` predicate says
+    which values are of that kind (the others fall through to the next constraint)."""
+
+    def __init__(self, check: "Callable[[Any, str], object]", description: str,
+                 kind: "Callable[[object], bool] | None" = None) -> None:
+        self.check, self.description, self.kind = check, description, kind
+
+    def accepts(self, value: object) -> bool:
+        return self.kind is None or self.kind(value)
+
+
+class Each(Constraint):
+    """A scalar that ``inner`` accepts, or a non-empty 1-D sequence of such values (a
+    batch of problems: one alpha per fit)."""
+
+    def __init__(self, inner: Constraint) -> None:
+        self.inner = inner
+        self.description = f"{inner.description} or a non-empty 1-D sequence of them"
+
+    def accepts(self, value: object) -> bool:
+        if isinstance(value, (str, bytes)):
+            return False
+        if np.ndim(value) == 0:
+            return self.inner.accepts(value.item() if isinstance(value, np.ndarray) else value)
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError):
+            return False
+        return arr.ndim == 1 and arr.size > 0 and all(
+            self.inner.accepts(v.item() if hasattr(v, "item") else v) for v in arr)
+
+
+class _NoneConstraint(Constraint):
+    description = "None"
+
+    def accepts(self, value: object) -> bool:
+        return value is None
+
+
+class _Boolean(Constraint):
+    description = "True or False"
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, (bool, np.bool_))
+
+
+#: the constraints for ``None`` and for a bool
+NONE: Constraint = _NoneConstraint()
+BOOLEAN: Constraint = _Boolean()
+#: > 0 and finite (epsilon, h, tol, a bound)
+POSITIVE = Interval(0, None)
+#: ``random_state``: fresh entropy, a seed, or a generator
+RANDOM_STATE = [NONE, Interval(0, None, closed="left", integer=True,
+                               description="an int seed >= 0"),
+                InstanceOf(np.random.Generator, "a numpy Generator"),
+                InstanceOf(np.random.RandomState, "a numpy RandomState")]
+#: ``data_norm``: a positive number small enough to compute with (`check_data_norm`)
+DATA_NORM = [Satisfies(lambda v, name: check_data_norm(v, name), "a positive finite number",
+                       kind=POSITIVE.accepts)]
+#: ``norm_policy``: what a row above data_norm gets
+NORM_POLICIES = ("clip", "error")
+#: ``n_threads``: None or -1 (every core), or a count
+N_THREADS = [NONE, Interval(-1, -1, closed="both", integer=True, description="-1"),
+             Interval(1, None, closed="left", integer=True, description="an integer >= 1")]
+
+#: name -> the list of forms the parameter may take
+ParameterTable = Mapping[str, Sequence[Constraint]]
+
+
+def check_param(name: str, value: Any, constraints: Sequence[Constraint]) -> None:
+    """Raise the error that names ``name`` and what it may be unless one of ``constraints``
+    accepts ``value``: a ``Satisfies`` constraint runs its check (which may raise its own,
+    more specific message); options only give ``name=value is not valid; choose one of
+    [...]``; a wrong type where only instances fit, TypeError."""
+    for c in constraints:
+        if c.accepts(value):
+            if isinstance(c, Satisfies):
+                c.check(value, name)
+            return
+    if constraints and all(isinstance(c, Options) for c in constraints):
+        choices = sorted(set().union(*(c.options for c in constraints)))    # type: ignore[attr-defined]
+        raise ValueError(f"{name}={value!r} is not valid; choose one of {choices}")
+    kinds = [c for c in constraints if c is not NONE]
+    wanted = " or ".join(c.description for c in constraints)
+    if kinds and all(isinstance(c, InstanceOf) for c in kinds):
+        raise TypeError(f"{name}: expected {wanted}, got {type(value).__name__}")
+    raise ValueError(f"{name}: must be {wanted}, got {value!r}")
+
+
+def check_params(table: ParameterTable, values: Mapping[str, Any]) -> None:
+    """Check every parameter of ``table`` found in ``values`` (a call's arguments, an
+    estimator's ``get_params()``) against its declared constraints, in the table's order:
+    the one place an entry point's parameters are validated.
+
+    Parameters
+    ----------
+    table : mapping of str to list of Constraint
+        The entry point's declaration (e.g. ``PrivateLinearClassifier._parameter_constraints``).
+    values : mapping of str to object
+        The values; names missing from it are not checked (a parameter that does not
+        apply to this call).
+
+    Raises
+    ------
+    ValueError or TypeError
+        The first invalid parameter, named, with what it may be.
+
+    Examples
+    --------
+    >>> from dperm.data.validation import NONE, POSITIVE, check_params
+    >>> check_params({"tol": [NONE, POSITIVE]}, {"tol": 1e-8})
+    >>> check_params({"tol": [NONE, POSITIVE]}, {"tol": -1})
+    Traceback (most recent call last):
+    ...
+    ValueError: tol: must be None or a positive finite number, got -1
+    """
+    for name, constraints in table.items():
+        if name in values:
+            check_param(name, values[name], constraints)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def validate_params(table: ParameterTable) -> "Callable[[Callable[_P, _R]], Callable[_P, _R]]":
+    """Decorator: check a public function's arguments against ``table`` on every call
+    (`check_params`), before its body runs; the body and what it calls trust them."""
+    def decorate(fn: "Callable[_P, _R]") -> "Callable[_P, _R]":
+        sig = inspect.signature(fn)
+        missing = set(table) - set(sig.parameters)
+        if missing:
+            raise TypeError(f"{fn.__qualname__}: constraints for unknown parameters "
+                            f"{sorted(missing)}")
+
+        @functools.wraps(fn)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            check_params(table, bound.arguments)
+            return fn(*args, **kwargs)
+
+        checked.parameter_constraints = table   # type: ignore[attr-defined]
+        return checked
+    return decorate

@@ -12,18 +12,30 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dperm.data import oracle as _oracle
-from dperm.data.validation import check_n_threads, check_positive
+from dperm.data.validation import (
+    N_THREADS,
+    NONE,
+    POSITIVE,
+    Each,
+    Interval,
+    Options,
+    ParameterTable,
+    Satisfies,
+    resolve_n_threads,
+    validate_params,
+)
 from dperm.exceptions import ConvergenceWarning
-from dperm.losses import get_loss
+from dperm.losses import Loss, get_loss
 from dperm.optim.status import LBFGS_STATUS, NEWTON_STATUS
 
 __all__ = ["minimize", "MinimizeResult", "objective", "hessian", "hessian_vector",
-           "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
+           "DEFAULT_TOL", "DEFAULT_MAX_ITER", "SOLVERS", "MINIMIZE_PARAMETERS"]
 
 #: gradient-norm tolerance: tight, because the privacy proofs assume the exact minimizer
 DEFAULT_TOL = 1e-10
@@ -57,23 +69,50 @@ class MinimizeResult:
     status: list[str] | str = field(default_factory=list)
 
 
-def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
+def _check_loss(value: Any, name: str) -> None:
+    get_loss(value)
+
+
+SOLVERS = ("auto", "lbfgs", "newton")
+
+#: what the functions of this module share (alpha and extra_l2: one value, or one per
+#: problem of the batch), declared once and checked at each public function's call
+_SHARED_PARAMETERS: ParameterTable = {
+    "loss": [Satisfies(_check_loss, "a loss name")],
+    "alpha": [Each(POSITIVE)],
+    "h": [POSITIVE],
+    "extra_l2": [Each(Interval(0.0, None, closed="left"))],
+    "n_threads": N_THREADS,
+}
+#: minimize's parameters
+MINIMIZE_PARAMETERS: ParameterTable = {
+    **_SHARED_PARAMETERS,
+    "tol": [NONE, POSITIVE],
+    "max_iter": [NONE, Interval(0, None, closed="left", integer=True)],
+    "memory": [NONE, Interval(1, None, closed="left", integer=True)],
+    "solver": [Options(SOLVERS)],
+}
+
+
+def _prepare(X: Any, y: Any, loss: str, alpha: float | ArrayLike, h: float,
+             extra_l2: float | ArrayLike, linear: ArrayLike | None,
+             n_threads: int | None) -> tuple[Any, Any, Loss, float, np.ndarray,
+                                             np.ndarray | None, bool, int]:
+    """The rows checked (the data path) and the checked parameters as the solver takes
+    them: l2 = alpha + extra_l2 per problem, the linear terms (k, d), the thread count."""
     # a Dask collection: rows and labels stay on the workers (validated there); n and d
     # are public
     lo = get_loss(loss)
     X, y = _oracle.check_rows(X, y, regression=lo.regression)
-    n, d = X.shape
-    h = check_positive(h, "h")
+    d = X.shape[1]
     scalar = np.ndim(alpha) == 0
-    alpha_arr = np.atleast_1d(np.asarray(alpha, dtype=np.float64)) if not isinstance(alpha, str) else None
-    if alpha_arr is None or alpha_arr.ndim != 1 or alpha_arr.size == 0:
-        raise ValueError(f"alpha: must be a positive number or a 1-D sequence of them, got {alpha!r}")
-    if not (np.all(np.isfinite(alpha_arr)) and np.all(alpha_arr > 0)):
-        raise ValueError(f"alpha: every value must be positive and finite, got {alpha!r}")
+    alpha_arr = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
     k = alpha_arr.size
-    extra = np.broadcast_to(np.asarray(extra_l2, dtype=np.float64), (k,)) if np.ndim(extra_l2) <= 1 else None
-    if extra is None or not (np.all(np.isfinite(extra)) and np.all(extra >= 0)):
-        raise ValueError(f"extra_l2: must be >= 0 and finite (scalar or one per alpha), got {extra_l2!r}")
+    try:
+        extra = np.broadcast_to(np.asarray(extra_l2, dtype=np.float64), (k,))
+    except ValueError:
+        raise ValueError(f"extra_l2: expected a scalar or one value per alpha ({k}), got "
+                         f"shape {np.shape(extra_l2)}") from None
     B = None
     if linear is not None:
         B = np.asarray(linear, dtype=np.float64)
@@ -86,10 +125,7 @@ def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
         B = np.ascontiguousarray(np.broadcast_to(B, (k, d)))
         scalar = scalar and np.ndim(linear) == 1
     l2 = np.ascontiguousarray(alpha_arr + extra)
-    return X, y, lo, h, l2, B, scalar, check_n_threads(n_threads)
-
-
-SOLVERS = ("auto", "lbfgs", "newton")
+    return X, y, lo, float(h), l2, B, scalar, resolve_n_threads(n_threads)
 
 
 def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | ArrayLike = 1.0,
@@ -153,18 +189,24 @@ def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | 
     MinimizeResult with coef (d,) or (k, d), fun, n_iter, grad_norm, converged and
     a status string per problem; scalars where alpha (and linear) were scalar.
     """
+    return _minimize(X, y, loss=loss, alpha=alpha, h=h, linear=linear, extra_l2=extra_l2,
+                     tol=tol, max_iter=max_iter, n_threads=n_threads, memory=memory,
+                     coef_init=coef_init, warn=warn, solver=solver)
+
+
+def _minimize(X: Any, y: Any, *, loss: str, alpha: float | ArrayLike, h: float,
+              linear: ArrayLike | None = None, extra_l2: float | ArrayLike = 0.0,
+              tol: float | None = None, max_iter: int | None = None,
+              n_threads: int | None = None, memory: int | None = None,
+              coef_init: ArrayLike | None = None, warn: bool = True,
+              solver: str = "auto") -> MinimizeResult:
+    """`minimize` on checked parameters (the mechanisms' solves call this)."""
     X, y, lo, h, l2, B, scalar, nt = _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads)
-    tol = DEFAULT_TOL if tol is None else check_positive(tol, "tol")
-    if max_iter is None:
-        max_iter = DEFAULT_MAX_ITER
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
-        raise ValueError(f"max_iter: must be an integer >= 0, got {max_iter!r}")
+    tol = DEFAULT_TOL if tol is None else float(tol)
+    max_iter = DEFAULT_MAX_ITER if max_iter is None else int(max_iter)
     k, d = l2.size, X.shape[1]
     if memory is None:
         memory = int(min(100, max(10, 2**28 // (16 * k * d))))
-    if isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1:
-        raise ValueError(f"memory: must be an integer >= 1, got {memory!r}")
-    k, d = l2.size, X.shape[1]
     W0 = np.zeros((k, d))
     if coef_init is not None:
         c0 = np.asarray(coef_init, dtype=np.float64)
@@ -174,8 +216,6 @@ def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | 
             raise ValueError(f"coef_init: expected shape ({d},) or ({k}, {d}), got {c0.shape}") from None
         if not np.all(np.isfinite(W0)):
             raise ValueError("coef_init: contains NaN or infinity")
-    if solver not in SOLVERS:
-        raise ValueError(f"solver={solver!r} is not valid; choose one of {list(SOLVERS)}")
     if solver == "auto":
         solver = "lbfgs"
     oracle = _oracle.binary_oracle(X, y, n_threads=nt,
@@ -274,6 +314,7 @@ def _as_block(W, d, name):
     return W, single
 
 
+@validate_params(_SHARED_PARAMETERS)
 def objective(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
               alpha: float | ArrayLike = 1.0, h: float = 0.5, linear: ArrayLike | None = None,
               extra_l2: float | ArrayLike = 0.0,
@@ -302,6 +343,7 @@ def objective(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
     return (F[0], G[0]) if single else (F, G)
 
 
+@validate_params(_SHARED_PARAMETERS)
 def hessian_vector(X: ArrayLike, y: ArrayLike, W: ArrayLike, V: ArrayLike, loss: str = "logistic",
                    alpha: float | ArrayLike = 1.0, h: float = 0.5,
                    extra_l2: float | ArrayLike = 0.0, n_threads: int | None = None) -> np.ndarray:
@@ -330,6 +372,7 @@ def hessian_vector(X: ArrayLike, y: ArrayLike, W: ArrayLike, V: ArrayLike, loss:
     return out[0] if single else out
 
 
+@validate_params(_SHARED_PARAMETERS)
 def hessian(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
             alpha: float | ArrayLike = 1.0, h: float = 0.5, extra_l2: float | ArrayLike = 0.0,
             n_threads: int | None = None) -> np.ndarray:

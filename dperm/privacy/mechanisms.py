@@ -40,19 +40,28 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dperm.data.oracle import check_rows
 from dperm.data.validation import (
+    DATA_NORM,
+    N_THREADS,
+    NONE,
+    NORM_POLICIES,
+    POSITIVE,
+    RANDOM_STATE,
+    Each,
+    Interval,
+    Options,
+    ParameterTable,
+    Satisfies,
     bound_rows,
-    check_alpha,
-    check_choice,
-    check_data_norm,
-    check_epsilon,
-    check_positive,
+    check_params,
     check_random_state,
+    validate_params,
 )
 from dperm.exceptions import NotConvergedError, PrivacyLeakWarning
 from dperm.losses import (
@@ -67,7 +76,9 @@ from dperm.privacy.noise import sample_l2_laplace, warn_if_seeded
 
 __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_output_noise",
            "output_perturbation_constants", "objective_perturbation_constants",
-           "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events"]
+           "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events",
+           "PRIVACY_PARAMETERS", "MECHANISM_PARAMETERS", "normalising_count",
+           "warn_if_count_private"]
 
 #: bits of the exact-noise grid below the noise scale (dperm.privacy.exact_noise.grid_for)
 GRID_BITS = 20
@@ -321,8 +332,43 @@ def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_s
 
 
 # ----------------------------------------------------------------------------- inputs
-def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
-    """(delta, neighbouring, n used for normalisation), validated.
+#: delta, neighbouring and n_public: the privacy parameters of every private entry point,
+#: declared once (the estimators' tables include this one)
+PRIVACY_PARAMETERS: ParameterTable = {
+    "delta": [Interval(0.0, 1.0, closed="left",
+                       description="a number in [0, 1) (0 for pure epsilon-DP)")],
+    "neighbouring": [Options(NEIGHBOURING)],
+    "n_public": [NONE, Interval(1, None, closed="left", integer="valued",
+                                description="a positive integer (a public count of rows)")],
+}
+
+
+def normalising_count(n_public: float | None, n: int) -> float:
+    """The count that normalises the objective: the public ``n_public`` when given, else
+    the row count ``n`` (the caller has warned under add_remove: `warn_if_count_private`).
+    Takes checked values."""
+    return float(n_public) if n_public is not None else float(n)
+
+
+def warn_if_count_private(neighbouring: str, n_public: float | None, stacklevel: int = 3) -> None:
+    """The PrivacyLeakWarning of an add_remove release normalised by the row count of X
+    (``n_public`` not given).  Issued once per fit, by the entry point that holds the
+    user's choice (a mechanism's public function, an estimator's fit); what they call
+    receives the resolved count and never warns."""
+    if neighbouring == "add_remove" and n_public is None:
+        warnings.warn(
+            "n_public: not given, so the objective is normalised by the row count of X. Under "
+            "neighbouring='add_remove' the size of the data set is private: the guarantee then "
+            "covers neighbours of the same size only. Pass n_public (a public count, e.g. the "
+            "planned sample size) for the full add/remove guarantee.", PrivacyLeakWarning,
+            stacklevel=stacklevel + 1)
+
+
+def check_privacy_params(delta: float, neighbouring: str, n_public: float | None, n: int, *,
+                         warn: bool = True) -> tuple[float, str, float]:
+    """(delta, neighbouring, n used for normalisation), validated: `PRIVACY_PARAMETERS`
+    checked, `normalising_count`, and (``warn``) `warn_if_count_private`.  For callers
+    outside the declared entry points; those check the table once and resolve the count.
 
     Parameters
     ----------
@@ -341,29 +387,11 @@ def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
     -------
     delta, neighbouring, n_norm : tuple
     """
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) \
-            or not (0.0 <= float(delta) < 1.0):
-        raise ValueError(f"delta: must be a number in [0, 1) (0 for pure epsilon-DP), got {delta!r}")
-    delta = float(delta)
-    check_choice(neighbouring, "neighbouring", set(NEIGHBOURING))
-    if n_public is not None:
-        # a count: the record keeps it as an integer, and the calibration must use
-        # the very number recorded
-        if isinstance(n_public, bool) or not isinstance(
-                n_public, (int, float, np.integer, np.floating)) \
-                or not (math.isfinite(n_public) and float(n_public).is_integer()
-                        and n_public >= 1):
-            raise ValueError(f"n_public: must be a positive integer (a public count of rows), "
-                             f"got {n_public!r}")
-        return delta, neighbouring, float(n_public)
-    if neighbouring == "add_remove" and warn:
-        warnings.warn(
-            "n_public: not given, so the objective is normalised by the row count of X. Under "
-            "neighbouring='add_remove' the size of the data set is private: the guarantee then "
-            "covers neighbours of the same size only. Pass n_public (a public count, e.g. the "
-            "planned sample size) for the full add/remove guarantee.", PrivacyLeakWarning,
-            stacklevel=4)
-    return delta, neighbouring, float(n)
+    check_params(PRIVACY_PARAMETERS,
+                 {"delta": delta, "neighbouring": neighbouring, "n_public": n_public})
+    if warn:
+        warn_if_count_private(neighbouring, n_public, stacklevel=3)
+    return float(delta), neighbouring, normalising_count(n_public, n)
 
 
 def privacy_events(record, n_fits=1):
@@ -434,7 +462,35 @@ def _warn_if_grid_clamps(g, scale):
             "raise tol (perturbation='amp') or alpha.", UserWarning, stacklevel=3)
 
 
-def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes):
+def _check_loss(value: Any, name: str) -> None:
+    """A registered loss (get_loss's error names the choices) or "multinomial"."""
+    if value != MULTINOMIAL:
+        get_loss(value)
+
+
+#: the parameters both mechanisms have, declared once (checked by `validate_params` when
+#: the public function is called; the estimators check their own tables and call the
+#: unchecked `_output` / `_objective`)
+MECHANISM_PARAMETERS: ParameterTable = {
+    "loss": [Satisfies(_check_loss, "a loss name")],
+    "alpha": [Each(POSITIVE)],
+    "epsilon": [POSITIVE],
+    **PRIVACY_PARAMETERS,
+    "h": [POSITIVE],
+    "data_norm": DATA_NORM,
+    "norm_policy": [Options(NORM_POLICIES)],
+    "n_draws": [Interval(1, None, closed="left", integer=True)],
+    "random_state": RANDOM_STATE,
+    "tol": [NONE, POSITIVE],
+    "max_iter": [NONE, Interval(0, None, closed="left", integer=True)],
+    "n_threads": N_THREADS,
+    "solver": [Options(erm.SOLVERS)],
+}
+
+
+def _inputs(X, y, loss, alpha, data_norm, norm_policy, n_classes):
+    """(rows, labels, Loss or None for the softmax, alphas (k,), whether alpha was a
+    scalar): the rows checked and bounded (the data path); the parameters as checked."""
     multinomial = loss == MULTINOMIAL
     lo = None if multinomial else get_loss(loss)
     # a Dask array: rows, labels, validation and clipping stay on the workers
@@ -442,14 +498,9 @@ def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_cl
                       softmax_message="loss='multinomial': a Dask array is not supported "
                                       "yet; fit one-vs-rest binary models or compute X first",
                       regression=lo is not None and lo.regression)
-    alphas, scalar = check_alpha(alpha)
-    epsilon = check_epsilon(epsilon)
-    h = check_positive(h, "h")
-    data_norm = check_data_norm(data_norm, "data_norm")
-    if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
-        raise ValueError(f"n_draws: must be an integer >= 1, got {n_draws!r}")
-    X = bound_rows(X, data_norm, norm_policy)   # clipping factors, not a copy
-    return X, y, lo, alphas, scalar, epsilon, h, data_norm, int(n_draws)
+    alphas = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
+    X = bound_rows(X, float(data_norm), norm_policy)   # clipping factors, not a copy
+    return X, y, lo, alphas, np.ndim(alpha) == 0
 
 
 def _shape(a, scalar):
@@ -466,9 +517,9 @@ def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max
         return minimize_multinomial(X, y, n_classes, alpha=alpha, extra_l2=extra_l2,
                                     linear=linear, tol=tol, max_iter=max_iter,
                                     n_threads=n_threads)
-    return erm.minimize(X, y, loss=lo.name, alpha=alpha, h=h, linear=linear,
-                        extra_l2=extra_l2, tol=tol, max_iter=max_iter, n_threads=n_threads,
-                        solver=solver)
+    return erm._minimize(X, y, loss=lo.name, alpha=alpha, h=h, linear=linear,
+                         extra_l2=extra_l2, tol=tol, max_iter=max_iter, n_threads=n_threads,
+                         solver=solver)
 
 
 def _curvature(lo, h, R, n_classes):
@@ -552,10 +603,14 @@ def _common_parameters(fn):
 
 
 @_common_parameters
-def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, epsilon, delta=0.0,
-                        neighbouring="replace_one", n_public=None, n_classes=None, h=0.5,
-                        data_norm=1.0, norm_policy="clip", n_draws=1, random_state=None,
-                        tol=None, max_iter=None, n_threads=None, solver="auto") -> PrivateFit:
+@validate_params(MECHANISM_PARAMETERS)
+def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss: str = "logistic",
+                        alpha: float | ArrayLike, epsilon: float, delta: float = 0.0,
+                        neighbouring: str = "replace_one", n_public: float | None = None,
+                        n_classes: int | None = None, h: float = 0.5, data_norm: float = 1.0,
+                        norm_policy: str = "clip", n_draws: int = 1, random_state: Any = None,
+                        tol: float | None = None, max_iter: int | None = None,
+                        n_threads: int | None = None, solver: str = "auto") -> PrivateFit:
     """Algorithm 1 (sensitivity method): f* + b.
 
     delta = 0: ||b|| ~ Gamma(d, 1/beta), beta = eps / sens (sens = 2R/(n Lambda) for
@@ -644,18 +699,35 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
     >>> fit.record()["mechanism"]                           # public: publish with the coefficients
     'output'
     """
-    from dperm.privacy import calibration, exact_noise
-
-    X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
-        X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes)
-    n, d = X.shape
-    delta, nb, n_norm = check_privacy_params(delta, neighbouring, n_public, n)
-    K = 2 if lo is not None else int(n_classes)
-    if lo is None and delta == 0:
+    if loss == MULTINOMIAL and delta == 0:
         raise ValueError("delta: loss='multinomial' is an (epsilon, delta) mechanism; give "
                          "delta > 0 (pure epsilon multi-class models are one-vs-rest: "
                          "PrivateLinearClassifier does that)")
+    warn_if_count_private(neighbouring, n_public)
     warn_if_seeded(random_state)
+    return _output(X, y, loss=loss, alpha=alpha, epsilon=epsilon, delta=delta,
+                   neighbouring=neighbouring, n_public=n_public, n_classes=n_classes, h=h,
+                   data_norm=data_norm, norm_policy=norm_policy, n_draws=n_draws,
+                   random_state=random_state, tol=tol, max_iter=max_iter,
+                   n_threads=n_threads, solver=solver)
+
+
+def _output(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLike,
+            epsilon: float, delta: float = 0.0, neighbouring: str = "replace_one",
+            n_public: float | None = None, n_classes: int | None = None, h: float = 0.5,
+            data_norm: float = 1.0, norm_policy: str = "clip", n_draws: int = 1,
+            random_state: Any = None, tol: float | None = None, max_iter: int | None = None,
+            n_threads: int | None = None, solver: str = "auto") -> PrivateFit:
+    """`output_perturbation` on checked parameters (no warning of the caller's: the
+    count and the seed were dealt with where the caller took them)."""
+    from dperm.privacy import calibration, exact_noise
+
+    X, y, lo, alphas, scalar = _inputs(X, y, loss, alpha, data_norm, norm_policy, n_classes)
+    n = X.shape[0]
+    epsilon, delta, h, R, nb = float(epsilon), float(delta), float(h), float(data_norm), neighbouring
+    n_draws = int(n_draws)
+    n_norm = normalising_count(n_public, n)
+    K = 2 if lo is not None else int(n_classes)  # type: ignore[arg-type]
     rng = check_random_state(random_state)
     res = _solve(X, y, lo, K, _normalised_alpha(alphas, n, n_norm), h=h, tol=tol,
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
@@ -704,12 +776,25 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
                 alphas, scalar, n_draws, coef, res, consts)
 
 
+#: objective_perturbation's own parameters beside the mechanisms' shared ones
+OBJECTIVE_PARAMETERS: ParameterTable = {
+    **MECHANISM_PARAMETERS,
+    "perturbation": [Options({"objective", "amp"})],
+    "amp_output_fraction": [Interval(0.0, 0.5, description="a number in (0, 1/2)")],
+}
+
+
 @_common_parameters
-def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, epsilon, delta=0.0,
-                           neighbouring="replace_one", n_public=None, n_classes=None, h=0.5,
-                           data_norm=1.0, norm_policy="clip", n_draws=1, random_state=None,
-                           tol=None, max_iter=None, n_threads=None, solver="auto",
-                           perturbation="objective", amp_output_fraction=0.05) -> PrivateFit:
+@validate_params(OBJECTIVE_PARAMETERS)
+def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss: str = "logistic",
+                           alpha: float | ArrayLike, epsilon: float, delta: float = 0.0,
+                           neighbouring: str = "replace_one", n_public: float | None = None,
+                           n_classes: int | None = None, h: float = 0.5,
+                           data_norm: float = 1.0, norm_policy: str = "clip", n_draws: int = 1,
+                           random_state: Any = None, tol: float | None = None,
+                           max_iter: int | None = None, n_threads: int | None = None,
+                           solver: str = "auto", perturbation: str = "objective",
+                           amp_output_fraction: float = 0.05) -> PrivateFit:
     """Algorithm 2: argmin J(f) + b.f/n + (Delta/2)||f||^2 with the constants of docs/specification.md.
 
     delta = 0: the paper's mechanism (b with density ~ exp(-beta ||b||)).  delta > 0:
@@ -814,22 +899,40 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     >>> fit.record()["mechanism"]                           # public: publish with the coefficients
     'objective'
     """
+    if delta == 0 and (loss == MULTINOMIAL or perturbation == "amp"):
+        raise ValueError(f"delta: {'loss=multinomial' if loss == MULTINOMIAL else 'perturbation=amp'} "
+                         "is an (epsilon, delta) mechanism; give delta > 0")
+    warn_if_count_private(neighbouring, n_public)
+    warn_if_seeded(random_state)
+    return _objective(X, y, loss=loss, alpha=alpha, epsilon=epsilon, delta=delta,
+                      neighbouring=neighbouring, n_public=n_public, n_classes=n_classes, h=h,
+                      data_norm=data_norm, norm_policy=norm_policy, n_draws=n_draws,
+                      random_state=random_state, tol=tol, max_iter=max_iter,
+                      n_threads=n_threads, solver=solver, perturbation=perturbation,
+                      amp_output_fraction=amp_output_fraction)
+
+
+def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLike,
+               epsilon: float, delta: float = 0.0, neighbouring: str = "replace_one",
+               n_public: float | None = None, n_classes: int | None = None, h: float = 0.5,
+               data_norm: float = 1.0, norm_policy: str = "clip", n_draws: int = 1,
+               random_state: Any = None, tol: float | None = None,
+               max_iter: int | None = None, n_threads: int | None = None,
+               solver: str = "auto", perturbation: str = "objective",
+               amp_output_fraction: float = 0.05) -> PrivateFit:
+    """`objective_perturbation` on checked parameters (as `_output`)."""
     from dperm.privacy import calibration, exact_noise
 
-    check_choice(perturbation, "perturbation", {"objective", "amp"})
-    X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
-        X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes)
+    X, y, lo, alphas, scalar = _inputs(X, y, loss, alpha, data_norm, norm_policy, n_classes)
     n, d = X.shape
-    delta, nb, n_norm = check_privacy_params(delta, neighbouring, n_public, n)
-    K = 2 if lo is not None else int(n_classes)
-    if delta == 0 and (lo is None or perturbation == "amp"):
-        raise ValueError(f"delta: {'loss=multinomial' if lo is None else 'perturbation=amp'} "
-                         "is an (epsilon, delta) mechanism; give delta > 0")
-    warn_if_seeded(random_state)
+    epsilon, delta, h, R, nb = float(epsilon), float(delta), float(h), float(data_norm), neighbouring
+    n_draws = int(n_draws)
+    n_norm = normalising_count(n_public, n)
+    K = 2 if lo is not None else int(n_classes)  # type: ignore[arg-type]
     rng = check_random_state(random_state)
     c = _curvature(lo, h, R, K)
     L = _gradient_bound(lo, h, R)
-    tol_used = erm.DEFAULT_TOL if tol is None else check_positive(tol, "tol")
+    tol_used = erm.DEFAULT_TOL if tol is None else float(tol)
     shape = (d,) if lo is not None else (K, d)
     dim = int(np.prod(shape))
     consts = {}

@@ -3,32 +3,70 @@ clones, the checks of X at prediction, the intercept's map back to the rows' uni
 from __future__ import annotations
 
 import functools as _functools
-import numbers
 import warnings
+from typing import Any, Callable, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 
 from dperm.data import oracle as _oracle
 from dperm.data.design import INTERCEPT_SCALE
 from dperm.data.validation import (
+    DATA_NORM,
+    N_THREADS,
+    NONE,
+    NORM_POLICIES,
+    POSITIVE,
+    RANDOM_STATE,
+    BOOLEAN,
+    Constraint,
+    InstanceOf,
+    Interval,
+    Options,
+    ParameterTable,
     bound_rows,
-    check_choice,
-    check_data_norm,
-    check_n_threads,
-    check_positive,
+    check_params,
     check_random_state,
     check_X,
     spawn_generator,
 )
 from dperm.exceptions import BudgetExceededError, ClippingWarning
 from dperm.optim import erm
-from dperm.privacy.accountant import BudgetAccountant
-from dperm.privacy.mechanisms import check_privacy_params
+from dperm.privacy.accountant import BudgetAccountant, Event
+from dperm.privacy.mechanisms import PRIVACY_PARAMETERS
 from dperm.privacy.noise import warn_if_seeded
-from dperm.privacy.record import record_to_dict
+from dperm.privacy.record import ReleaseRecord, record_to_dict
 
-__all__ = ["PrivateLinearBase", "split_intercept"]
+__all__ = ["PrivateLinearBase", "split_intercept", "ALPHA_OPTIONS", "ALPHA",
+           "COMMON_PARAMETERS"]
+
+#: The estimators' ``alpha``, declared in this one place for both: one of these options
+#: (each a rule of public quantities that `_resolve_alpha` turns into Lambda) or a single
+#: positive number.  A new option is one more name here and its branch in each
+#: estimator's ``_resolve_alpha``.
+ALPHA_OPTIONS: tuple[str, ...] = ("auto",)
+ALPHA: list[Constraint] = [
+    Options(ALPHA_OPTIONS),
+    Interval(0, None, description="a single positive number"),
+]
+
+#: The parameters both estimators have, declared once: each estimator's
+#: ``_parameter_constraints`` is this table and its own entries.  Checked once per fit,
+#: in `PrivateLinearBase._start_fit`; what fit calls takes the values as checked.
+COMMON_PARAMETERS: ParameterTable = {
+    "solver": [Options(erm.SOLVERS)],
+    **PRIVACY_PARAMETERS,             # delta, neighbouring, n_public
+    "alpha": ALPHA,
+    "data_norm": DATA_NORM,
+    "norm_policy": [Options(NORM_POLICIES)],
+    "fit_intercept": [BOOLEAN],
+    "tol": [NONE, POSITIVE],
+    "max_iter": [NONE, Interval(1, None, closed="left", integer=True)],
+    "n_threads": N_THREADS,
+    "accountant": [NONE, InstanceOf(BudgetAccountant, "a dperm.BudgetAccountant")],
+    "random_state": RANDOM_STATE,
+}
 
 
 def split_intercept(w, data_norm):
@@ -74,41 +112,30 @@ class PrivateLinearBase(BaseEstimator):
     #: attributes a fitted estimator has (check_is_fitted)
     _fitted_attributes = ("coef_",)
 
-    def _check_common_params(self):
-        """The parameters both estimators have: solver, delta / neighbouring / n_public,
-        alpha, h, data_norm, norm_policy, fit_intercept, tol, max_iter, n_threads,
-        accountant, random_state."""
-        check_choice(self.solver, "solver", set(erm.SOLVERS))
-        check_privacy_params(self.delta, self.neighbouring, self.n_public, 2,
-                             warn=False)
-        if isinstance(self.alpha, str):
-            if self.alpha != "auto":
-                raise ValueError(f"alpha: must be 'auto' or a positive number, got {self.alpha!r}")
-        elif np.ndim(self.alpha) != 0:
-            raise ValueError(f"alpha: must be 'auto' or a single positive number, got "
-                             f"{self.alpha!r} (use dperm.private_tuning to choose among several)")
-        else:
-            check_positive(self.alpha, "alpha")
-        check_data_norm(self.data_norm, "data_norm")
-        check_choice(self.norm_policy, "norm_policy", {"clip", "error"})
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept: must be True or False, got {self.fit_intercept!r}")
-        if self.tol is not None:
-            check_positive(self.tol, "tol")
-        if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(
-                self.max_iter, numbers.Integral) or self.max_iter < 1):
-            raise ValueError(f"max_iter: must be an integer >= 1, got {self.max_iter!r}")
-        check_n_threads(self.n_threads)
-        if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):
-            raise TypeError("accountant: expected a dperm.BudgetAccountant, got "
-                            f"{type(self.accountant).__name__}")
-        check_random_state(None if isinstance(self.random_state, np.random.Generator) else self.random_state)
+    #: name -> the forms the parameter may take (scikit-learn's convention); each
+    #: estimator declares its own, `COMMON_PARAMETERS` included
+    _parameter_constraints: ClassVar[ParameterTable] = COMMON_PARAMETERS
 
-    def _start_fit(self, fit_params, privacy_param):
+    def _check_params(self) -> None:
+        """Check the parameters against `_parameter_constraints` (epsilon only for a
+        private fit), then the rules that tie two parameters (`_check_param_pairs`)."""
+        values = self.get_params(deep=False)
+        if values.get(self._privacy_param) == "none":
+            values.pop("epsilon", None)       # a non-private fit has no epsilon
+        check_params(self._parameter_constraints, values)
+        self._check_param_pairs()
+
+    #: the parameter that says how the fit is private ('none': the non-private fit)
+    _privacy_param: ClassVar[str] = "perturbation"
+
+    def _check_param_pairs(self) -> None:
+        """Rules across parameters (an estimator's own); the table checked each one."""
+
+    def _start_fit(self, fit_params: dict[str, Any], privacy_param: str) -> None:
         """What every fit checks before it reads X: no per-row weights, no unknown keyword,
-        the parameters, no accountant for a non-private fit, the seeded-noise warning.
-        ``privacy_param`` names the estimator's parameter that says how it is private
-        ('perturbation' or 'method'; its value 'none' is the non-private fit)."""
+        the parameters (once, here), no accountant for a non-private fit, the seeded-noise
+        warning.  ``privacy_param`` names the estimator's parameter that says how it is
+        private ('perturbation' or 'method'; its value 'none' is the non-private fit)."""
         if "sample_weight" in fit_params:
             raise TypeError(
                 "sample_weight: not supported; per-row weights change the sensitivity of the "
