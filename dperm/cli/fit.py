@@ -259,6 +259,10 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
     K = len(classes)
     delta = args.delta if args.perturbation != "none" else 0.0
     n_public = _normalising_count(args, n_read)
+    if args.neighbouring == "add_remove" and n_public is None:
+        # the count warning is this command's (below, naming --n-public): the estimator
+        # gets the count it would read itself, resolved, and so gives none of its own
+        n_public = int(Xa.shape[0])
     clf = PrivateLinearClassifier(
         loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, delta=delta,
         neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha,
@@ -281,8 +285,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
                       "the label column and the rows (a notice about the private data: do not "
                       "publish it)", UserWarning, stacklevel=2)
     with warnings.catch_warnings():
-        # the library's own wording of the warnings above names its parameter, not the flag
-        warnings.filterwarnings("ignore", message="n_public: not given")
+        # the library's own wording of the warning above names its parameter, not the data
         warnings.filterwarnings("ignore", message="y: every label is")
         clf.fit(Xa, y)
     seconds = time.perf_counter() - t0
@@ -831,7 +834,7 @@ def _fit_regression(args):
     from dperm.exceptions import PrivacyLeakWarning
     from dperm.model_io import model_file
     from dperm.sklearn.classifier import split_intercept
-    from dperm.sklearn.regressor import PrivateLinearRegression
+    from dperm.sklearn.regressor import PrivateLinearRegression, resolve_method
 
     if args.label_bound is None and args.schema is None:
         raise _UsageError("fit: --task regression needs --label-bound B, a PUBLIC bound on "
@@ -884,22 +887,27 @@ def _fit_regression(args):
     B = label_bound if label_bound is not None else (label_bounds[1] - label_bounds[0]) / 2.0
     h = args.h if args.h is not None else B
     n_public = _normalising_count(args, n_read)
+    if args.neighbouring == "add_remove" and n_public is None and resolve_method(
+            args.perturbation, n=int(Xa.shape[0]), d=int(Xa.shape[1]), epsilon=args.epsilon,
+            delta=delta) in ("objective", "output"):
+        # a mechanism that normalises by a count: the warning is this command's (below,
+        # naming --n-public); the estimator gets the count it would read itself, resolved
+        # (AdaSSP needs none and records none: it keeps n_public=None)
+        n_public = int(Xa.shape[0])
     est = PrivateLinearRegression(
         method=args.perturbation, epsilon=args.epsilon, delta=delta,
         neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha, h=h,
         label_bound=label_bound, label_bounds=label_bounds, data_norm=1.0,
         fit_intercept=False, n_threads=args.threads, random_state=args.seed)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="n_public: not given")
-        if args.neighbouring == "add_remove" and args.n_public is None \
-                and args.perturbation != "none":
-            warnings.warn(
-                f"--n-public not given: under --neighbouring add_remove the objective is "
-                f"normalised by the row count of the data ({n_public or shape[0]}), so the guarantee "
-                "covers neighbouring data sets of that size only. Give --n-public N.",
-                PrivacyLeakWarning, stacklevel=2)
-        est.fit(Xa, y)
+    if args.neighbouring == "add_remove" and args.n_public is None \
+            and args.perturbation != "none":
+        warnings.warn(
+            f"--n-public not given: under --neighbouring add_remove the objective is "
+            f"normalised by the row count of the data ({n_public or shape[0]}), so the guarantee "
+            "covers neighbouring data sets of that size only. Give --n-public N.",
+            PrivacyLeakWarning, stacklevel=2)
+    est.fit(Xa, y)
     seconds = time.perf_counter() - t0
     W = np.asarray(est.coef_, dtype=np.float64)
     if args.no_intercept:     # est.intercept_: 0.0, or the public label centre

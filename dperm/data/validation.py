@@ -25,7 +25,8 @@ __all__ = [
     "fresh_generator", "is_fixed_seed", "spawn_generator", "row_norms", "bound_rows",
     "check_class_labels", "free_cores", "team_limit",
     "Constraint", "Interval", "Options", "InstanceOf", "Satisfies", "Each", "NONE",
-    "BOOLEAN", "POSITIVE", "DATA_NORM", "NORM_POLICIES", "RANDOM_STATE", "N_THREADS", "check_param", "check_params", "validate_params", "resolve_n_threads",
+    "BOOLEAN", "POSITIVE", "DATA_NORM", "NORM_POLICIES", "RANDOM_STATE", "N_THREADS",
+    "ParameterTable", "check_param", "check_params", "validate_params", "resolve_n_threads",
 ]
 
 
@@ -764,7 +765,7 @@ class Each(Constraint):
         self.inner = inner
         self.description = f"{inner.description} or a non-empty 1-D sequence of them"
 
-    def accepts(self, value: object) -> bool:
+    def accepts(self, value: Any) -> bool:
         if isinstance(value, (str, bytes)):
             return False
         if np.ndim(value) == 0:

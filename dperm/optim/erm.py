@@ -128,6 +128,7 @@ def _prepare(X: Any, y: Any, loss: str, alpha: float | ArrayLike, h: float,
     return X, y, lo, float(h), l2, B, scalar, resolve_n_threads(n_threads)
 
 
+@validate_params(MINIMIZE_PARAMETERS)
 def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | ArrayLike = 1.0,
              h: float = 0.5, linear: ArrayLike | None = None,
              extra_l2: float | ArrayLike = 0.0, tol: float | None = None,

@@ -153,9 +153,9 @@ class PrivateFit:
     delta: float = 0.0
     neighbouring: str = "replace_one"
     noise: str = "l2_laplace"
-    sigma: np.ndarray = np.nan
-    sigma_output: np.ndarray = np.nan
-    grid: np.ndarray = np.nan
+    sigma: np.ndarray | float = np.nan
+    sigma_output: np.ndarray | float = np.nan
+    grid: np.ndarray | float = np.nan
     n_classes: int = 2
 
     def _pick(self, a, i, j):
@@ -935,14 +935,15 @@ def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLi
     tol_used = erm.DEFAULT_TOL if tol is None else float(tol)
     shape = (d,) if lo is not None else (K, d)
     dim = int(np.prod(shape))
-    consts = {}
+    consts: dict[str, np.ndarray] = {}
     if delta == 0:
         eps_p, extra, beta = objective_perturbation_constants(n_norm, alphas, epsilon, c, L, nb)
         b = sample_l2_laplace(beta[:, None], dim, size=(alphas.size, n_draws), random_state=rng)
         consts.update(epsilon_prime=eps_p, extra_l2=extra, beta=beta)
         noise = "l2_laplace"
     else:
-        cals = []
+        # AMPCalibration or ObjectiveGaussianCalibration (AMP's adds the output share)
+        cals: list[Any] = []
         for a in alphas:
             # the margin losses all have loss' <= 0: the tighter one-signed bound applies
             # (not to a regression loss, whose rho' takes both signs); the calibration's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools as _functools
 import warnings
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -13,13 +13,13 @@ from sklearn.base import BaseEstimator
 from dperm.data import oracle as _oracle
 from dperm.data.design import INTERCEPT_SCALE
 from dperm.data.validation import (
+    BOOLEAN,
     DATA_NORM,
     N_THREADS,
     NONE,
     NORM_POLICIES,
     POSITIVE,
     RANDOM_STATE,
-    BOOLEAN,
     Constraint,
     InstanceOf,
     Interval,
@@ -69,13 +69,13 @@ COMMON_PARAMETERS: ParameterTable = {
 }
 
 
-def split_intercept(w, data_norm):
+def split_intercept(w: np.ndarray, data_norm: float) -> tuple[np.ndarray, np.ndarray]:
     """Map weights on augmented rows back to (coef, intercept) on the original rows."""
     s = INTERCEPT_SCALE
     return w[..., :-1] * s, w[..., -1] * data_norm * s
 
 
-def _feature_names(X):
+def _feature_names(X: Any) -> np.ndarray | None:
     """Column names of a DataFrame-like X (all strings), else None."""
     cols = getattr(X, "columns", None)
     if cols is None:
@@ -86,7 +86,7 @@ def _feature_names(X):
     return None
 
 
-def _block_call(est, method, block):
+def _block_call(est: Any, method: str, block: Any) -> Any:
     """est.method on one row block of a Dask array (on a worker); the feature-name check
     was done on the client."""
     with warnings.catch_warnings():
@@ -94,7 +94,7 @@ def _block_call(est, method, block):
         return getattr(est, method)(block)
 
 
-def _warn_clipped(clipped, n, data_norm):
+def _warn_clipped(clipped: int, n: int, data_norm: float) -> None:
     if clipped:
         warnings.warn(
             f"{clipped} of {n} rows ({100.0 * clipped / n:.1f}%) had norm above "
@@ -110,7 +110,7 @@ class PrivateLinearBase(BaseEstimator):
     depend on the task (parameters named alike in both)."""
 
     #: attributes a fitted estimator has (check_is_fitted)
-    _fitted_attributes = ("coef_",)
+    _fitted_attributes: ClassVar[tuple[str, ...]] = ("coef_",)
 
     #: name -> the forms the parameter may take (scikit-learn's convention); each
     #: estimator declares its own, `COMMON_PARAMETERS` included
@@ -152,7 +152,9 @@ class PrivateLinearBase(BaseEstimator):
         if private:
             warn_if_seeded(self.random_state, accountant=self.accountant)
 
-    def _set_fitted(self, n_features, feature_names, alpha, record, diagnostics):
+    def _set_fitted(self, n_features: int, feature_names: np.ndarray | None,
+                    alpha: float | None, record: ReleaseRecord,
+                    diagnostics: dict[str, Any]) -> None:
         """The fitted attributes both estimators share (the last step of a fit: it only
         assigns, so a fit that failed before it changed nothing)."""
         self.n_features_in_ = n_features
@@ -165,7 +167,7 @@ class PrivateLinearBase(BaseEstimator):
         self.fit_diagnostics_ = diagnostics
 
     @property
-    def privacy_(self):
+    def privacy_(self) -> dict[str, Any]:
         """The public privacy record of the fit as a new dict: the serialised form
         (dperm.privacy.record.record_to_dict) of `release_record_`, the immutable
         ReleaseRecord the fit built from public values only.  The same mapping is the
@@ -175,10 +177,10 @@ class PrivateLinearBase(BaseEstimator):
             raise AttributeError(f"{type(self).__name__} is not fitted: privacy_ is set by fit")
         return record_to_dict(rec)
 
-    def _spend_events(self, events):
+    def _spend_events(self, events: list[Event | float]) -> None:
         self.accountant.spend_all(events, label=repr(self))
 
-    def _fit_generator(self):
+    def _fit_generator(self) -> np.random.Generator | None:
         """This fit's randomness: fresh entropy (None), a seeded generator (an int, already
         warned about), or an independent child of a user's Generator, so that fits and
         clones sharing one Generator never reuse noise."""
@@ -189,7 +191,7 @@ class PrivateLinearBase(BaseEstimator):
             return spawn_generator(rs)
         return check_random_state(rs)
 
-    def __sklearn_clone__(self):
+    def __sklearn_clone__(self) -> PrivateLinearBase:
         # sklearn's clone deep-copies a Generator, so clones (GridSearchCV folds, private
         # tuning) would draw identical noise; give each clone its own child stream instead
         new = super().__sklearn_clone__()
@@ -198,7 +200,7 @@ class PrivateLinearBase(BaseEstimator):
         return new
 
     # ------------------------------------------------------------------ predict
-    def _check_fitted_X(self, X):
+    def _check_fitted_X(self, X: ArrayLike) -> Any:
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, list(self._fitted_attributes))
@@ -211,7 +213,7 @@ class PrivateLinearBase(BaseEstimator):
         # as a factor per row: X is never copied
         return bound_rows(X, float(self.data_norm), "clip")
 
-    def _check_feature_names_at_predict(self, X):
+    def _check_feature_names_at_predict(self, X: Any) -> None:
         names = _feature_names(X)
         fitted = getattr(self, "feature_names_in_", None)
         if fitted is None:
@@ -231,7 +233,8 @@ class PrivateLinearBase(BaseEstimator):
             raise ValueError("The feature names should match those that were passed during fit "
                              f"(same names, same order).{detail or ' The order differs.'}")
 
-    def _on_workers(self, X, method, out_cols=None, dtype=np.float64):
+    def _on_workers(self, X: Any, method: str, out_cols: int | None = None,
+                    dtype: Any = np.float64) -> Any:
         """method on a Dask array: the local path run blockwise on the workers (a lazy
         Dask array chunked like X's rows)."""
         from sklearn.utils.validation import check_is_fitted
