@@ -255,7 +255,8 @@ CURVATURE_CACHE_BYTES = 512 * 2**20
 CACHED_POINTS = 3
 
 
-def _newton(oracle, loss, h, W0, l2, B, tol, max_iter):
+def _newton(oracle: Any, loss: int, h: float, W0: np.ndarray, l2: np.ndarray,
+            B: np.ndarray | None, tol: float, max_iter: int) -> tuple[np.ndarray, ...]:
     """Trust-region Newton-CG on the oracle's passes (the solver sees value_grad /
     hess_vec of row blocks of W, never X)."""
     from dperm.optim.newton import trust_region_newton
@@ -264,21 +265,22 @@ def _newton(oracle, loss, h, W0, l2, B, tol, max_iter):
     # phi'' at the last points each problem evaluated: a Hessian-vector pass at a point
     # whose curvature is cached skips the margins and the loss (a rejected trial point
     # pushes an entry in; after several rejections in a row a pass recomputes)
-    cache = [[] for _ in range(k)] if oracle.caches_curvature \
+    cache: list[list[tuple[np.ndarray, np.ndarray]]] | None = \
+        [[] for _ in range(k)] if oracle.caches_curvature \
         and CACHED_POINTS * k * n * 8 <= CURVATURE_CACHE_BYTES else None
 
     if oracle.keeps_curvature:
         # rows on the workers: they keep phi'' beside the rows (never sent to the client)
-        def vg(W, idx):
+        def vg_kept(W, idx):
             return oracle.value_grad(W, np.ascontiguousarray(l2[idx]),
                                      None if B is None else np.ascontiguousarray(B[idx]), loss,
                                      h, keep_curvature=True)
 
-        def hv(W, V, idx):
+        def hv_kept(W, V, idx):
             return oracle.hess_vec(W, V, np.ascontiguousarray(l2[idx]), loss, h,
                                    keep_curvature=True)
 
-        W, F, n_iter, gnorm, status = trust_region_newton(vg, hv, W0, tol, max_iter)
+        W, F, n_iter, gnorm, status = trust_region_newton(vg_kept, hv_kept, W0, tol, max_iter)
         return (np.ascontiguousarray(W), np.asarray(F), np.asarray(n_iter), np.asarray(gnorm),
                 np.asarray(status))
 
@@ -306,7 +308,7 @@ def _newton(oracle, loss, h, W0, l2, B, tol, max_iter):
             np.asarray(status))
 
 
-def _as_block(W, d, name):
+def _as_block(W: ArrayLike, d: int, name: str) -> tuple[np.ndarray, bool]:
     W = np.asarray(W, dtype=np.float64)
     single = W.ndim == 1
     W = np.ascontiguousarray(np.atleast_2d(W))

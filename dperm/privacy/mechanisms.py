@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -67,6 +67,7 @@ from dperm.exceptions import NotConvergedError, PrivacyLeakWarning
 from dperm.losses import (
     MULTINOMIAL,
     SOFTMAX_GRADIENT_FACTOR,
+    Loss,
     get_loss,
     softmax_curvature,
 )
@@ -74,11 +75,19 @@ from dperm.optim import erm
 from dperm.privacy.neighbouring import NEIGHBOURING, sensitivity_factor
 from dperm.privacy.noise import sample_l2_laplace, warn_if_seeded
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from dperm.privacy.accountant import Event
+    from dperm.privacy.record import ReleaseRecord
+
 __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_output_noise",
            "output_perturbation_constants", "objective_perturbation_constants",
            "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events",
            "PRIVACY_PARAMETERS", "MECHANISM_PARAMETERS", "normalising_count",
            "warn_if_count_private"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: bits of the exact-noise grid below the noise scale (dperm.privacy.exact_noise.grid_for)
 GRID_BITS = 20
@@ -158,11 +167,11 @@ class PrivateFit:
     grid: np.ndarray | float = np.nan
     n_classes: int = 2
 
-    def _pick(self, a, i, j):
+    def _pick(self, a: Any, i: int, j: int) -> Any:
         a = np.asarray(a)
         return a.item() if a.ndim == 0 else a.reshape(-1)[i] if a.ndim == 1 else a[i, j]
 
-    def record(self, i=0, j=0):
+    def record(self, i: int = 0, j: int = 0) -> ReleaseRecord:
         """The releasable privacy record of fit (alpha index i, draw j): public values only.
 
         Keys: mechanism, noise, loss, neighbouring, epsilon, delta, epsilon_prime,
@@ -196,7 +205,7 @@ class PrivateFit:
             data_norm=self.data_norm, h=self.h, n_samples=self.n_samples,
             curvature=self.curvature, n_classes=int(self.n_classes))
 
-    def diagnostics(self, i=0, j=0):
+    def diagnostics(self, i: int = 0, j: int = 0) -> dict[str, Any]:
         """Solver diagnostics of fit (i, j): data-dependent, for the analyst's eyes only.
 
         Parameters
@@ -217,8 +226,9 @@ class PrivateFit:
 
 
 # ----------------------------------------------------------------------------- constants
-def output_perturbation_constants(n, alpha, epsilon, gradient_bound=1.0,
-                                  neighbouring="replace_one"):
+def output_perturbation_constants(n: float, alpha: float | ArrayLike, epsilon: float,
+                                  gradient_bound: float = 1.0,
+                                  neighbouring: str = "replace_one") -> np.ndarray:
     """beta of Algorithm 1.
 
     The L2 sensitivity of the minimizer is 2L/(n Lambda) (replace_one) or L/(n Lambda)
@@ -247,8 +257,10 @@ def output_perturbation_constants(n, alpha, epsilon, gradient_bound=1.0,
     return n * alpha * epsilon / (sensitivity_factor(neighbouring) * gradient_bound)
 
 
-def objective_perturbation_constants(n, alpha, epsilon, curvature, gradient_bound=1.0,
-                                     neighbouring="replace_one"):
+def objective_perturbation_constants(n: float, alpha: float | ArrayLike, epsilon: float,
+                                     curvature: float, gradient_bound: float = 1.0,
+                                     neighbouring: str = "replace_one"
+                                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(epsilon_prime, Delta, beta) of Algorithm 2 for each alpha.
 
     replace_one: the Jacobian ratio is at most (1 + q)^2 and the noise moves by <= 2L;
@@ -291,8 +303,9 @@ def objective_perturbation_constants(n, alpha, epsilon, curvature, gradient_boun
     return eps_p, delta, beta
 
 
-def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_state=None,
-                     neighbouring="replace_one"):
+def add_output_noise(minimizers: ArrayLike, n: float, alpha: float | ArrayLike, epsilon: float,
+                     data_norm: float, n_draws: int, random_state: Any = None,
+                     neighbouring: str = "replace_one") -> tuple[np.ndarray, np.ndarray]:
     # (margin losses: the gradient bound is data_norm)
     """The noise step of Algorithm 1, for exact minimizers already computed.
 
@@ -394,7 +407,7 @@ def check_privacy_params(delta: float, neighbouring: str, n_public: float | None
     return float(delta), neighbouring, normalising_count(n_public, n)
 
 
-def privacy_events(record, n_fits=1):
+def privacy_events(record: Mapping[str, Any], n_fits: int = 1) -> list[Event]:
     """The accountant events of ``n_fits`` releases described by ``record``, for a BudgetAccountant.
 
     Pure epsilon: PureEvent.  Gaussian objective perturbation: an
@@ -434,7 +447,7 @@ def privacy_events(record, n_fits=1):
             curvature=record["curvature"], lambda_total=lam_tot,
             neighbouring=record["neighbouring"], n_classes=K,
             nonincreasing_loss=lo is not None and lo.nonincreasing)
-        ev = accountant.ObjectiveGaussianEvent(eps, dlt, accountant.RDP_ORDERS, curve)
+        ev = accountant.ObjectiveGaussianEvent(eps, dlt, accountant.RDP_ORDERS, tuple(curve))
     elif record["mechanism"] == "adassp":
         from dperm.privacy.adassp import adassp_event
 
@@ -447,7 +460,7 @@ def privacy_events(record, n_fits=1):
     return [ev] * int(n_fits)
 
 
-def _warn_if_grid_clamps(g, scale):
+def _warn_if_grid_clamps(g: float, scale: float) -> None:
     """Warn (from public numbers only: the grid and a public bound on the coefficients'
     size) when the release's grid range is below that size: larger coefficients are
     clamped to +-grid_range(g), which keeps the guarantee but may cost accuracy."""
@@ -488,7 +501,9 @@ MECHANISM_PARAMETERS: ParameterTable = {
 }
 
 
-def _inputs(X, y, loss, alpha, data_norm, norm_policy, n_classes):
+def _inputs(X: Any, y: Any, loss: str, alpha: float | ArrayLike, data_norm: float,
+            norm_policy: str, n_classes: int | None
+            ) -> tuple[Any, Any, Loss | None, np.ndarray, bool]:
     """(rows, labels, Loss or None for the softmax, alphas (k,), whether alpha was a
     scalar): the rows checked and bounded (the data path); the parameters as checked."""
     multinomial = loss == MULTINOMIAL
@@ -503,13 +518,15 @@ def _inputs(X, y, loss, alpha, data_norm, norm_policy, n_classes):
     return X, y, lo, alphas, np.ndim(alpha) == 0
 
 
-def _shape(a, scalar):
+def _shape(a: Any, scalar: bool) -> Any:
     a = np.asarray(a)
     return a[0] if scalar else a
 
 
-def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max_iter,
-           n_threads, solver):
+def _solve(X: Any, y: Any, lo: Loss | None, n_classes: int, alpha: np.ndarray, *,
+           linear: np.ndarray | None = None, extra_l2: float | np.ndarray = 0.0, h: float,
+           tol: float | None, max_iter: int | None, n_threads: int | None,
+           solver: str) -> Any:
     """One batched solve, binary GLM or multinomial; coef (k, d) or (k, K, d)."""
     if lo is None:
         from dperm.optim.softmax import minimize_multinomial
@@ -522,18 +539,20 @@ def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max
                          solver=solver)
 
 
-def _curvature(lo, h, R, n_classes):
+def _curvature(lo: Loss | None, h: float, R: float, n_classes: int) -> float:
     return lo.curvature(h, R) if lo is not None else softmax_curvature(n_classes, R)
 
 
-def _gradient_bound(lo, h, R):
+def _gradient_bound(lo: Loss | None, h: float, R: float) -> float:
     """One row's gradient bound as the calibrations read it: the loss's own (l R), or R
     for the softmax (whose per-block factor the calibration applies itself)."""
     return lo.gradient_bound(R, h) if lo is not None else R
 
 
-def _fit(mechanism, noise, lo, n_classes, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
-         n_draws, coef, res, consts):
+def _fit(mechanism: str, noise: str, lo: Loss | None, n_classes: int, epsilon: float,
+         delta: float, nb: str, R: float, h: float, n_norm: float, c: float,
+         alphas: np.ndarray, scalar: bool, n_draws: int, coef: np.ndarray, res: Any,
+         consts: dict[str, np.ndarray]) -> PrivateFit:
     def per_fit(a):
         return np.repeat(np.asarray(a)[:, None], n_draws, axis=1) \
             if np.ndim(a) == 1 and np.size(a) == alphas.size else np.asarray(a)
@@ -556,7 +575,7 @@ def _fit(mechanism, noise, lo, n_classes, epsilon, delta, nb, R, h, n_norm, c, a
         sigma_output=full("sigma_output"), grid=full("grid"), n_classes=n_classes)
 
 
-def _normalised_alpha(alphas, n, n_norm):
+def _normalised_alpha(alphas: np.ndarray, n: int, n_norm: float) -> np.ndarray:
     # the solver's mean is over the n rows it holds; sum loss / n_norm + (alpha/2)||f||^2
     # has the same minimiser as sum loss / n + (alpha n_norm / n / 2)||f||^2
     return alphas * (n_norm / n)
@@ -595,10 +614,10 @@ _COMMON_DOC = """
 """
 
 
-def _common_parameters(fn):
+def _common_parameters(fn: _F) -> _F:
     """The mechanisms' shared Parameters section, put in place of the `{parameters}` line
     of fn's docstring."""
-    fn.__doc__ = fn.__doc__.replace("    {parameters}\n", _COMMON_DOC.lstrip("\n") + "\n")
+    fn.__doc__ = (fn.__doc__ or "").replace("    {parameters}\n", _COMMON_DOC.lstrip("\n") + "\n")
     return fn
 
 
@@ -948,7 +967,7 @@ def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLi
             # the margin losses all have loss' <= 0: the tighter one-signed bound applies
             # (not to a regression loss, whose rho' takes both signs); the calibration's
             # data_norm is one row's gradient bound L
-            kw = dict(n=n_norm, alpha=float(a), data_norm=L, curvature=c, neighbouring=nb,
+            kw: dict[str, Any] = dict(n=n_norm, alpha=float(a), data_norm=L, curvature=c, neighbouring=nb,
                       n_classes=K, nonincreasing_loss=lo is not None and lo.nonincreasing)
             if perturbation == "amp":
                 cals.append(calibration.amp_calibration(

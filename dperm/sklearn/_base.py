@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools as _functools
 import warnings
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -177,7 +178,7 @@ class PrivateLinearBase(BaseEstimator):
             raise AttributeError(f"{type(self).__name__} is not fitted: privacy_ is set by fit")
         return record_to_dict(rec)
 
-    def _spend_events(self, events: list[Event | float]) -> None:
+    def _spend_events(self, events: Sequence[Event | float]) -> None:
         self.accountant.spend_all(events, label=repr(self))
 
     def _fit_generator(self) -> np.random.Generator | None:

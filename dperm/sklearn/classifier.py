@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -27,7 +28,7 @@ from dperm.data.validation import (
 from dperm.exceptions import NoiseDominatedWarning, PrivacyLeakWarning
 from dperm.losses import MULTINOMIAL_MIN_CLASSES, Loss, get_loss, softmax_curvature
 from dperm.optim import erm
-from dperm.privacy.accountant import Event
+from dperm.privacy.accountant import BudgetAccountant, Event
 from dperm.privacy.mechanisms import (
     MULTINOMIAL,
     PrivateFit,
@@ -196,11 +197,14 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
 
     _fitted_attributes = ("coef_", "classes_")
 
-    def __init__(self, loss="logistic", perturbation="objective", epsilon=1.0, delta=0.0,
-                 neighbouring="replace_one", n_public=None, alpha="auto", h=0.5,
-                 data_norm=1.0, norm_policy="clip", fit_intercept=True, classes=None, tol=None,
-                 max_iter=None, n_threads=None, random_state=None, accountant=None,
-                 solver="auto"):
+    def __init__(self, loss: str = "logistic", perturbation: str = "objective",
+                 epsilon: float = 1.0, delta: float = 0.0, neighbouring: str = "replace_one",
+                 n_public: int | None = None, alpha: str | float = "auto", h: float = 0.5,
+                 data_norm: float = 1.0, norm_policy: str = "clip", fit_intercept: bool = True,
+                 classes: ArrayLike | None = None, tol: float | None = None,
+                 max_iter: int | None = None, n_threads: int | None = None,
+                 random_state: int | np.random.Generator | None = None,
+                 accountant: BudgetAccountant | None = None, solver: str = "auto") -> None:
         self.loss = loss
         self.delta = delta
         self.neighbouring = neighbouring
@@ -236,7 +240,8 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             raise ValueError("delta: perturbation='amp' is an (epsilon, delta) mechanism; "
                              "give delta > 0 (e.g. 1/n**2)")
 
-    def _equivalent_epsilon(self, n, d, lo, eps, delta, nb, n_classes):
+    def _equivalent_epsilon(self, n: int, d: int, lo: Loss, eps: float, delta: float, nb: str,
+                            n_classes: int) -> float:
         """The pure, replace-one epsilon whose noise has the norm this fit's noise has:
         the public rules of dperm.privacy.regularization were calibrated on that mechanism.
         Pure: eps (replace_one) or 2 eps (add_remove: half the sensitivity).  Gaussian:
@@ -286,7 +291,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
                 NoiseDominatedWarning, stacklevel=stacklevel)
         return alpha
 
-    def _check_classes(self, y):
+    def _check_classes(self, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """(classes (K,), codes (n,) in 0..K-1) with K >= 2; the label set is public
         (classes=) or read from y with a PrivacyLeakWarning."""
         y = np.asarray(y)
@@ -344,7 +349,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
                 "publish it)", UserWarning, stacklevel=3)
         return classes, codes
 
-    def _multiclass_mode(self, K):
+    def _multiclass_mode(self, K: int) -> str:
         """How K classes are fitted: "binary" (K = 2), "multinomial" (softmax; the
         logistic loss with delta > 0 or without noise) or "ovr" (one-vs-rest)."""
         if K < MULTINOMIAL_MIN_CLASSES:
@@ -469,7 +474,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
                                    plan.loss, plan.eps_fit, plan.delta_fit, plan.neighbouring,
                                    plan.K if multinomial else 2, stacklevel=4)
 
-    def _check_budget(self, plan: _Plan, d: int) -> list[Event | float] | None:
+    def _check_budget(self, plan: _Plan, d: int) -> Sequence[Event | float] | None:
         """The fit's accountant events, checked against the budget before the data are
         fitted (None without an accountant)."""
         if self.accountant is None:
@@ -561,7 +566,9 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             coef, intercept = coef[:1], intercept[:1]
         return coef, intercept
 
-    def _planned_events(self, lo, mode, K, n_norm, alpha, eps_fit, delta_fit, nb, R, d):
+    def _planned_events(self, lo: Loss, mode: str, K: int, n_norm: float, alpha: float,
+                        eps_fit: float, delta_fit: float, nb: str, R: float,
+                        d: int) -> Sequence[Event | float]:
         """The accountant events of this fit, from public values only (computed before
         the data are touched, so that a refused fit costs nothing)."""
         from dperm.privacy import calibration
@@ -573,7 +580,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         # accountant's event needs it
         rec = ReleaseRecord(
             layout="mechanism", epsilon=eps_fit, delta=delta_fit, mechanism=self.perturbation,
-            n_samples=n_norm, alpha=alpha, data_norm=R, neighbouring=nb, h=float(self.h),
+            n_samples=int(n_norm), alpha=alpha, data_norm=R, neighbouring=nb, h=float(self.h),
             loss=MULTINOMIAL if mode == "multinomial" else lo.name,
             n_classes=K if mode == "multinomial" else 2,
             curvature=softmax_curvature(K, R) if mode == "multinomial"
@@ -628,7 +635,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
 
-    def _has_proba(self):
+    def _has_proba(self) -> bool:
         if self.loss != "logistic":
             raise AttributeError(f"predict_proba is only available for loss='logistic', not {self.loss!r}")
         return True
@@ -686,7 +693,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         """
         return _oracle.mean_accuracy(X, y, self.predict, super().score, sample_weight)
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         # sklearn's meaning: "not deterministic given a fixed random_state"; a private fit
         # with a fixed seed is reproducible (random_state=None is what makes it random)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -33,7 +34,7 @@ from dperm.data.validation import (
 from dperm.exceptions import ClippingWarning, NoiseDominatedWarning
 from dperm.losses import get_loss
 from dperm.optim import erm
-from dperm.privacy.accountant import Event
+from dperm.privacy.accountant import BudgetAccountant, Event
 from dperm.privacy.mechanisms import (
     _objective,
     _output,
@@ -221,11 +222,16 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     'objective'
     """
 
-    def __init__(self, method="auto", epsilon=1.0, delta=0.0, neighbouring="replace_one",
-                 n_public=None, alpha="auto", h=None, label_bound=None, data_norm=1.0,
-                 norm_policy="clip", fit_intercept=True, tol=None, max_iter=None,
-                 n_threads=None, random_state=None, accountant=None, solver="auto",
-                 label_bounds=None):
+    def __init__(self, method: str = "auto", epsilon: float = 1.0, delta: float = 0.0,
+                 neighbouring: str = "replace_one", n_public: int | None = None,
+                 alpha: str | float = "auto", h: float | None = None,
+                 label_bound: float | None = None, data_norm: float = 1.0,
+                 norm_policy: str = "clip", fit_intercept: bool = True,
+                 tol: float | None = None, max_iter: int | None = None,
+                 n_threads: int | None = None,
+                 random_state: int | np.random.Generator | None = None,
+                 accountant: BudgetAccountant | None = None, solver: str = "auto",
+                 label_bounds: tuple[float, float] | None = None) -> None:
         self.method = method
         self.epsilon = epsilon
         self.delta = delta
@@ -277,7 +283,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     def _h(self) -> float:
         return self._B() if self.h is None else float(self.h)
 
-    def _equivalent_epsilon(self, n, d, method, eps, delta, nb, h):
+    def _equivalent_epsilon(self, n: int, d: int, method: str, eps: float, delta: float,
+                            nb: str, h: float) -> float:
         """The pure, replace-one epsilon whose noise has the norm of this fit's noise (the
         public alpha rule is stated for it): eps (pure replace_one), 2 eps (pure
         add_remove); Gaussian: the Laplace-type norm d * sens / eps = sqrt(d) sigma."""
@@ -318,7 +325,8 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
                 NoiseDominatedWarning, stacklevel=stacklevel)
         return alpha
 
-    def _planned_events(self, method, n_norm, alpha, eps, delta, nb, h, d):
+    def _planned_events(self, method: str, n_norm: float, alpha: float | None, eps: float,
+                        delta: float, nb: str, h: float, d: int) -> Sequence[Event | float]:
         """The accountant events of this fit, from public values only (before the data)."""
         if delta == 0:
             return [eps]
@@ -336,9 +344,10 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         R = float(self.data_norm)
         # the record this fit will release, as far as the accountant's event needs it
         rec = ReleaseRecord(layout="mechanism", epsilon=eps, delta=delta, mechanism=method,
-                            n_samples=n_norm, alpha=alpha, data_norm=R, neighbouring=nb,
+                            n_samples=int(n_norm), alpha=alpha, data_norm=R, neighbouring=nb,
                             loss=LOSS, h=h, n_classes=2, curvature=lo.curvature(h, R))
         if method == "objective":
+            assert alpha is not None        # every method but AdaSSP has a Lambda
             cal = calibration.objective_gaussian_calibration(
                 eps, delta, n=n_norm, alpha=alpha, data_norm=lo.gradient_bound(R, h),
                 curvature=rec["curvature"], neighbouring=nb,
@@ -453,7 +462,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
                      delta=delta, eps=eps, R=float(self.data_norm), h=h, B=B, centre=centre,
                      alpha=alpha)
 
-    def _check_budget(self, plan: _Plan, d: int) -> list[Event | float] | None:
+    def _check_budget(self, plan: _Plan, d: int) -> Sequence[Event | float] | None:
         """The fit's accountant events, checked against the budget before the data are
         fitted (None without an accountant)."""
         if self.accountant is None:
@@ -547,7 +556,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         X = self._check_fitted_X(X)
         return _oracle.linear_scores(X, self.coef_[None, :], np.array([self.intercept_]))[:, 0]
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         tags.input_tags.sparse = True
