@@ -67,6 +67,18 @@ def _normalising_count(args, n_read):
     return None if n_read is None else int(n_read)
 
 
+def _estimator_count(args, n_read, n_rows, needs_count=True):
+    """The estimator's n_public: `_normalising_count`; under add_remove without one, the
+    row count, resolved here (this command gives the count warning, naming --n-public,
+    so the estimator gets the count it would read itself and gives no warning of its
+    own).  A fit that needs no count (``needs_count`` False: AdaSSP, no noise) keeps
+    None, so that its record holds none."""
+    n_public = _normalising_count(args, n_read)
+    if n_public is None and needs_count and args.neighbouring == "add_remove":
+        return int(n_rows)
+    return n_public
+
+
 def _resolve_classes(args, table, label, schema, leaks):
     """The classes as strings ([negative, positive] for two), from the schema or (with
     a warning) the data."""
@@ -258,11 +270,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
     # in place instead of copied to append a column.
     K = len(classes)
     delta = args.delta if args.perturbation != "none" else 0.0
-    n_public = _normalising_count(args, n_read)
-    if args.neighbouring == "add_remove" and n_public is None:
-        # the count warning is this command's (below, naming --n-public): the estimator
-        # gets the count it would read itself, resolved, and so gives none of its own
-        n_public = int(Xa.shape[0])
+    n_public = _estimator_count(args, n_read, Xa.shape[0])
     clf = PrivateLinearClassifier(
         loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, delta=delta,
         neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha,
@@ -886,14 +894,10 @@ def _fit_regression(args):
         label_bounds = [float(v) for v in label_bounds]
     B = label_bound if label_bound is not None else (label_bounds[1] - label_bounds[0]) / 2.0
     h = args.h if args.h is not None else B
-    n_public = _normalising_count(args, n_read)
-    if args.neighbouring == "add_remove" and n_public is None and resolve_method(
-            args.perturbation, n=int(Xa.shape[0]), d=int(Xa.shape[1]), epsilon=args.epsilon,
-            delta=delta) in ("objective", "output"):
-        # a mechanism that normalises by a count: the warning is this command's (below,
-        # naming --n-public); the estimator gets the count it would read itself, resolved
-        # (AdaSSP needs none and records none: it keeps n_public=None)
-        n_public = int(Xa.shape[0])
+    method = resolve_method(args.perturbation, n=int(Xa.shape[0]), d=int(Xa.shape[1]),
+                            epsilon=args.epsilon, delta=delta)
+    n_public = _estimator_count(args, n_read, Xa.shape[0],
+                                needs_count=method in ("objective", "output"))
     est = PrivateLinearRegression(
         method=args.perturbation, epsilon=args.epsilon, delta=delta,
         neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha, h=h,
