@@ -672,6 +672,9 @@ class Constraint:
     def accepts(self, value: object) -> bool:
         raise NotImplementedError
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.description!r})"
+
 
 class Interval(Constraint):
     """A real number (or, with ``integer``, an integer) in a range; never a bool, NaN or

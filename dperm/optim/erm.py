@@ -35,7 +35,7 @@ from dperm.losses import Loss, get_loss
 from dperm.optim.status import LBFGS_STATUS, NEWTON_STATUS
 
 __all__ = ["minimize", "MinimizeResult", "objective", "hessian", "hessian_vector",
-           "DEFAULT_TOL", "DEFAULT_MAX_ITER", "SOLVERS", "MINIMIZE_PARAMETERS"]
+           "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
 
 #: gradient-norm tolerance: tight, because the privacy proofs assume the exact minimizer
 DEFAULT_TOL = 1e-10

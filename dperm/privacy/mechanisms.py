@@ -84,8 +84,7 @@ if TYPE_CHECKING:
 __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_output_noise",
            "output_perturbation_constants", "objective_perturbation_constants",
            "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events",
-           "PRIVACY_PARAMETERS", "MECHANISM_PARAMETERS", "normalising_count",
-           "warn_if_count_private"]
+           "normalising_count", "warn_if_count_private"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -359,7 +358,25 @@ PRIVACY_PARAMETERS: ParameterTable = {
 def normalising_count(n_public: float | None, n: int) -> float:
     """The count that normalises the objective: the public ``n_public`` when given, else
     the row count ``n`` (the caller has warned under add_remove: `warn_if_count_private`).
-    Takes checked values."""
+    Takes checked values.
+
+    Parameters
+    ----------
+    n_public : float or None
+        The public count (checked: `PRIVACY_PARAMETERS`), or None.
+    n : int
+        The row count of the data.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from dperm.privacy.mechanisms import normalising_count
+    >>> normalising_count(None, 500), normalising_count(1000, 500)
+    (500.0, 1000.0)
+    """
     return float(n_public) if n_public is not None else float(n)
 
 
@@ -367,7 +384,29 @@ def warn_if_count_private(neighbouring: str, n_public: float | None, stacklevel:
     """The PrivacyLeakWarning of an add_remove release normalised by the row count of X
     (``n_public`` not given).  Issued once per fit, by the entry point that holds the
     user's choice (a mechanism's public function, an estimator's fit); what they call
-    receives the resolved count and never warns."""
+    receives the resolved count and never warns.
+
+    Parameters
+    ----------
+    neighbouring : {"replace_one", "add_remove"}
+        The neighbouring relation.
+    n_public : float or None
+        The user's public count (None: not given).
+    stacklevel : int, default 3
+        As :func:`warnings.warn`'s, counted from the caller of this function (3: the
+        caller's caller, the user's call of a public function).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dperm.privacy.mechanisms import warn_if_count_private
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_count_private("add_remove", None)
+    ...     warn_if_count_private("add_remove", 1000)
+    >>> len(caught)
+    1
+    """
     if neighbouring == "add_remove" and n_public is None:
         warnings.warn(
             "n_public: not given, so the objective is normalised by the row count of X. Under "

@@ -49,7 +49,8 @@ __all__ = ["PrivateLinearBase", "split_intercept", "ALPHA_OPTIONS", "ALPHA",
 ALPHA_OPTIONS: tuple[str, ...] = ("auto",)
 ALPHA: list[Constraint] = [
     Options(ALPHA_OPTIONS),
-    Interval(0, None, description="a single positive number"),
+    Interval(0, None, description="a single positive number (to choose among several, use "
+                                  "dperm.private_tuning)"),
 ]
 
 #: The parameters both estimators have, declared once: each estimator's
