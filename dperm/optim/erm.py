@@ -192,7 +192,8 @@ def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | 
     """
     return _minimize(X, y, loss=loss, alpha=alpha, h=h, linear=linear, extra_l2=extra_l2,
                      tol=tol, max_iter=max_iter, n_threads=n_threads, memory=memory,
-                     coef_init=coef_init, warn=warn, solver=solver)
+                     coef_init=coef_init, warn=warn, solver=solver,
+                     stacklevel=4)   # the ConvergenceWarning points at the caller
 
 
 def _minimize(X: Any, y: Any, *, loss: str, alpha: float | ArrayLike, h: float,
@@ -200,7 +201,7 @@ def _minimize(X: Any, y: Any, *, loss: str, alpha: float | ArrayLike, h: float,
               tol: float | None = None, max_iter: int | None = None,
               n_threads: int | None = None, memory: int | None = None,
               coef_init: ArrayLike | None = None, warn: bool = True,
-              solver: str = "auto") -> MinimizeResult:
+              solver: str = "auto", stacklevel: int = 2) -> MinimizeResult:
     """`minimize` on checked parameters (the mechanisms' solves call this)."""
     X, y, lo, h, l2, B, scalar, nt = _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads)
     tol = DEFAULT_TOL if tol is None else float(tol)
@@ -208,6 +209,41 @@ def _minimize(X: Any, y: Any, *, loss: str, alpha: float | ArrayLike, h: float,
     k, d = l2.size, X.shape[1]
     if memory is None:
         memory = int(min(100, max(10, 2**28 // (16 * k * d))))
+    W0 = _start_point(coef_init, k, d)
+    solver = "lbfgs" if solver == "auto" else solver
+    oracle = _oracle.binary_oracle(X, y, n_threads=nt,
+                                   worker_threads=n_threads if n_threads is None else nt,
+                                   regression=lo.regression)
+    if solver == "newton":
+        coef, fun, n_iter, gnorm, status = _newton(oracle, lo.kernel_id, h, W0, l2, B, tol,
+                                                   max_iter)
+    else:
+        coef, fun, n_iter, gnorm, status = _lbfgs(oracle, lo.kernel_id, h, W0, l2, B, tol,
+                                                  max_iter, int(memory), nt)
+    converged = status == 1
+    if warn and not converged.all():
+        # no data-dependent numbers in the text: warnings end up in logs beside released models
+        warnings.warn(
+            f"minimize: the solver stopped before the gradient norm reached tol={tol:g}. The "
+            "privacy guarantee assumes the exact minimizer: raise max_iter, raise alpha, or check "
+            "the data (the per-problem grad_norm and status are in the result, for the analyst "
+            "only).", ConvergenceWarning, stacklevel=stacklevel)
+    msgs = NEWTON_STATUS if solver == "newton" else LBFGS_STATUS
+    return _result(coef, fun, n_iter, gnorm, converged, [msgs[int(s)] for s in status], scalar)
+
+
+def _result(coef: np.ndarray, fun: np.ndarray, n_iter: np.ndarray, gnorm: np.ndarray,
+            converged: np.ndarray, status: list[str], scalar: bool) -> MinimizeResult:
+    """The per-problem arrays as a MinimizeResult; scalars for a single problem."""
+    if scalar:
+        return MinimizeResult(coef=coef[0], fun=fun[0], n_iter=int(n_iter[0]),
+                              grad_norm=gnorm[0], converged=bool(converged[0]), status=status[0])
+    return MinimizeResult(coef=coef, fun=fun, n_iter=n_iter, grad_norm=gnorm,
+                          converged=converged, status=status)
+
+
+def _start_point(coef_init: ArrayLike | None, k: int, d: int) -> np.ndarray:
+    """The (k, d) starting points: zero, or coef_init broadcast to every problem."""
     W0 = np.zeros((k, d))
     if coef_init is not None:
         c0 = np.asarray(coef_init, dtype=np.float64)
@@ -217,36 +253,18 @@ def _minimize(X: Any, y: Any, *, loss: str, alpha: float | ArrayLike, h: float,
             raise ValueError(f"coef_init: expected shape ({d},) or ({k}, {d}), got {c0.shape}") from None
         if not np.all(np.isfinite(W0)):
             raise ValueError("coef_init: contains NaN or infinity")
-    if solver == "auto":
-        solver = "lbfgs"
-    oracle = _oracle.binary_oracle(X, y, n_threads=nt,
-                                   worker_threads=n_threads if n_threads is None else nt,
-                                   regression=lo.regression)
-    if solver == "newton":
-        coef, fun, n_iter, gnorm, status = _newton(oracle, lo.kernel_id, h, W0, l2, B, tol,
-                                                   int(max_iter))
-    else:
-        from dperm._core._lbfgs import lbfgs
+    return W0
 
-        out = lbfgs(oracle.solver_view(l2, B, lo.kernel_id, h), lo.kernel_id, h, W0, l2, B,
-                    tol, int(max_iter), int(memory), nt)
-        coef, fun, n_iter, gnorm, status = (np.ascontiguousarray(out[0]),) + tuple(
-            np.asarray(a) for a in out[1:])
-    converged = status == 1
-    if warn and not converged.all():
-        # no data-dependent numbers in the text: warnings end up in logs beside released models
-        warnings.warn(
-            f"minimize: the solver stopped before the gradient norm reached tol={tol:g}. The "
-            "privacy guarantee assumes the exact minimizer: raise max_iter, raise alpha, or check "
-            "the data (the per-problem grad_norm and status are in the result, for the analyst "
-            "only).", ConvergenceWarning, stacklevel=2)
-    msgs = NEWTON_STATUS if solver == "newton" else LBFGS_STATUS
-    res = MinimizeResult(coef=coef, fun=fun, n_iter=n_iter, grad_norm=gnorm,
-                         converged=converged, status=[msgs[int(s)] for s in status])
-    if scalar:
-        res = MinimizeResult(coef=coef[0], fun=fun[0], n_iter=int(n_iter[0]), grad_norm=gnorm[0],
-                             converged=bool(converged[0]), status=res.status[0])
-    return res
+
+def _lbfgs(oracle: Any, loss: int, h: float, W0: np.ndarray, l2: np.ndarray,
+           B: np.ndarray | None, tol: float, max_iter: int, memory: int,
+           n_threads: int) -> tuple[np.ndarray, ...]:
+    """The compiled batched L-BFGS on the oracle's passes."""
+    from dperm._core._lbfgs import lbfgs
+
+    out = lbfgs(oracle.solver_view(l2, B, loss, h), loss, h, W0, l2, B, tol, max_iter, memory,
+                n_threads)
+    return (np.ascontiguousarray(out[0]),) + tuple(np.asarray(a) for a in out[1:])
 
 
 #: memory the Newton solver may spend on cached curvatures (CACHED_POINTS vectors of n

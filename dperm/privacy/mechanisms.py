@@ -979,7 +979,6 @@ def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLi
                solver: str = "auto", perturbation: str = "objective",
                amp_output_fraction: float = 0.05) -> PrivateFit:
     """`objective_perturbation` on checked parameters (as `_output`)."""
-    from dperm.privacy import calibration, exact_noise
 
     X, y, lo, alphas, scalar = _inputs(X, y, loss, alpha, data_norm, norm_policy, n_classes)
     n, d = X.shape
@@ -1000,19 +999,9 @@ def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLi
         consts.update(epsilon_prime=eps_p, extra_l2=extra, beta=beta)
         noise = "l2_laplace"
     else:
-        # AMPCalibration or ObjectiveGaussianCalibration (AMP's adds the output share)
-        cals: list[Any] = []
-        for a in alphas:
-            # the margin losses all have loss' <= 0: the tighter one-signed bound applies
-            # (not to a regression loss, whose rho' takes both signs); the calibration's
-            # data_norm is one row's gradient bound L
-            kw: dict[str, Any] = dict(n=n_norm, alpha=float(a), data_norm=L, curvature=c, neighbouring=nb,
-                      n_classes=K, nonincreasing_loss=lo is not None and lo.nonincreasing)
-            if perturbation == "amp":
-                cals.append(calibration.amp_calibration(
-                    epsilon, delta, grad_tol=tol_used, output_fraction=amp_output_fraction, **kw))
-            else:
-                cals.append(calibration.objective_gaussian_calibration(epsilon, delta, **kw))
+        cals = _gaussian_calibrations(alphas, epsilon, delta, perturbation=perturbation,
+                                      tol=tol_used, amp_output_fraction=amp_output_fraction,
+                                      n_norm=n_norm, L=L, c=c, nb=nb, K=K, lo=lo)
         sig = np.array([getattr(cc, "sigma_objective", None) or cc.sigma for cc in cals])
         extra = np.array([cc.extra_l2 for cc in cals])
         b = rng.standard_normal((alphas.size, n_draws, dim)) * sig[:, None, None]
@@ -1028,41 +1017,82 @@ def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLi
                  extra_l2=np.repeat(extra * (n_norm / n), n_draws), h=h, tol=tol_used * n_norm / n,
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
     W = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size, n_draws) + shape)
-    if perturbation == "objective" and not np.all(res.converged):
-        # Algorithm 2's guarantee is for the EXACT minimiser of the perturbed objective (the
-        # change of variables b <-> f needs grad J(f) + b/n = 0); a point the solver
-        # stopped at is another function of the data: release nothing
-        # (docs/privacy_analysis.md, "Objective perturbation needs the exact minimiser")
-        raise NotConvergedError(
-            "objective_perturbation: the solver stopped before reaching the gradient "
-            f"tolerance (tol={tol_used:g}) for at least one fit; the guarantee holds for the "
-            "exact minimiser only, so nothing is released. Raise max_iter, use "
-            "solver='newton' (or 'auto'), a larger alpha (a better-conditioned problem), or "
-            "perturbation='amp' with a positive delta (its output noise covers a "
-            "minimiser approximate to tol)")
     if perturbation == "amp":
-        gn = np.asarray(res.grad_norm).reshape(alphas.size, n_draws) * (n / n_norm)
-        if not np.all(gn <= tol_used):          # (a NaN norm is refused too)
-            raise NotConvergedError(
-                f"perturbation='amp': the solver stopped above the gradient tolerance "
-                f"tol={tol_used:g} that the output noise was calibrated for; nothing is "
-                "released. Raise max_iter (or tol, which raises the output noise).")
-        coef = np.empty_like(W)
-        grids, sig_out = np.empty(alphas.size), np.empty(alphas.size)
-        for a, cc in enumerate(cals):
-            shift = tol_used / (alphas[a] + cc.extra_l2)
-            s_out, g = exact_noise.calibrate_on_grid(
-                lambda s, cc=cc: calibration.analytic_gaussian_sigma(
-                    cc.epsilon_output, cc.delta_output, s), shift, dim, bits=GRID_BITS)
-            coef[a], g = exact_noise.gaussian_on_grid(W[a], s_out, rng, bits=GRID_BITS)
-            _warn_if_grid_clamps(g, (L + cc.sigma_objective * math.sqrt(dim) / n_norm)
-                                 / (alphas[a] + cc.extra_l2))
-            grids[a], sig_out[a] = g, s_out
-        consts.update(grid=grids, sigma_output=sig_out)
+        coef = _amp_release(W, res, cals, alphas, tol=tol_used, n=n, n_norm=n_norm, L=L,
+                            dim=dim, rng=rng, consts=consts)
     else:
+        _require_exact_minimiser(res, tol_used)
         # released as solved: rounding a minimiser to a grid would not make the exact-
         # arithmetic proof cover floating point (docs/privacy_analysis.md, section 10);
         # perturbation="amp" is the float-safe member of this family
         coef = W
     return _fit(perturbation, noise, lo, K, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
                 n_draws, coef, res, consts)
+
+
+def _gaussian_calibrations(alphas: np.ndarray, epsilon: float, delta: float, *,
+                           perturbation: str, tol: float, amp_output_fraction: float,
+                           n_norm: float, L: float, c: float, nb: str, K: int,
+                           lo: Loss | None) -> list[Any]:
+    """One calibration per alpha: ObjectiveGaussianCalibration, or for AMP an
+    AMPCalibration (which adds the output noise's share)."""
+    from dperm.privacy import calibration
+
+    cals: list[Any] = []
+    for a in alphas:
+        # the margin losses all have loss' <= 0: the tighter one-signed bound applies
+        # (not to a regression loss, whose rho' takes both signs); the calibration's
+        # data_norm is one row's gradient bound L
+        kw: dict[str, Any] = dict(n=n_norm, alpha=float(a), data_norm=L, curvature=c,
+                                  neighbouring=nb, n_classes=K,
+                                  nonincreasing_loss=lo is not None and lo.nonincreasing)
+        if perturbation == "amp":
+            cals.append(calibration.amp_calibration(
+                epsilon, delta, grad_tol=tol, output_fraction=amp_output_fraction, **kw))
+        else:
+            cals.append(calibration.objective_gaussian_calibration(epsilon, delta, **kw))
+    return cals
+
+
+def _require_exact_minimiser(res: Any, tol: float) -> None:
+    if not np.all(res.converged):
+        # Algorithm 2's guarantee is for the EXACT minimiser of the perturbed objective (the
+        # change of variables b <-> f needs grad J(f) + b/n = 0); a point the solver
+        # stopped at is another function of the data: release nothing
+        # (docs/privacy_analysis.md, "Objective perturbation needs the exact minimiser")
+        raise NotConvergedError(
+            "objective_perturbation: the solver stopped before reaching the gradient "
+            f"tolerance (tol={tol:g}) for at least one fit; the guarantee holds for the "
+            "exact minimiser only, so nothing is released. Raise max_iter, use "
+            "solver='newton' (or 'auto'), a larger alpha (a better-conditioned problem), or "
+            "perturbation='amp' with a positive delta (its output noise covers a "
+            "minimiser approximate to tol)")
+
+
+def _amp_release(W: np.ndarray, res: Any, cals: list[Any], alphas: np.ndarray, *, tol: float,
+                 n: int, n_norm: float, L: float, dim: int, rng: np.random.Generator,
+                 consts: dict[str, np.ndarray]) -> np.ndarray:
+    """AMP's output step: the approximate minimisers W (alphas, draws, ...) plus exact
+    Gaussian noise on the grid, released only when every gradient norm is <= tol (the
+    grids and output scales go into ``consts``)."""
+    from dperm.privacy import calibration, exact_noise
+
+    gn = np.asarray(res.grad_norm).reshape(W.shape[:2]) * (n / n_norm)
+    if not np.all(gn <= tol):          # (a NaN norm is refused too)
+        raise NotConvergedError(
+            f"perturbation='amp': the solver stopped above the gradient tolerance "
+            f"tol={tol:g} that the output noise was calibrated for; nothing is "
+            "released. Raise max_iter (or tol, which raises the output noise).")
+    coef = np.empty_like(W)
+    grids, sig_out = np.empty(alphas.size), np.empty(alphas.size)
+    for a, cc in enumerate(cals):
+        shift = tol / (alphas[a] + cc.extra_l2)
+        s_out, g = exact_noise.calibrate_on_grid(
+            lambda s, cc=cc: calibration.analytic_gaussian_sigma(
+                cc.epsilon_output, cc.delta_output, s), shift, dim, bits=GRID_BITS)
+        coef[a], g = exact_noise.gaussian_on_grid(W[a], s_out, rng, bits=GRID_BITS)
+        _warn_if_grid_clamps(g, (L + cc.sigma_objective * math.sqrt(dim) / n_norm)
+                             / (alphas[a] + cc.extra_l2))
+        grids[a], sig_out[a] = g, s_out
+    consts.update(grid=grids, sigma_output=sig_out)
+    return coef

@@ -18,6 +18,7 @@ from dperm.data import oracle as _oracle
 from dperm.data.design import WithInterceptColumn
 from dperm.data.design import augment_intercept as augment_intercept  # re-exported
 from dperm.data.validation import (
+    NONE,
     POSITIVE,
     Options,
     ParameterTable,
@@ -56,6 +57,76 @@ PERTURBATIONS = {"objective", "output", "amp", "none"}
 
 def _check_margin_loss(value: Any, name: str) -> None:
     get_loss(value, regression=False)
+
+
+def _check_class_list(classes: Any, name: str) -> None:
+    """classes: the public label set, at least two distinct labels."""
+    arr = np.asarray(classes)
+    if arr.ndim != 1 or arr.size < 2 or np.unique(arr).size != arr.size:
+        raise ValueError(f"{name}: must list at least two distinct labels, got {classes!r}")
+
+
+# the checks of y against the label set (stacklevel 4: fit -> _check_classes -> here)
+def _label_vector(y: Any) -> np.ndarray:
+    """y as a 1-D array of finite labels (a column vector is ravelled, with sklearn's
+    DataConversionWarning)."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; "
+                      "using y.ravel()", DataConversionWarning, stacklevel=4)
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"y: expected a 1-D array of labels, got shape {y.shape}")
+    if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        raise ValueError("y: contains NaN or infinity")
+    return y
+
+
+def _classes_read_from(y: np.ndarray) -> np.ndarray:
+    """The label set read from the private y (no classes given): a PrivacyLeakWarning."""
+    try:
+        classes = np.unique(y)
+    except TypeError:
+        raise ValueError("y: Unknown label type: the labels cannot be sorted "
+                         "(mixed types?)") from None
+    y_type = type_of_target(y, input_name="y")
+    if y_type.startswith("continuous") and classes.size > 2:
+        raise ValueError(f"y: Unknown label type: {y_type} (a continuous target was "
+                         "passed to a classifier)")
+    if classes.size < 2:
+        raise ValueError(f"y: at least two classes are needed, found {classes.size} "
+                         f"({classes[:5].tolist()})")
+    warnings.warn(
+        "classes: the label set was read from the private y; pass classes=[...] "
+        "(public knowledge: every label that may occur) to avoid this leak",
+        PrivacyLeakWarning, stacklevel=4)
+    return classes
+
+
+def _check_labels_in(y: np.ndarray, classes: np.ndarray, given: Any) -> None:
+    """Every label of y is one of the public classes (of a matching kind)."""
+    text_y, text_classes = y.dtype.kind in "OUS", classes.dtype.kind in "OUS"
+    if text_y != text_classes:
+        raise ValueError(f"y: labels {np.unique(y)[:5].tolist()} do not match "
+                         f"classes={given!r}")
+    inside = np.isin(y, classes)
+    if not inside.all():
+        raise ValueError(f"y: values {np.unique(y[~inside])[:5].tolist()} are not in "
+                         f"classes={classes.tolist()}")
+
+
+def _warn_if_one_class(codes: np.ndarray, classes: np.ndarray) -> None:
+    """The public classes make the fit well defined, but a model fitted to one label is
+    rarely what was meant (a filtered file, the wrong label column): a notice for the
+    analyst, as sklearn's classifiers refuse such y outright."""
+    if codes.size and (codes == codes[0]).all():
+        only, rest = classes.tolist()[codes[0]], classes.tolist()
+        warnings.warn(
+            f"y: every label is {only!r}: none of the other classes "
+            f"{[c for c in rest if c != only][:5]} occurs, "
+            "so the model learns to predict one class (plus noise); check the label "
+            "column and the rows (this notice is about the private data: do not "
+            "publish it)", UserWarning, stacklevel=4)
 
 
 @dataclass(frozen=True)
@@ -232,6 +303,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         "epsilon": [POSITIVE],
         **COMMON_PARAMETERS,
         "h": [POSITIVE],
+        "classes": [NONE, Satisfies(_check_class_list, "a list of two or more labels")],
     }
     _privacy_param = "perturbation"
 
@@ -294,59 +366,16 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     def _check_classes(self, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """(classes (K,), codes (n,) in 0..K-1) with K >= 2; the label set is public
         (classes=) or read from y with a PrivacyLeakWarning."""
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; "
-                          "using y.ravel()", DataConversionWarning, stacklevel=3)
-            y = y.ravel()
-        if y.ndim != 1:
-            raise ValueError(f"y: expected a 1-D array of labels, got shape {y.shape}")
-        if y.dtype.kind in "fc" and not np.isfinite(y).all():
-            raise ValueError("y: contains NaN or infinity")
+        y = _label_vector(y)
         if self.classes is None:
-            try:
-                classes = np.unique(y)
-            except TypeError:
-                raise ValueError("y: Unknown label type: the labels cannot be sorted "
-                                 "(mixed types?)") from None
-            y_type = type_of_target(y, input_name="y")
-            if y_type.startswith("continuous") and classes.size > 2:
-                raise ValueError(f"y: Unknown label type: {y_type} (a continuous target was "
-                                 "passed to a classifier)")
-            if classes.size < 2:
-                raise ValueError(f"y: at least two classes are needed, found {classes.size} "
-                                 f"({classes[:5].tolist()})")
-            warnings.warn(
-                "classes: the label set was read from the private y; pass classes=[...] "
-                "(public knowledge: every label that may occur) to avoid this leak",
-                PrivacyLeakWarning, stacklevel=3)
+            classes = _classes_read_from(y)
         else:
             classes = np.asarray(self.classes)
-            if classes.ndim != 1 or classes.size < 2 or np.unique(classes).size != classes.size:
-                raise ValueError(f"classes: must list at least two distinct labels, got "
-                                 f"{self.classes!r}")
-            if y.dtype.kind in "OUS" and classes.dtype.kind not in "OUS" or \
-                    classes.dtype.kind in "OUS" and y.dtype.kind not in "OUS":
-                raise ValueError(f"y: labels {np.unique(y)[:5].tolist()} do not match "
-                                 f"classes={self.classes!r}")
-            inside = np.isin(y, classes)
-            if not inside.all():
-                raise ValueError(f"y: values {np.unique(y[~inside])[:5].tolist()} are not in "
-                                 f"classes={classes.tolist()}")
+            _check_labels_in(y, classes, self.classes)
         codes = np.zeros(y.shape[0], dtype=np.intp)
         for k, c in enumerate(classes):
             codes[y == c] = k
-        if y.size and (codes == codes[0]).all():
-            # the public classes make the fit well defined, but a model fitted to one
-            # label is rarely what was meant (a filtered file, the wrong label column);
-            # a notice for the analyst, as sklearn's classifiers refuse such y outright
-            only, rest = classes.tolist()[codes[0]], classes.tolist()
-            warnings.warn(
-                f"y: every label is {only!r}: none of the other classes "
-                f"{[c for c in rest if c != only][:5]} occurs, "
-                "so the model learns to predict one class (plus noise); check the label "
-                "column and the rows (this notice is about the private data: do not "
-                "publish it)", UserWarning, stacklevel=3)
+        _warn_if_one_class(codes, classes)
         return classes, codes
 
     def _multiclass_mode(self, K: int) -> str:
