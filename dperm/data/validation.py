@@ -9,7 +9,7 @@ import inspect
 import math
 import numbers
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
@@ -33,7 +33,7 @@ __all__ = [
 
 
 
-def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
+def check_X(X: Any, *, name: str = "X", min_samples: int = 1, accept_sparse: bool = False) -> Any:
     """2-D finite data of float32 or float64: a C-contiguous array or a CSR matrix.
 
     Dense: float32 input stays float32 (the kernels read it directly and
@@ -239,7 +239,7 @@ def _csr_from_parts(data, indices, indptr, shape):
 
 
 
-def row_norms(X):
+def row_norms(X: Any) -> np.ndarray:
     """Euclidean norm of every row (float64, (n,)); dense, mapped, CSR or DesignRows, with
     no temporary larger than a block of rows."""
     if isinstance(X, DesignRows):
@@ -254,7 +254,7 @@ def row_norms(X):
     return _arrays.array_row_norms(X)
 
 
-def check_pm1_labels(y, n, *, name="y"):
+def check_pm1_labels(y: Any, n: int, *, name: str = "y") -> np.ndarray:
     """Labels as float64 in {-1, +1}, one per row."""
     y = np.asarray(y)
     if y.ndim != 1:
@@ -273,7 +273,7 @@ def check_pm1_labels(y, n, *, name="y"):
     return np.ascontiguousarray(yf)
 
 
-def check_real_labels(y, n, *, name="y"):
+def check_real_labels(y: Any, n: int, *, name: str = "y") -> np.ndarray:
     """Real-valued labels (a regression target) as float64, one per row, finite."""
     y = np.asarray(y)
     if y.ndim != 1:
@@ -290,7 +290,7 @@ def check_real_labels(y, n, *, name="y"):
     return np.ascontiguousarray(yf)
 
 
-def bound_labels(y, label_bound):
+def bound_labels(y: Any, label_bound: float) -> tuple[np.ndarray, int]:
     """(labels clipped to [-B, B], how many were clipped): the public, row-by-row map
     of a regression fit (B = label_bound).  A new array: the user's y is unchanged.
     The count is a statistic of the private data, for the analyst only."""
@@ -299,7 +299,7 @@ def bound_labels(y, label_bound):
     return np.ascontiguousarray(np.clip(yf, -label_bound, label_bound)), int(over.sum())
 
 
-def check_positive(value, name, *, allow_inf=False):
+def check_positive(value: Any, name: str, *, allow_inf: bool = False) -> float:
     """A real number > 0 (finite unless allow_inf)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name}: must be a positive number, got {value!r}")
@@ -316,7 +316,7 @@ MAX_DATA_NORM = 1e100
 DATA_NORM_SLACK_WARN = 100.0
 
 
-def check_data_norm(value, name="data_norm"):
+def check_data_norm(value: Any, name: str = "data_norm") -> float:
     """The public row-norm bound R: a finite number in (0, MAX_DATA_NORM]."""
     value = check_positive(value, name)
     if value > MAX_DATA_NORM:
@@ -328,7 +328,8 @@ def check_data_norm(value, name="data_norm"):
     return value
 
 
-def warn_if_rows_far_inside(max_row_norm, data_norm, name="data_norm", stacklevel=3):
+def warn_if_rows_far_inside(max_row_norm: float, data_norm: float, name: str = "data_norm",
+                            stacklevel: int = 3) -> None:
     """DataNormWarning when every row is far inside the ball of radius data_norm (the model
     would be mostly regularization or noise). Reads the private rows: analyst only."""
     import warnings
@@ -346,12 +347,12 @@ def warn_if_rows_far_inside(max_row_norm, data_norm, name="data_norm", stackleve
             DataNormWarning, stacklevel=stacklevel)
 
 
-def check_epsilon(epsilon, name="epsilon"):
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     """Privacy parameter: a finite number > 0."""
     return check_positive(epsilon, name)
 
 
-def check_alpha(alpha, name="alpha"):
+def check_alpha(alpha: Any, name: str = "alpha") -> tuple[np.ndarray, bool]:
     """Regularization strength(s): a scalar or a 1-D sequence of positive numbers.
 
     Returns (values as a 1-D float64 array, whether alpha was a scalar).
@@ -367,7 +368,7 @@ def check_alpha(alpha, name="alpha"):
     return vals, False
 
 
-def check_random_state(random_state, name="random_state"):
+def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
     """A numpy Generator.
 
     None gives a fresh generator seeded from OS entropy (the default for every
@@ -404,7 +405,7 @@ def check_random_state(random_state, name="random_state"):
     raise ValueError(f"{name}: expected None, an int seed or a numpy Generator, got {random_state!r}")
 
 
-def fresh_generator():
+def fresh_generator() -> np.random.Generator:
     """The randomness policy, in one place: a new generator seeded from OS entropy.
 
     Never derived from numpy's global state (which a script may have seeded), so
@@ -413,13 +414,13 @@ def fresh_generator():
     return np.random.default_rng()
 
 
-def is_fixed_seed(random_state):
+def is_fixed_seed(random_state: Any) -> bool:
     """True for an int seed or a legacy RandomState: whoever knows it can regenerate the noise."""
     return (isinstance(random_state, (numbers.Integral, np.integer, np.random.RandomState))
             and not isinstance(random_state, bool))
 
 
-def spawn_generator(rng):
+def spawn_generator(rng: np.random.Generator) -> np.random.Generator:
     """An independent child stream of a numpy Generator (advances the parent).
 
     Clones and repeated fits that hold the same Generator each draw from their
@@ -431,7 +432,7 @@ def spawn_generator(rng):
         return np.random.default_rng(rng.integers(0, 2**63 - 1, size=4))
 
 
-def default_threads():
+def default_threads() -> int:
     """Cores this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -439,7 +440,7 @@ def default_threads():
         return max(1, os.cpu_count() or 1)
 
 
-def check_n_threads(n_threads, name="n_threads"):
+def check_n_threads(n_threads: Any, name: str = "n_threads") -> int:
     """None (all available cores), or an int >= 1; -1 also means all cores.
 
     The number returned sets how each pass splits its rows (and so the result, bit for
@@ -452,7 +453,7 @@ def check_n_threads(n_threads, name="n_threads"):
     return resolve_n_threads(n_threads)
 
 
-def resolve_n_threads(n_threads):
+def resolve_n_threads(n_threads: int | None) -> int:
     """`check_n_threads` on a checked value: the cores for None or -1, else the count
     (and the team limit refreshed)."""
     update_team_limit()
@@ -481,7 +482,8 @@ def _own_load(now, cpu):
     return (cpu - c0) / (now - t0) if now - t0 >= 1.0 else 0.0
 
 
-def free_cores(cores=None, load=None, own=None):
+def free_cores(cores: int | None = None, load: float | None = None,
+               own: float | None = None) -> int:
     """Cores not taken by other processes: the cores this process may run on minus the
     1-minute load average, less this process's own recent CPU rate, rounded; at least 1.
 
@@ -503,7 +505,7 @@ def free_cores(cores=None, load=None, own=None):
     return max(1, min(n, n - int(others + 0.5)))
 
 
-def team_limit():
+def team_limit() -> int:
     """The largest OpenMP team a pass may start now: `free_cores()`, or 0 (no limit)
     when ``DPERM_LOAD_AWARE=0``."""
     if os.environ.get(LOAD_AWARE_ENV, "1").strip() == "0":
@@ -517,7 +519,7 @@ _TEAM = {"t": -math.inf}
 _TEAM_REFRESH = 0.5
 
 
-def update_team_limit():
+def update_team_limit() -> None:
     """Give the kernels the current `team_limit()` (dperm._core: set_team_limit), at most
     every half second."""
     import time
@@ -533,13 +535,14 @@ def update_team_limit():
     set_team_limit(team_limit())
 
 
-def check_choice(value, name, choices):
+def check_choice(value: Any, name: str, choices: Collection[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name}={value!r} is not valid; choose one of {sorted(choices)}")
     return value
 
 
-def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, stats=None):
+def bound_rows(X: Any, data_norm: float, norm_policy: str, *, name: str = "X",
+               return_clipped: bool = False, stats: dict[str, float] | None = None) -> Any:
     """apply_norm_bound without a copy: rows over the bound get a clipping factor.
 
     Returns X itself when every row is within data_norm, else a
@@ -576,7 +579,8 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
     return (out, int(bad.sum())) if return_clipped else out
 
 
-def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=False):
+def apply_norm_bound(X: Any, data_norm: float, norm_policy: str, *, name: str = "X",
+                     return_clipped: bool = False) -> Any:
     """Enforce the public row-norm bound ||x_i|| <= data_norm.
 
     "clip" rescales rows over the bound onto the sphere of radius data_norm (a
@@ -624,7 +628,7 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
     return (out, int(bad.sum())) if return_clipped else out
 
 
-def check_class_labels(y, n, n_classes, *, name="y"):
+def check_class_labels(y: Any, n: int, n_classes: int, *, name: str = "y") -> np.ndarray:
     """Labels as an intp array (n,) with values in {0, ..., n_classes - 1}.
 
     Integer arrays, and float arrays whose values are whole numbers, are
@@ -718,9 +722,13 @@ class Interval(Constraint):
         v = float(value)
         if not math.isfinite(v) or (self.integer == "valued" and not v.is_integer()):
             return False
-        if self.low is not None and (v < self.low or (v == self.low and self.closed not in (
-                "left", "both"))):
-            return False
+        return self._above_low(v) and self._below_high(v)
+
+    def _above_low(self, v: float) -> bool:
+        return self.low is None or v > self.low or (
+            v == self.low and self.closed in ("left", "both"))
+
+    def _below_high(self, v: float) -> bool:
         return self.high is None or v < self.high or (
             v == self.high and self.closed in ("right", "both"))
 
@@ -828,14 +836,19 @@ def check_param(name: str, value: Any, constraints: Sequence[Constraint]) -> Non
             if isinstance(c, Satisfies):
                 c.check(value, name)
             return
+    raise _invalid(name, value, constraints)
+
+
+def _invalid(name: str, value: Any, constraints: Sequence[Constraint]) -> Exception:
+    """The error for a value no constraint accepts."""
     if constraints and all(isinstance(c, Options) for c in constraints):
         choices = sorted(set().union(*(c.options for c in constraints)))    # type: ignore[attr-defined]
-        raise ValueError(f"{name}={value!r} is not valid; choose one of {choices}")
+        return ValueError(f"{name}={value!r} is not valid; choose one of {choices}")
     kinds = [c for c in constraints if c is not NONE]
     wanted = " or ".join(c.description for c in constraints)
     if kinds and all(isinstance(c, InstanceOf) for c in kinds):
-        raise TypeError(f"{name}: expected {wanted}, got {type(value).__name__}")
-    raise ValueError(f"{name}: must be {wanted}, got {value!r}")
+        return TypeError(f"{name}: expected {wanted}, got {type(value).__name__}")
+    return ValueError(f"{name}: must be {wanted}, got {value!r}")
 
 
 def check_params(table: ParameterTable, values: Mapping[str, Any]) -> None:

@@ -152,7 +152,7 @@ class PrivateLinearBase(BaseEstimator):
             raise BudgetExceededError(f"a non-private fit ({privacy_param}='none') cannot be "
                                       "charged to a BudgetAccountant: its epsilon is infinite")
         if private:
-            warn_if_seeded(self.random_state, accountant=self.accountant)
+            warn_if_seeded(self.random_state, accountant=self.accountant, stacklevel=4)
 
     def _set_fitted(self, n_features: int, feature_names: np.ndarray | None,
                     alpha: float | None, record: ReleaseRecord,
