@@ -108,7 +108,8 @@ def test_validate_params_checks_bound_arguments_and_refuses_unknown_names():
 
 
 # ------------------------------------------------------------------ the declarations
-@pytest.mark.parametrize("est", [dperm.PrivateLinearClassifier, dperm.PrivateLinearRegression])
+@pytest.mark.parametrize("est", [dperm.PrivateLinearClassifier, dperm.PrivateLinearRegression,
+                                 dperm.PublicBoundsTransformer])
 def test_every_estimator_parameter_is_declared(est):
     """A new __init__ parameter must get a declaration."""
     params = set(inspect.signature(est.__init__).parameters) - {"self"}
