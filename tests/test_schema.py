@@ -362,7 +362,7 @@ def test_sparse_output_is_the_dense_encoding_built_as_csr(data_norm):
     b = make_pipeline(PublicBoundsTransformer(**kw),
                       PrivateLinearClassifier(perturbation="none", classes=[0, 1])).fit(frame, y)
     np.testing.assert_allclose(a[-1].coef_, b[-1].coef_, rtol=1e-9, atol=1e-12)
-    with pytest.raises(ValueError, match="sparse_output must be True or False"):
+    with pytest.raises(ValueError, match="^sparse_output: must be True or False"):
         PublicBoundsTransformer(numeric=NUMERIC, sparse_output="yes").fit(frame)
 
 

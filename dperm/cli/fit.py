@@ -68,6 +68,18 @@ def _normalising_count(args, n_read):
     return None if n_read is None else int(n_read)
 
 
+def _estimator_count(args, n_read, n_rows, needs_count=True):
+    """The estimator's n_public: `_normalising_count`; under add_remove without one, the
+    row count, resolved here (this command gives the count warning, naming --n-public,
+    so the estimator gets the count it would read itself and gives no warning of its
+    own).  A fit that needs no count (``needs_count`` False: AdaSSP, no noise) keeps
+    None, so that its record holds none."""
+    n_public = _normalising_count(args, n_read)
+    if n_public is None and needs_count and args.neighbouring == "add_remove":
+        return int(n_rows)
+    return n_public
+
+
 def _resolve_classes(args, table, label, schema, leaks):
     """The classes as strings ([negative, positive] for two), from the schema or (with
     a warning) the data."""
@@ -259,7 +271,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
     # in place instead of copied to append a column.
     K = len(classes)
     delta = args.delta if args.perturbation != "none" else 0.0
-    n_public = _normalising_count(args, n_read)
+    n_public = _estimator_count(args, n_read, Xa.shape[0])
     clf = PrivateLinearClassifier(
         loss=args.loss, perturbation=args.perturbation, epsilon=args.epsilon, delta=delta,
         neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha,
@@ -282,8 +294,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
                       "the label column and the rows (a notice about the private data: do not "
                       "publish it)", UserWarning, stacklevel=2)
     with warnings.catch_warnings():
-        # the library's own wording of the warnings above names its parameter, not the flag
-        warnings.filterwarnings("ignore", message="n_public: not given")
+        # the library's own wording of the warning above names its parameter, not the data
         warnings.filterwarnings("ignore", message="y: every label is")
         clf.fit(Xa, y)
     seconds = time.perf_counter() - t0
@@ -830,7 +841,7 @@ def _fit_regression(args):
     from dperm.exceptions import PrivacyLeakWarning
     from dperm.model_io import model_file
     from dperm.sklearn.classifier import split_intercept
-    from dperm.sklearn.regressor import PrivateLinearRegression
+    from dperm.sklearn.regressor import PrivateLinearRegression, resolve_method
 
     if args.label_bound is None and args.schema is None:
         raise _UsageError("fit: --task regression needs --label-bound B, a PUBLIC bound on "
@@ -882,23 +893,24 @@ def _fit_regression(args):
         label_bounds = [float(v) for v in label_bounds]
     B = label_bound if label_bound is not None else (label_bounds[1] - label_bounds[0]) / 2.0
     h = args.h if args.h is not None else B
-    n_public = _normalising_count(args, n_read)
+    method = resolve_method(args.perturbation, n=int(Xa.shape[0]), d=int(Xa.shape[1]),
+                            epsilon=args.epsilon, delta=delta)
+    n_public = _estimator_count(args, n_read, Xa.shape[0],
+                                needs_count=method in ("objective", "output"))
     est = PrivateLinearRegression(
         method=args.perturbation, epsilon=args.epsilon, delta=delta,
         neighbouring=args.neighbouring, n_public=n_public, alpha=args.alpha, h=h,
         label_bound=label_bound, label_bounds=label_bounds, data_norm=1.0,
         fit_intercept=False, n_threads=args.threads, random_state=args.seed)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="n_public: not given")
-        if args.neighbouring == "add_remove" and args.n_public is None \
-                and args.perturbation != "none":
-            warnings.warn(
-                f"--n-public not given: under --neighbouring add_remove the objective is "
-                f"normalised by the row count of the data ({n_public or shape[0]}), so the guarantee "
-                "covers neighbouring data sets of that size only. Give --n-public N.",
-                PrivacyLeakWarning, stacklevel=2)
-        est.fit(Xa, y)
+    if args.neighbouring == "add_remove" and args.n_public is None \
+            and args.perturbation != "none":
+        warnings.warn(
+            f"--n-public not given: under --neighbouring add_remove the objective is "
+            f"normalised by the row count of the data ({n_public or shape[0]}), so the guarantee "
+            "covers neighbouring data sets of that size only. Give --n-public N.",
+            PrivacyLeakWarning, stacklevel=2)
+    est.fit(Xa, y)
     seconds = time.perf_counter() - t0
     W = np.asarray(est.coef_, dtype=np.float64)
     if args.no_intercept:     # est.intercept_: 0.0, or the public label centre

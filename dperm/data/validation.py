@@ -4,9 +4,13 @@ Each check raises ValueError (or TypeError for a wrong kind of object) whose
 message starts with the parameter's name, and returns a clean copy or view;
 nothing here mutates its input.
 """
+import functools
+import inspect
 import math
 import numbers
 import os
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -20,13 +24,16 @@ __all__ = [
     "check_random_state", "check_n_threads", "apply_norm_bound", "check_choice",
     "fresh_generator", "is_fixed_seed", "spawn_generator", "row_norms", "bound_rows",
     "check_class_labels", "free_cores", "team_limit",
+    "Constraint", "Interval", "Options", "InstanceOf", "Satisfies", "Each", "NONE",
+    "BOOLEAN", "POSITIVE", "DATA_NORM", "NORM_POLICIES", "RANDOM_STATE", "N_THREADS",
+    "ParameterTable", "check_param", "check_params", "validate_params", "resolve_n_threads",
 ]
 
 
 
 
 
-def check_X(X, *, name="X", min_samples=1, accept_sparse=False):
+def check_X(X: Any, *, name: str = "X", min_samples: int = 1, accept_sparse: bool = False) -> Any:
     """2-D finite data of float32 or float64: a C-contiguous array or a CSR matrix.
 
     Dense: float32 input stays float32 (the kernels read it directly and
@@ -232,7 +239,7 @@ def _csr_from_parts(data, indices, indptr, shape):
 
 
 
-def row_norms(X):
+def row_norms(X: Any) -> np.ndarray:
     """Euclidean norm of every row (float64, (n,)); dense, mapped, CSR or DesignRows, with
     no temporary larger than a block of rows."""
     if isinstance(X, DesignRows):
@@ -247,7 +254,7 @@ def row_norms(X):
     return _arrays.array_row_norms(X)
 
 
-def check_pm1_labels(y, n, *, name="y"):
+def check_pm1_labels(y: Any, n: int, *, name: str = "y") -> np.ndarray:
     """Labels as float64 in {-1, +1}, one per row."""
     y = np.asarray(y)
     if y.ndim != 1:
@@ -266,7 +273,7 @@ def check_pm1_labels(y, n, *, name="y"):
     return np.ascontiguousarray(yf)
 
 
-def check_real_labels(y, n, *, name="y"):
+def check_real_labels(y: Any, n: int, *, name: str = "y") -> np.ndarray:
     """Real-valued labels (a regression target) as float64, one per row, finite."""
     y = np.asarray(y)
     if y.ndim != 1:
@@ -283,7 +290,7 @@ def check_real_labels(y, n, *, name="y"):
     return np.ascontiguousarray(yf)
 
 
-def bound_labels(y, label_bound):
+def bound_labels(y: Any, label_bound: float) -> tuple[np.ndarray, int]:
     """(labels clipped to [-B, B], how many were clipped): the public, row-by-row map
     of a regression fit (B = label_bound).  A new array: the user's y is unchanged.
     The count is a statistic of the private data, for the analyst only."""
@@ -292,7 +299,7 @@ def bound_labels(y, label_bound):
     return np.ascontiguousarray(np.clip(yf, -label_bound, label_bound)), int(over.sum())
 
 
-def check_positive(value, name, *, allow_inf=False):
+def check_positive(value: Any, name: str, *, allow_inf: bool = False) -> float:
     """A real number > 0 (finite unless allow_inf)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name}: must be a positive number, got {value!r}")
@@ -309,7 +316,7 @@ MAX_DATA_NORM = 1e100
 DATA_NORM_SLACK_WARN = 100.0
 
 
-def check_data_norm(value, name="data_norm"):
+def check_data_norm(value: Any, name: str = "data_norm") -> float:
     """The public row-norm bound R: a finite number in (0, MAX_DATA_NORM]."""
     value = check_positive(value, name)
     if value > MAX_DATA_NORM:
@@ -321,7 +328,8 @@ def check_data_norm(value, name="data_norm"):
     return value
 
 
-def warn_if_rows_far_inside(max_row_norm, data_norm, name="data_norm", stacklevel=3):
+def warn_if_rows_far_inside(max_row_norm: float, data_norm: float, name: str = "data_norm",
+                            stacklevel: int = 3) -> None:
     """DataNormWarning when every row is far inside the ball of radius data_norm (the model
     would be mostly regularization or noise). Reads the private rows: analyst only."""
     import warnings
@@ -339,12 +347,12 @@ def warn_if_rows_far_inside(max_row_norm, data_norm, name="data_norm", stackleve
             DataNormWarning, stacklevel=stacklevel)
 
 
-def check_epsilon(epsilon, name="epsilon"):
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     """Privacy parameter: a finite number > 0."""
     return check_positive(epsilon, name)
 
 
-def check_alpha(alpha, name="alpha"):
+def check_alpha(alpha: Any, name: str = "alpha") -> tuple[np.ndarray, bool]:
     """Regularization strength(s): a scalar or a 1-D sequence of positive numbers.
 
     Returns (values as a 1-D float64 array, whether alpha was a scalar).
@@ -360,7 +368,7 @@ def check_alpha(alpha, name="alpha"):
     return vals, False
 
 
-def check_random_state(random_state, name="random_state"):
+def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
     """A numpy Generator.
 
     None gives a fresh generator seeded from OS entropy (the default for every
@@ -397,7 +405,7 @@ def check_random_state(random_state, name="random_state"):
     raise ValueError(f"{name}: expected None, an int seed or a numpy Generator, got {random_state!r}")
 
 
-def fresh_generator():
+def fresh_generator() -> np.random.Generator:
     """The randomness policy, in one place: a new generator seeded from OS entropy.
 
     Never derived from numpy's global state (which a script may have seeded), so
@@ -406,13 +414,13 @@ def fresh_generator():
     return np.random.default_rng()
 
 
-def is_fixed_seed(random_state):
+def is_fixed_seed(random_state: Any) -> bool:
     """True for an int seed or a legacy RandomState: whoever knows it can regenerate the noise."""
     return (isinstance(random_state, (numbers.Integral, np.integer, np.random.RandomState))
             and not isinstance(random_state, bool))
 
 
-def spawn_generator(rng):
+def spawn_generator(rng: np.random.Generator) -> np.random.Generator:
     """An independent child stream of a numpy Generator (advances the parent).
 
     Clones and repeated fits that hold the same Generator each draw from their
@@ -424,7 +432,7 @@ def spawn_generator(rng):
         return np.random.default_rng(rng.integers(0, 2**63 - 1, size=4))
 
 
-def default_threads():
+def default_threads() -> int:
     """Cores this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -432,18 +440,25 @@ def default_threads():
         return max(1, os.cpu_count() or 1)
 
 
-def check_n_threads(n_threads, name="n_threads"):
+def check_n_threads(n_threads: Any, name: str = "n_threads") -> int:
     """None (all available cores), or an int >= 1; -1 also means all cores.
 
     The number returned sets how each pass splits its rows (and so the result, bit for
     bit); the OpenMP team that runs the parts is at most `free_cores()`, refreshed here
     (see `team_limit`), which changes the speed on a busy machine, never the result."""
+    if not (n_threads is None or n_threads == -1):
+        if isinstance(n_threads, bool) or not isinstance(n_threads, (numbers.Integral, np.integer)) \
+                or n_threads < 1:
+            raise ValueError(f"{name}: must be None, -1 or an integer >= 1, got {n_threads!r}")
+    return resolve_n_threads(n_threads)
+
+
+def resolve_n_threads(n_threads: int | None) -> int:
+    """`check_n_threads` on a checked value: the cores for None or -1, else the count
+    (and the team limit refreshed)."""
     update_team_limit()
     if n_threads is None or n_threads == -1:
         return default_threads()
-    if isinstance(n_threads, bool) or not isinstance(n_threads, (numbers.Integral, np.integer)) \
-            or n_threads < 1:
-        raise ValueError(f"{name}: must be None, -1 or an integer >= 1, got {n_threads!r}")
     return int(n_threads)
 
 
@@ -471,7 +486,8 @@ def _own_load(now, cpu):
     return (cpu - c0) / (now - t0) if now - t0 >= 1.0 else 0.0
 
 
-def free_cores(cores=None, load=None, own=None):
+def free_cores(cores: int | None = None, load: float | None = None,
+               own: float | None = None) -> int:
     """Cores not taken by other processes: the cores this process may run on minus the
     1-minute load average, less this process's own recent CPU rate, rounded; at least 1.
 
@@ -493,7 +509,7 @@ def free_cores(cores=None, load=None, own=None):
     return max(1, min(n, n - int(others + 0.5)))
 
 
-def team_limit():
+def team_limit() -> int:
     """The largest OpenMP team a pass may start now: 0 (no limit, the default), or
     `free_cores()` when ``DPERM_LOAD_AWARE=1``."""
     if os.environ.get(LOAD_AWARE_ENV, "0").strip() != "1":
@@ -507,7 +523,7 @@ _TEAM = {"t": -math.inf}
 _TEAM_REFRESH = 0.5
 
 
-def update_team_limit():
+def update_team_limit() -> None:
     """Give the kernels the current `team_limit()` (dperm._core: set_team_limit), at most
     every half second."""
     import time
@@ -523,13 +539,14 @@ def update_team_limit():
     set_team_limit(team_limit())
 
 
-def check_choice(value, name, choices):
+def check_choice(value: Any, name: str, choices: Collection[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name}={value!r} is not valid; choose one of {sorted(choices)}")
     return value
 
 
-def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, stats=None):
+def bound_rows(X: Any, data_norm: float, norm_policy: str, *, name: str = "X",
+               return_clipped: bool = False, stats: dict[str, float] | None = None) -> Any:
     """apply_norm_bound without a copy: rows over the bound get a clipping factor.
 
     Returns X itself when every row is within data_norm, else a
@@ -566,7 +583,8 @@ def bound_rows(X, data_norm, norm_policy, *, name="X", return_clipped=False, sta
     return (out, int(bad.sum())) if return_clipped else out
 
 
-def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=False):
+def apply_norm_bound(X: Any, data_norm: float, norm_policy: str, *, name: str = "X",
+                     return_clipped: bool = False) -> Any:
     """Enforce the public row-norm bound ||x_i|| <= data_norm.
 
     "clip" rescales rows over the bound onto the sphere of radius data_norm (a
@@ -614,7 +632,7 @@ def apply_norm_bound(X, data_norm, norm_policy, *, name="X", return_clipped=Fals
     return (out, int(bad.sum())) if return_clipped else out
 
 
-def check_class_labels(y, n, n_classes, *, name="y"):
+def check_class_labels(y: Any, n: int, n_classes: int, *, name: str = "y") -> np.ndarray:
     """Labels as an intp array (n,) with values in {0, ..., n_classes - 1}.
 
     Integer arrays, and float arrays whose values are whole numbers, are
@@ -644,3 +662,252 @@ def check_class_labels(y, n, n_classes, *, name="y"):
         raise ValueError(f"{name}: class labels must lie in 0..{n_classes - 1} "
                          f"(n_classes={n_classes}), found {vals.tolist()}")
     return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------- declared
+# parameter constraints (after scikit-learn's ``_parameter_constraints`` and
+# ``validate_params``, sklearn/utils/_param_validation.py): every public entry point
+# declares, in one table, what each of its parameters may be; `check_params` checks a
+# call against its table once, at the boundary, and the functions it calls take the
+# values as checked.
+class Constraint:
+    """One form a parameter's value may take; a parameter's constraints are a list, and
+    a value is valid when one of them accepts it."""
+
+    #: what an error message says the value must be ("a positive finite number")
+    description = ""
+
+    def accepts(self, value: object) -> bool:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.description!r})"
+
+
+class Interval(Constraint):
+    """A real number (or, with ``integer``, an integer) in a range; never a bool, NaN or
+    an infinity.
+
+    Parameters
+    ----------
+    low, high : float or None
+        The ends (None: unbounded).
+    closed : {"neither", "left", "right", "both"}
+        Which ends belong to the range.
+    integer : bool
+        Integers only (``numbers.Integral``).  ``"valued"``: any real number with an
+        integer value (a count that arrives as 1e6).
+    description : str, optional
+        The error message's wording (default: built from the range).
+    """
+
+    def __init__(self, low: float | None = None, high: float | None = None, *,
+                 closed: str = "neither", integer: bool | str = False,
+                 description: str | None = None) -> None:
+        self.low, self.high, self.closed, self.integer = low, high, closed, integer
+        self.description = description or self._describe()
+
+    def _describe(self) -> str:
+        kind = "an integer" if self.integer else "a finite number"
+        if self.low == 0 and self.high is None and self.closed in ("neither", "right"):
+            return "a positive integer" if self.integer else "a positive finite number"
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>=' if self.closed in ('left', 'both') else '>'} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"{'<=' if self.closed in ('right', 'both') else '<'} {self.high:g}")
+        return f"{kind} {' and '.join(parts)}".rstrip()
+
+    def accepts(self, value: object) -> bool:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            return False
+        if self.integer is True and not isinstance(value, numbers.Integral):
+            return False
+        v = float(value)
+        if not math.isfinite(v) or (self.integer == "valued" and not v.is_integer()):
+            return False
+        return self._above_low(v) and self._below_high(v)
+
+    def _above_low(self, v: float) -> bool:
+        return self.low is None or v > self.low or (
+            v == self.low and self.closed in ("left", "both"))
+
+    def _below_high(self, v: float) -> bool:
+        return self.high is None or v < self.high or (
+            v == self.high and self.closed in ("right", "both"))
+
+
+class Options(Constraint):
+    """One of a set of strings."""
+
+    def __init__(self, options: "set[str] | frozenset[str] | tuple[str, ...]") -> None:
+        self.options = frozenset(options)
+        self.description = " or ".join(repr(o) for o in sorted(self.options))
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, str) and value in self.options
+
+
+class InstanceOf(Constraint):
+    """An instance of a class (a wrong type raises TypeError)."""
+
+    def __init__(self, cls: type, description: str | None = None) -> None:
+        self.cls = cls
+        self.description = description or f"a {cls.__module__}.{cls.__qualname__}"
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, self.cls)
+
+
+class Satisfies(Constraint):
+    """A value that a check function accepts: it raises its own error (naming the
+    parameter) for a value of the right kind but out of range; a `kind` predicate says
+    which values are of that kind (the others fall through to the next constraint)."""
+
+    def __init__(self, check: "Callable[[Any, str], object]", description: str,
+                 kind: "Callable[[object], bool] | None" = None) -> None:
+        self.check, self.description, self.kind = check, description, kind
+
+    def accepts(self, value: object) -> bool:
+        return self.kind is None or self.kind(value)
+
+
+class Each(Constraint):
+    """A scalar that ``inner`` accepts, or a non-empty 1-D sequence of such values (a
+    batch of problems: one alpha per fit)."""
+
+    def __init__(self, inner: Constraint) -> None:
+        self.inner = inner
+        self.description = f"{inner.description} or a non-empty 1-D sequence of them"
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, (str, bytes)):
+            return False
+        if np.ndim(value) == 0:
+            return self.inner.accepts(value.item() if isinstance(value, np.ndarray) else value)
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError):
+            return False
+        return arr.ndim == 1 and arr.size > 0 and all(
+            self.inner.accepts(v.item() if hasattr(v, "item") else v) for v in arr)
+
+
+class _NoneConstraint(Constraint):
+    description = "None"
+
+    def accepts(self, value: object) -> bool:
+        return value is None
+
+
+class _Boolean(Constraint):
+    description = "True or False"
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, (bool, np.bool_))
+
+
+#: the constraints for ``None`` and for a bool
+NONE: Constraint = _NoneConstraint()
+BOOLEAN: Constraint = _Boolean()
+#: > 0 and finite (epsilon, h, tol, a bound)
+POSITIVE = Interval(0, None)
+#: ``random_state``: fresh entropy, a seed, or a generator
+RANDOM_STATE = [NONE, Interval(0, None, closed="left", integer=True,
+                               description="an int seed >= 0"),
+                InstanceOf(np.random.Generator, "a numpy Generator"),
+                InstanceOf(np.random.RandomState, "a numpy RandomState")]
+#: ``data_norm``: a positive number small enough to compute with (`check_data_norm`)
+DATA_NORM = [Satisfies(lambda v, name: check_data_norm(v, name), "a positive finite number",
+                       kind=POSITIVE.accepts)]
+#: ``norm_policy``: what a row above data_norm gets
+NORM_POLICIES = ("clip", "error")
+#: ``n_threads``: None or -1 (every core), or a count
+N_THREADS = [NONE, Interval(-1, -1, closed="both", integer=True, description="-1"),
+             Interval(1, None, closed="left", integer=True, description="an integer >= 1")]
+
+#: name -> the list of forms the parameter may take
+ParameterTable = Mapping[str, Sequence[Constraint]]
+
+
+def check_param(name: str, value: Any, constraints: Sequence[Constraint]) -> None:
+    """Raise the error that names ``name`` and what it may be unless one of ``constraints``
+    accepts ``value``: a ``Satisfies`` constraint runs its check (which may raise its own,
+    more specific message); options only give ``name=value is not valid; choose one of
+    [...]``; a wrong type where only instances fit, TypeError."""
+    for c in constraints:
+        if c.accepts(value):
+            if isinstance(c, Satisfies):
+                c.check(value, name)
+            return
+    raise _invalid(name, value, constraints)
+
+
+def _invalid(name: str, value: Any, constraints: Sequence[Constraint]) -> Exception:
+    """The error for a value no constraint accepts."""
+    if constraints and all(isinstance(c, Options) for c in constraints):
+        choices = sorted(set().union(*(c.options for c in constraints)))    # type: ignore[attr-defined]
+        return ValueError(f"{name}={value!r} is not valid; choose one of {choices}")
+    kinds = [c for c in constraints if c is not NONE]
+    wanted = " or ".join(c.description for c in constraints)
+    if kinds and all(isinstance(c, InstanceOf) for c in kinds):
+        return TypeError(f"{name}: expected {wanted}, got {type(value).__name__}")
+    return ValueError(f"{name}: must be {wanted}, got {value!r}")
+
+
+def check_params(table: ParameterTable, values: Mapping[str, Any]) -> None:
+    """Check every parameter of ``table`` found in ``values`` (a call's arguments, an
+    estimator's ``get_params()``) against its declared constraints, in the table's order:
+    the one place an entry point's parameters are validated.
+
+    Parameters
+    ----------
+    table : mapping of str to list of Constraint
+        The entry point's declaration (e.g. ``PrivateLinearClassifier._parameter_constraints``).
+    values : mapping of str to object
+        The values; names missing from it are not checked (a parameter that does not
+        apply to this call).
+
+    Raises
+    ------
+    ValueError or TypeError
+        The first invalid parameter, named, with what it may be.
+
+    Examples
+    --------
+    >>> from dperm.data.validation import NONE, POSITIVE, check_params
+    >>> check_params({"tol": [NONE, POSITIVE]}, {"tol": 1e-8})
+    >>> check_params({"tol": [NONE, POSITIVE]}, {"tol": -1})
+    Traceback (most recent call last):
+    ...
+    ValueError: tol: must be None or a positive finite number, got -1
+    """
+    for name, constraints in table.items():
+        if name in values:
+            check_param(name, values[name], constraints)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def validate_params(table: ParameterTable) -> "Callable[[Callable[_P, _R]], Callable[_P, _R]]":
+    """Decorator: check a public function's arguments against ``table`` on every call
+    (`check_params`), before its body runs; the body and what it calls trust them."""
+    def decorate(fn: "Callable[_P, _R]") -> "Callable[_P, _R]":
+        sig = inspect.signature(fn)
+        missing = set(table) - set(sig.parameters)
+        if missing:
+            raise TypeError(f"{fn.__qualname__}: constraints for unknown parameters "
+                            f"{sorted(missing)}")
+
+        @functools.wraps(fn)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            check_params(table, bound.arguments)
+            return fn(*args, **kwargs)
+
+        checked.parameter_constraints = table   # type: ignore[attr-defined]
+        return checked
+    return decorate

@@ -72,7 +72,8 @@ def run_tuning_curve(X: np.ndarray, y: np.ndarray, *,
             models = []
             for g in grid:
                 m = PrivateLinearClassifier(loss=loss, perturbation="none", classes=[-1, 1],
-                                            fit_intercept=False, **g).fit(X[tr[:cut]], y[tr[:cut]])
+                                            fit_intercept=False, alpha=g["alpha"])
+                m.fit(X[tr[:cut]], y[tr[:cut]])
                 scores.append(m.score(X[tr[cut:]], y[tr[cut:]]))
                 models.append(m)
             err_np[si, r] = 1.0 - models[int(np.argmax(scores))].score(Xte, yte)

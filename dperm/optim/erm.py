@@ -12,14 +12,26 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dperm.data import oracle as _oracle
-from dperm.data.validation import check_n_threads, check_positive
+from dperm.data.validation import (
+    N_THREADS,
+    NONE,
+    POSITIVE,
+    Each,
+    Interval,
+    Options,
+    ParameterTable,
+    Satisfies,
+    resolve_n_threads,
+    validate_params,
+)
 from dperm.exceptions import ConvergenceWarning
-from dperm.losses import get_loss
+from dperm.losses import Loss, get_loss
 from dperm.optim.status import LBFGS_STATUS, NEWTON_STATUS
 
 __all__ = ["minimize", "MinimizeResult", "objective", "hessian", "hessian_vector",
@@ -57,23 +69,50 @@ class MinimizeResult:
     status: list[str] | str = field(default_factory=list)
 
 
-def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
+def _check_loss(value: Any, name: str) -> None:
+    get_loss(value)
+
+
+SOLVERS = ("auto", "lbfgs", "newton")
+
+#: what the functions of this module share (alpha and extra_l2: one value, or one per
+#: problem of the batch), declared once and checked at each public function's call
+_SHARED_PARAMETERS: ParameterTable = {
+    "loss": [Satisfies(_check_loss, "a loss name")],
+    "alpha": [Each(POSITIVE)],
+    "h": [POSITIVE],
+    "extra_l2": [Each(Interval(0.0, None, closed="left"))],
+    "n_threads": N_THREADS,
+}
+#: minimize's parameters
+MINIMIZE_PARAMETERS: ParameterTable = {
+    **_SHARED_PARAMETERS,
+    "tol": [NONE, POSITIVE],
+    "max_iter": [NONE, Interval(0, None, closed="left", integer=True)],
+    "memory": [NONE, Interval(1, None, closed="left", integer=True)],
+    "solver": [Options(SOLVERS)],
+}
+
+
+def _prepare(X: Any, y: Any, loss: str, alpha: float | ArrayLike, h: float,
+             extra_l2: float | ArrayLike, linear: ArrayLike | None,
+             n_threads: int | None) -> tuple[Any, Any, Loss, float, np.ndarray,
+                                             np.ndarray | None, bool, int]:
+    """The rows checked (the data path) and the checked parameters as the solver takes
+    them: l2 = alpha + extra_l2 per problem, the linear terms (k, d), the thread count."""
     # a Dask collection: rows and labels stay on the workers (validated there); n and d
     # are public
     lo = get_loss(loss)
     X, y = _oracle.check_rows(X, y, regression=lo.regression)
-    n, d = X.shape
-    h = check_positive(h, "h")
+    d = X.shape[1]
     scalar = np.ndim(alpha) == 0
-    alpha_arr = np.atleast_1d(np.asarray(alpha, dtype=np.float64)) if not isinstance(alpha, str) else None
-    if alpha_arr is None or alpha_arr.ndim != 1 or alpha_arr.size == 0:
-        raise ValueError(f"alpha: must be a positive number or a 1-D sequence of them, got {alpha!r}")
-    if not (np.all(np.isfinite(alpha_arr)) and np.all(alpha_arr > 0)):
-        raise ValueError(f"alpha: every value must be positive and finite, got {alpha!r}")
+    alpha_arr = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
     k = alpha_arr.size
-    extra = np.broadcast_to(np.asarray(extra_l2, dtype=np.float64), (k,)) if np.ndim(extra_l2) <= 1 else None
-    if extra is None or not (np.all(np.isfinite(extra)) and np.all(extra >= 0)):
-        raise ValueError(f"extra_l2: must be >= 0 and finite (scalar or one per alpha), got {extra_l2!r}")
+    try:
+        extra = np.broadcast_to(np.asarray(extra_l2, dtype=np.float64), (k,))
+    except ValueError:
+        raise ValueError(f"extra_l2: expected a scalar or one value per alpha ({k}), got "
+                         f"shape {np.shape(extra_l2)}") from None
     B = None
     if linear is not None:
         B = np.asarray(linear, dtype=np.float64)
@@ -86,12 +125,10 @@ def _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads):
         B = np.ascontiguousarray(np.broadcast_to(B, (k, d)))
         scalar = scalar and np.ndim(linear) == 1
     l2 = np.ascontiguousarray(alpha_arr + extra)
-    return X, y, lo, h, l2, B, scalar, check_n_threads(n_threads)
+    return X, y, lo, float(h), l2, B, scalar, resolve_n_threads(n_threads)
 
 
-SOLVERS = ("auto", "lbfgs", "newton")
-
-
+@validate_params(MINIMIZE_PARAMETERS)
 def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | ArrayLike = 1.0,
              h: float = 0.5, linear: ArrayLike | None = None,
              extra_l2: float | ArrayLike = 0.0, tol: float | None = None,
@@ -153,18 +190,60 @@ def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | 
     MinimizeResult with coef (d,) or (k, d), fun, n_iter, grad_norm, converged and
     a status string per problem; scalars where alpha (and linear) were scalar.
     """
+    return _minimize(X, y, loss=loss, alpha=alpha, h=h, linear=linear, extra_l2=extra_l2,
+                     tol=tol, max_iter=max_iter, n_threads=n_threads, memory=memory,
+                     coef_init=coef_init, warn=warn, solver=solver,
+                     stacklevel=4)   # the ConvergenceWarning points at the caller
+
+
+def _minimize(X: Any, y: Any, *, loss: str, alpha: float | ArrayLike, h: float,
+              linear: ArrayLike | None = None, extra_l2: float | ArrayLike = 0.0,
+              tol: float | None = None, max_iter: int | None = None,
+              n_threads: int | None = None, memory: int | None = None,
+              coef_init: ArrayLike | None = None, warn: bool = True,
+              solver: str = "auto", stacklevel: int = 2) -> MinimizeResult:
+    """`minimize` on checked parameters (the mechanisms' solves call this)."""
     X, y, lo, h, l2, B, scalar, nt = _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads)
-    tol = DEFAULT_TOL if tol is None else check_positive(tol, "tol")
-    if max_iter is None:
-        max_iter = DEFAULT_MAX_ITER
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
-        raise ValueError(f"max_iter: must be an integer >= 0, got {max_iter!r}")
+    tol = DEFAULT_TOL if tol is None else float(tol)
+    max_iter = DEFAULT_MAX_ITER if max_iter is None else int(max_iter)
     k, d = l2.size, X.shape[1]
     if memory is None:
         memory = int(min(100, max(10, 2**28 // (16 * k * d))))
-    if isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1:
-        raise ValueError(f"memory: must be an integer >= 1, got {memory!r}")
-    k, d = l2.size, X.shape[1]
+    W0 = _start_point(coef_init, k, d)
+    solver = "lbfgs" if solver == "auto" else solver
+    oracle = _oracle.binary_oracle(X, y, n_threads=nt,
+                                   worker_threads=n_threads if n_threads is None else nt,
+                                   regression=lo.regression)
+    if solver == "newton":
+        coef, fun, n_iter, gnorm, status = _newton(oracle, lo.kernel_id, h, W0, l2, B, tol,
+                                                   max_iter)
+    else:
+        coef, fun, n_iter, gnorm, status = _lbfgs(oracle, lo.kernel_id, h, W0, l2, B, tol,
+                                                  max_iter, int(memory), nt)
+    converged = status == 1
+    if warn and not converged.all():
+        # no data-dependent numbers in the text: warnings end up in logs beside released models
+        warnings.warn(
+            f"minimize: the solver stopped before the gradient norm reached tol={tol:g}. The "
+            "privacy guarantee assumes the exact minimizer: raise max_iter, raise alpha, or check "
+            "the data (the per-problem grad_norm and status are in the result, for the analyst "
+            "only).", ConvergenceWarning, stacklevel=stacklevel)
+    msgs = NEWTON_STATUS if solver == "newton" else LBFGS_STATUS
+    return _result(coef, fun, n_iter, gnorm, converged, [msgs[int(s)] for s in status], scalar)
+
+
+def _result(coef: np.ndarray, fun: np.ndarray, n_iter: np.ndarray, gnorm: np.ndarray,
+            converged: np.ndarray, status: list[str], scalar: bool) -> MinimizeResult:
+    """The per-problem arrays as a MinimizeResult; scalars for a single problem."""
+    if scalar:
+        return MinimizeResult(coef=coef[0], fun=fun[0], n_iter=int(n_iter[0]),
+                              grad_norm=gnorm[0], converged=bool(converged[0]), status=status[0])
+    return MinimizeResult(coef=coef, fun=fun, n_iter=n_iter, grad_norm=gnorm,
+                          converged=converged, status=status)
+
+
+def _start_point(coef_init: ArrayLike | None, k: int, d: int) -> np.ndarray:
+    """The (k, d) starting points: zero, or coef_init broadcast to every problem."""
     W0 = np.zeros((k, d))
     if coef_init is not None:
         c0 = np.asarray(coef_init, dtype=np.float64)
@@ -174,38 +253,18 @@ def minimize(X: ArrayLike, y: ArrayLike, loss: str = "logistic", alpha: float | 
             raise ValueError(f"coef_init: expected shape ({d},) or ({k}, {d}), got {c0.shape}") from None
         if not np.all(np.isfinite(W0)):
             raise ValueError("coef_init: contains NaN or infinity")
-    if solver not in SOLVERS:
-        raise ValueError(f"solver={solver!r} is not valid; choose one of {list(SOLVERS)}")
-    if solver == "auto":
-        solver = "lbfgs"
-    oracle = _oracle.binary_oracle(X, y, n_threads=nt,
-                                   worker_threads=n_threads if n_threads is None else nt,
-                                   regression=lo.regression)
-    if solver == "newton":
-        coef, fun, n_iter, gnorm, status = _newton(oracle, lo.kernel_id, h, W0, l2, B, tol,
-                                                   int(max_iter))
-    else:
-        from dperm._core._lbfgs import lbfgs
+    return W0
 
-        out = lbfgs(oracle.solver_view(l2, B, lo.kernel_id, h), lo.kernel_id, h, W0, l2, B,
-                    tol, int(max_iter), int(memory), nt)
-        coef, fun, n_iter, gnorm, status = (np.ascontiguousarray(out[0]),) + tuple(
-            np.asarray(a) for a in out[1:])
-    converged = status == 1
-    if warn and not converged.all():
-        # no data-dependent numbers in the text: warnings end up in logs beside released models
-        warnings.warn(
-            f"minimize: the solver stopped before the gradient norm reached tol={tol:g}. The "
-            "privacy guarantee assumes the exact minimizer: raise max_iter, raise alpha, or check "
-            "the data (the per-problem grad_norm and status are in the result, for the analyst "
-            "only).", ConvergenceWarning, stacklevel=2)
-    msgs = NEWTON_STATUS if solver == "newton" else LBFGS_STATUS
-    res = MinimizeResult(coef=coef, fun=fun, n_iter=n_iter, grad_norm=gnorm,
-                         converged=converged, status=[msgs[int(s)] for s in status])
-    if scalar:
-        res = MinimizeResult(coef=coef[0], fun=fun[0], n_iter=int(n_iter[0]), grad_norm=gnorm[0],
-                             converged=bool(converged[0]), status=res.status[0])
-    return res
+
+def _lbfgs(oracle: Any, loss: int, h: float, W0: np.ndarray, l2: np.ndarray,
+           B: np.ndarray | None, tol: float, max_iter: int, memory: int,
+           n_threads: int) -> tuple[np.ndarray, ...]:
+    """The compiled batched L-BFGS on the oracle's passes."""
+    from dperm._core._lbfgs import lbfgs
+
+    out = lbfgs(oracle.solver_view(l2, B, loss, h), loss, h, W0, l2, B, tol, max_iter, memory,
+                n_threads)
+    return (np.ascontiguousarray(out[0]),) + tuple(np.asarray(a) for a in out[1:])
 
 
 #: memory the Newton solver may spend on cached curvatures (CACHED_POINTS vectors of n
@@ -214,7 +273,8 @@ CURVATURE_CACHE_BYTES = 512 * 2**20
 CACHED_POINTS = 3
 
 
-def _newton(oracle, loss, h, W0, l2, B, tol, max_iter):
+def _newton(oracle: Any, loss: int, h: float, W0: np.ndarray, l2: np.ndarray,
+            B: np.ndarray | None, tol: float, max_iter: int) -> tuple[np.ndarray, ...]:
     """Trust-region Newton-CG on the oracle's passes (the solver sees value_grad /
     hess_vec of row blocks of W, never X)."""
     from dperm.optim.newton import trust_region_newton
@@ -223,21 +283,22 @@ def _newton(oracle, loss, h, W0, l2, B, tol, max_iter):
     # phi'' at the last points each problem evaluated: a Hessian-vector pass at a point
     # whose curvature is cached skips the margins and the loss (a rejected trial point
     # pushes an entry in; after several rejections in a row a pass recomputes)
-    cache = [[] for _ in range(k)] if oracle.caches_curvature \
+    cache: list[list[tuple[np.ndarray, np.ndarray]]] | None = \
+        [[] for _ in range(k)] if oracle.caches_curvature \
         and CACHED_POINTS * k * n * 8 <= CURVATURE_CACHE_BYTES else None
 
     if oracle.keeps_curvature:
         # rows on the workers: they keep phi'' beside the rows (never sent to the client)
-        def vg(W, idx):
+        def vg_kept(W, idx):
             return oracle.value_grad(W, np.ascontiguousarray(l2[idx]),
                                      None if B is None else np.ascontiguousarray(B[idx]), loss,
                                      h, keep_curvature=True)
 
-        def hv(W, V, idx):
+        def hv_kept(W, V, idx):
             return oracle.hess_vec(W, V, np.ascontiguousarray(l2[idx]), loss, h,
                                    keep_curvature=True)
 
-        W, F, n_iter, gnorm, status = trust_region_newton(vg, hv, W0, tol, max_iter)
+        W, F, n_iter, gnorm, status = trust_region_newton(vg_kept, hv_kept, W0, tol, max_iter)
         return (np.ascontiguousarray(W), np.asarray(F), np.asarray(n_iter), np.asarray(gnorm),
                 np.asarray(status))
 
@@ -265,7 +326,7 @@ def _newton(oracle, loss, h, W0, l2, B, tol, max_iter):
             np.asarray(status))
 
 
-def _as_block(W, d, name):
+def _as_block(W: ArrayLike, d: int, name: str) -> tuple[np.ndarray, bool]:
     W = np.asarray(W, dtype=np.float64)
     single = W.ndim == 1
     W = np.ascontiguousarray(np.atleast_2d(W))
@@ -274,6 +335,7 @@ def _as_block(W, d, name):
     return W, single
 
 
+@validate_params(_SHARED_PARAMETERS)
 def objective(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
               alpha: float | ArrayLike = 1.0, h: float = 0.5, linear: ArrayLike | None = None,
               extra_l2: float | ArrayLike = 0.0,
@@ -302,6 +364,7 @@ def objective(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
     return (F[0], G[0]) if single else (F, G)
 
 
+@validate_params(_SHARED_PARAMETERS)
 def hessian_vector(X: ArrayLike, y: ArrayLike, W: ArrayLike, V: ArrayLike, loss: str = "logistic",
                    alpha: float | ArrayLike = 1.0, h: float = 0.5,
                    extra_l2: float | ArrayLike = 0.0, n_threads: int | None = None) -> np.ndarray:
@@ -330,6 +393,7 @@ def hessian_vector(X: ArrayLike, y: ArrayLike, W: ArrayLike, V: ArrayLike, loss:
     return out[0] if single else out
 
 
+@validate_params(_SHARED_PARAMETERS)
 def hessian(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
             alpha: float | ArrayLike = 1.0, h: float = 0.5, extra_l2: float | ArrayLike = 0.0,
             n_threads: int | None = None) -> np.ndarray:

@@ -40,24 +40,34 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dperm.data.oracle import check_rows
 from dperm.data.validation import (
+    DATA_NORM,
+    N_THREADS,
+    NONE,
+    NORM_POLICIES,
+    POSITIVE,
+    RANDOM_STATE,
+    Each,
+    Interval,
+    Options,
+    ParameterTable,
+    Satisfies,
     bound_rows,
-    check_alpha,
-    check_choice,
-    check_data_norm,
-    check_epsilon,
-    check_positive,
+    check_params,
     check_random_state,
+    validate_params,
 )
 from dperm.exceptions import NotConvergedError, PrivacyLeakWarning
 from dperm.losses import (
     MULTINOMIAL,
     SOFTMAX_GRADIENT_FACTOR,
+    Loss,
     get_loss,
     softmax_curvature,
 )
@@ -65,9 +75,18 @@ from dperm.optim import erm
 from dperm.privacy.neighbouring import NEIGHBOURING, sensitivity_factor
 from dperm.privacy.noise import sample_l2_laplace, warn_if_seeded
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from dperm.privacy.accountant import Event
+    from dperm.privacy.record import ReleaseRecord
+
 __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_output_noise",
            "output_perturbation_constants", "objective_perturbation_constants",
-           "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events"]
+           "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events",
+           "normalising_count", "warn_if_count_private"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: bits of the exact-noise grid below the noise scale (dperm.privacy.exact_noise.grid_for)
 GRID_BITS = 20
@@ -142,16 +161,16 @@ class PrivateFit:
     delta: float = 0.0
     neighbouring: str = "replace_one"
     noise: str = "l2_laplace"
-    sigma: np.ndarray = np.nan
-    sigma_output: np.ndarray = np.nan
-    grid: np.ndarray = np.nan
+    sigma: np.ndarray | float = np.nan
+    sigma_output: np.ndarray | float = np.nan
+    grid: np.ndarray | float = np.nan
     n_classes: int = 2
 
-    def _pick(self, a, i, j):
+    def _pick(self, a: Any, i: int, j: int) -> Any:
         a = np.asarray(a)
         return a.item() if a.ndim == 0 else a.reshape(-1)[i] if a.ndim == 1 else a[i, j]
 
-    def record(self, i=0, j=0):
+    def record(self, i: int = 0, j: int = 0) -> ReleaseRecord:
         """The releasable privacy record of fit (alpha index i, draw j): public values only.
 
         Keys: mechanism, noise, loss, neighbouring, epsilon, delta, epsilon_prime,
@@ -185,7 +204,7 @@ class PrivateFit:
             data_norm=self.data_norm, h=self.h, n_samples=self.n_samples,
             curvature=self.curvature, n_classes=int(self.n_classes))
 
-    def diagnostics(self, i=0, j=0):
+    def diagnostics(self, i: int = 0, j: int = 0) -> dict[str, Any]:
         """Solver diagnostics of fit (i, j): data-dependent, for the analyst's eyes only.
 
         Parameters
@@ -206,8 +225,9 @@ class PrivateFit:
 
 
 # ----------------------------------------------------------------------------- constants
-def output_perturbation_constants(n, alpha, epsilon, gradient_bound=1.0,
-                                  neighbouring="replace_one"):
+def output_perturbation_constants(n: float, alpha: float | ArrayLike, epsilon: float,
+                                  gradient_bound: float = 1.0,
+                                  neighbouring: str = "replace_one") -> np.ndarray:
     """beta of Algorithm 1.
 
     The L2 sensitivity of the minimizer is 2L/(n Lambda) (replace_one) or L/(n Lambda)
@@ -236,8 +256,10 @@ def output_perturbation_constants(n, alpha, epsilon, gradient_bound=1.0,
     return n * alpha * epsilon / (sensitivity_factor(neighbouring) * gradient_bound)
 
 
-def objective_perturbation_constants(n, alpha, epsilon, curvature, gradient_bound=1.0,
-                                     neighbouring="replace_one"):
+def objective_perturbation_constants(n: float, alpha: float | ArrayLike, epsilon: float,
+                                     curvature: float, gradient_bound: float = 1.0,
+                                     neighbouring: str = "replace_one"
+                                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(epsilon_prime, Delta, beta) of Algorithm 2 for each alpha.
 
     replace_one: the Jacobian ratio is at most (1 + q)^2 and the noise moves by <= 2L;
@@ -280,8 +302,9 @@ def objective_perturbation_constants(n, alpha, epsilon, curvature, gradient_boun
     return eps_p, delta, beta
 
 
-def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_state=None,
-                     neighbouring="replace_one"):
+def add_output_noise(minimizers: ArrayLike, n: float, alpha: float | ArrayLike, epsilon: float,
+                     data_norm: float, n_draws: int, random_state: Any = None,
+                     neighbouring: str = "replace_one") -> tuple[np.ndarray, np.ndarray]:
     # (margin losses: the gradient bound is data_norm)
     """The noise step of Algorithm 1, for exact minimizers already computed.
 
@@ -321,8 +344,83 @@ def add_output_noise(minimizers, n, alpha, epsilon, data_norm, n_draws, random_s
 
 
 # ----------------------------------------------------------------------------- inputs
-def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
-    """(delta, neighbouring, n used for normalisation), validated.
+#: delta, neighbouring and n_public: the privacy parameters of every private entry point,
+#: declared once (the estimators' tables include this one)
+PRIVACY_PARAMETERS: ParameterTable = {
+    "delta": [Interval(0.0, 1.0, closed="left",
+                       description="a number in [0, 1) (0 for pure epsilon-DP)")],
+    "neighbouring": [Options(NEIGHBOURING)],
+    "n_public": [NONE, Interval(1, None, closed="left", integer="valued",
+                                description="a positive integer (a public count of rows)")],
+}
+
+
+def normalising_count(n_public: float | None, n: int) -> float:
+    """The count that normalises the objective: the public ``n_public`` when given, else
+    the row count ``n`` (the caller has warned under add_remove: `warn_if_count_private`).
+    Takes checked values.
+
+    Parameters
+    ----------
+    n_public : float or None
+        The public count (checked: `PRIVACY_PARAMETERS`), or None.
+    n : int
+        The row count of the data.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from dperm.privacy.mechanisms import normalising_count
+    >>> normalising_count(None, 500), normalising_count(1000, 500)
+    (500.0, 1000.0)
+    """
+    return float(n_public) if n_public is not None else float(n)
+
+
+def warn_if_count_private(neighbouring: str, n_public: float | None, stacklevel: int = 3) -> None:
+    """The PrivacyLeakWarning of an add_remove release normalised by the row count of X
+    (``n_public`` not given).  Issued once per fit, by the entry point that holds the
+    user's choice (a mechanism's public function, an estimator's fit); what they call
+    receives the resolved count and never warns.
+
+    Parameters
+    ----------
+    neighbouring : {"replace_one", "add_remove"}
+        The neighbouring relation.
+    n_public : float or None
+        The user's public count (None: not given).
+    stacklevel : int, default 3
+        As :func:`warnings.warn`'s, counted from the caller of this function (3: the
+        caller's caller, the user's call of a public function).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dperm.privacy.mechanisms import warn_if_count_private
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_count_private("add_remove", None)
+    ...     warn_if_count_private("add_remove", 1000)
+    >>> len(caught)
+    1
+    """
+    if neighbouring == "add_remove" and n_public is None:
+        warnings.warn(
+            "n_public: not given, so the objective is normalised by the row count of X. Under "
+            "neighbouring='add_remove' the size of the data set is private: the guarantee then "
+            "covers neighbours of the same size only. Pass n_public (a public count, e.g. the "
+            "planned sample size) for the full add/remove guarantee.", PrivacyLeakWarning,
+            stacklevel=stacklevel + 1)
+
+
+def check_privacy_params(delta: float, neighbouring: str, n_public: float | None, n: int, *,
+                         warn: bool = True) -> tuple[float, str, float]:
+    """(delta, neighbouring, n used for normalisation), validated: `PRIVACY_PARAMETERS`
+    checked, `normalising_count`, and (``warn``) `warn_if_count_private`.  For callers
+    outside the declared entry points; those check the table once and resolve the count.
 
     Parameters
     ----------
@@ -341,32 +439,14 @@ def check_privacy_params(delta, neighbouring, n_public, n, *, warn=True):
     -------
     delta, neighbouring, n_norm : tuple
     """
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) \
-            or not (0.0 <= float(delta) < 1.0):
-        raise ValueError(f"delta: must be a number in [0, 1) (0 for pure epsilon-DP), got {delta!r}")
-    delta = float(delta)
-    check_choice(neighbouring, "neighbouring", set(NEIGHBOURING))
-    if n_public is not None:
-        # a count: the record keeps it as an integer, and the calibration must use
-        # the very number recorded
-        if isinstance(n_public, bool) or not isinstance(
-                n_public, (int, float, np.integer, np.floating)) \
-                or not (math.isfinite(n_public) and float(n_public).is_integer()
-                        and n_public >= 1):
-            raise ValueError(f"n_public: must be a positive integer (a public count of rows), "
-                             f"got {n_public!r}")
-        return delta, neighbouring, float(n_public)
-    if neighbouring == "add_remove" and warn:
-        warnings.warn(
-            "n_public: not given, so the objective is normalised by the row count of X. Under "
-            "neighbouring='add_remove' the size of the data set is private: the guarantee then "
-            "covers neighbours of the same size only. Pass n_public (a public count, e.g. the "
-            "planned sample size) for the full add/remove guarantee.", PrivacyLeakWarning,
-            stacklevel=4)
-    return delta, neighbouring, float(n)
+    check_params(PRIVACY_PARAMETERS,
+                 {"delta": delta, "neighbouring": neighbouring, "n_public": n_public})
+    if warn:
+        warn_if_count_private(neighbouring, n_public, stacklevel=3)
+    return float(delta), neighbouring, normalising_count(n_public, n)
 
 
-def privacy_events(record, n_fits=1):
+def privacy_events(record: Mapping[str, Any], n_fits: int = 1) -> list[Event]:
     """The accountant events of ``n_fits`` releases described by ``record``, for a BudgetAccountant.
 
     Pure epsilon: PureEvent.  Gaussian objective perturbation: an
@@ -406,7 +486,7 @@ def privacy_events(record, n_fits=1):
             curvature=record["curvature"], lambda_total=lam_tot,
             neighbouring=record["neighbouring"], n_classes=K,
             nonincreasing_loss=lo is not None and lo.nonincreasing)
-        ev = accountant.ObjectiveGaussianEvent(eps, dlt, accountant.RDP_ORDERS, curve)
+        ev = accountant.ObjectiveGaussianEvent(eps, dlt, accountant.RDP_ORDERS, tuple(curve))
     elif record["mechanism"] == "adassp":
         from dperm.privacy.adassp import adassp_event
 
@@ -419,7 +499,7 @@ def privacy_events(record, n_fits=1):
     return [ev] * int(n_fits)
 
 
-def _warn_if_grid_clamps(g, scale):
+def _warn_if_grid_clamps(g: float, scale: float) -> None:
     """Warn (from public numbers only: the grid and a public bound on the coefficients'
     size) when the release's grid range is below that size: larger coefficients are
     clamped to +-grid_range(g), which keeps the guarantee but may cost accuracy."""
@@ -434,7 +514,37 @@ def _warn_if_grid_clamps(g, scale):
             "raise tol (perturbation='amp') or alpha.", UserWarning, stacklevel=3)
 
 
-def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes):
+def _check_loss(value: Any, name: str) -> None:
+    """A registered loss (get_loss's error names the choices) or "multinomial"."""
+    if value != MULTINOMIAL:
+        get_loss(value)
+
+
+#: the parameters both mechanisms have, declared once (checked by `validate_params` when
+#: the public function is called; the estimators check their own tables and call the
+#: unchecked `_output` / `_objective`)
+MECHANISM_PARAMETERS: ParameterTable = {
+    "loss": [Satisfies(_check_loss, "a loss name")],
+    "alpha": [Each(POSITIVE)],
+    "epsilon": [POSITIVE],
+    **PRIVACY_PARAMETERS,
+    "h": [POSITIVE],
+    "data_norm": DATA_NORM,
+    "norm_policy": [Options(NORM_POLICIES)],
+    "n_draws": [Interval(1, None, closed="left", integer=True)],
+    "random_state": RANDOM_STATE,
+    "tol": [NONE, POSITIVE],
+    "max_iter": [NONE, Interval(0, None, closed="left", integer=True)],
+    "n_threads": N_THREADS,
+    "solver": [Options(erm.SOLVERS)],
+}
+
+
+def _inputs(X: Any, y: Any, loss: str, alpha: float | ArrayLike, data_norm: float,
+            norm_policy: str, n_classes: int | None
+            ) -> tuple[Any, Any, Loss | None, np.ndarray, bool]:
+    """(rows, labels, Loss or None for the softmax, alphas (k,), whether alpha was a
+    scalar): the rows checked and bounded (the data path); the parameters as checked."""
     multinomial = loss == MULTINOMIAL
     lo = None if multinomial else get_loss(loss)
     # a Dask array: rows, labels, validation and clipping stay on the workers
@@ -442,23 +552,20 @@ def _inputs(X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_cl
                       softmax_message="loss='multinomial': a Dask array is not supported "
                                       "yet; fit one-vs-rest binary models or compute X first",
                       regression=lo is not None and lo.regression)
-    alphas, scalar = check_alpha(alpha)
-    epsilon = check_epsilon(epsilon)
-    h = check_positive(h, "h")
-    data_norm = check_data_norm(data_norm, "data_norm")
-    if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
-        raise ValueError(f"n_draws: must be an integer >= 1, got {n_draws!r}")
-    X = bound_rows(X, data_norm, norm_policy)   # clipping factors, not a copy
-    return X, y, lo, alphas, scalar, epsilon, h, data_norm, int(n_draws)
+    alphas = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
+    X = bound_rows(X, float(data_norm), norm_policy)   # clipping factors, not a copy
+    return X, y, lo, alphas, np.ndim(alpha) == 0
 
 
-def _shape(a, scalar):
+def _shape(a: Any, scalar: bool) -> Any:
     a = np.asarray(a)
     return a[0] if scalar else a
 
 
-def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max_iter,
-           n_threads, solver):
+def _solve(X: Any, y: Any, lo: Loss | None, n_classes: int, alpha: np.ndarray, *,
+           linear: np.ndarray | None = None, extra_l2: float | np.ndarray = 0.0, h: float,
+           tol: float | None, max_iter: int | None, n_threads: int | None,
+           solver: str) -> Any:
     """One batched solve, binary GLM or multinomial; coef (k, d) or (k, K, d)."""
     if lo is None:
         from dperm.optim.softmax import minimize_multinomial
@@ -466,23 +573,25 @@ def _solve(X, y, lo, n_classes, alpha, *, linear=None, extra_l2=0.0, h, tol, max
         return minimize_multinomial(X, y, n_classes, alpha=alpha, extra_l2=extra_l2,
                                     linear=linear, tol=tol, max_iter=max_iter,
                                     n_threads=n_threads)
-    return erm.minimize(X, y, loss=lo.name, alpha=alpha, h=h, linear=linear,
-                        extra_l2=extra_l2, tol=tol, max_iter=max_iter, n_threads=n_threads,
-                        solver=solver)
+    return erm._minimize(X, y, loss=lo.name, alpha=alpha, h=h, linear=linear,
+                         extra_l2=extra_l2, tol=tol, max_iter=max_iter, n_threads=n_threads,
+                         solver=solver)
 
 
-def _curvature(lo, h, R, n_classes):
+def _curvature(lo: Loss | None, h: float, R: float, n_classes: int) -> float:
     return lo.curvature(h, R) if lo is not None else softmax_curvature(n_classes, R)
 
 
-def _gradient_bound(lo, h, R):
+def _gradient_bound(lo: Loss | None, h: float, R: float) -> float:
     """One row's gradient bound as the calibrations read it: the loss's own (l R), or R
     for the softmax (whose per-block factor the calibration applies itself)."""
     return lo.gradient_bound(R, h) if lo is not None else R
 
 
-def _fit(mechanism, noise, lo, n_classes, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
-         n_draws, coef, res, consts):
+def _fit(mechanism: str, noise: str, lo: Loss | None, n_classes: int, epsilon: float,
+         delta: float, nb: str, R: float, h: float, n_norm: float, c: float,
+         alphas: np.ndarray, scalar: bool, n_draws: int, coef: np.ndarray, res: Any,
+         consts: dict[str, np.ndarray]) -> PrivateFit:
     def per_fit(a):
         return np.repeat(np.asarray(a)[:, None], n_draws, axis=1) \
             if np.ndim(a) == 1 and np.size(a) == alphas.size else np.asarray(a)
@@ -505,7 +614,7 @@ def _fit(mechanism, noise, lo, n_classes, epsilon, delta, nb, R, h, n_norm, c, a
         sigma_output=full("sigma_output"), grid=full("grid"), n_classes=n_classes)
 
 
-def _normalised_alpha(alphas, n, n_norm):
+def _normalised_alpha(alphas: np.ndarray, n: int, n_norm: float) -> np.ndarray:
     # the solver's mean is over the n rows it holds; sum loss / n_norm + (alpha/2)||f||^2
     # has the same minimiser as sum loss / n + (alpha n_norm / n / 2)||f||^2
     return alphas * (n_norm / n)
@@ -544,18 +653,22 @@ _COMMON_DOC = """
 """
 
 
-def _common_parameters(fn):
+def _common_parameters(fn: _F) -> _F:
     """The mechanisms' shared Parameters section, put in place of the `{parameters}` line
     of fn's docstring."""
-    fn.__doc__ = fn.__doc__.replace("    {parameters}\n", _COMMON_DOC.lstrip("\n") + "\n")
+    fn.__doc__ = (fn.__doc__ or "").replace("    {parameters}\n", _COMMON_DOC.lstrip("\n") + "\n")
     return fn
 
 
 @_common_parameters
-def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, epsilon, delta=0.0,
-                        neighbouring="replace_one", n_public=None, n_classes=None, h=0.5,
-                        data_norm=1.0, norm_policy="clip", n_draws=1, random_state=None,
-                        tol=None, max_iter=None, n_threads=None, solver="auto") -> PrivateFit:
+@validate_params(MECHANISM_PARAMETERS)
+def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss: str = "logistic",
+                        alpha: float | ArrayLike, epsilon: float, delta: float = 0.0,
+                        neighbouring: str = "replace_one", n_public: float | None = None,
+                        n_classes: int | None = None, h: float = 0.5, data_norm: float = 1.0,
+                        norm_policy: str = "clip", n_draws: int = 1, random_state: Any = None,
+                        tol: float | None = None, max_iter: int | None = None,
+                        n_threads: int | None = None, solver: str = "auto") -> PrivateFit:
     """Algorithm 1 (sensitivity method): f* + b.
 
     delta = 0: ||b|| ~ Gamma(d, 1/beta), beta = eps / sens (sens = 2R/(n Lambda) for
@@ -644,18 +757,35 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
     >>> fit.record()["mechanism"]                           # public: publish with the coefficients
     'output'
     """
-    from dperm.privacy import calibration, exact_noise
-
-    X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
-        X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes)
-    n, d = X.shape
-    delta, nb, n_norm = check_privacy_params(delta, neighbouring, n_public, n)
-    K = 2 if lo is not None else int(n_classes)
-    if lo is None and delta == 0:
+    if loss == MULTINOMIAL and delta == 0:
         raise ValueError("delta: loss='multinomial' is an (epsilon, delta) mechanism; give "
                          "delta > 0 (pure epsilon multi-class models are one-vs-rest: "
                          "PrivateLinearClassifier does that)")
+    warn_if_count_private(neighbouring, n_public)
     warn_if_seeded(random_state)
+    return _output(X, y, loss=loss, alpha=alpha, epsilon=epsilon, delta=delta,
+                   neighbouring=neighbouring, n_public=n_public, n_classes=n_classes, h=h,
+                   data_norm=data_norm, norm_policy=norm_policy, n_draws=n_draws,
+                   random_state=random_state, tol=tol, max_iter=max_iter,
+                   n_threads=n_threads, solver=solver)
+
+
+def _output(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLike,
+            epsilon: float, delta: float = 0.0, neighbouring: str = "replace_one",
+            n_public: float | None = None, n_classes: int | None = None, h: float = 0.5,
+            data_norm: float = 1.0, norm_policy: str = "clip", n_draws: int = 1,
+            random_state: Any = None, tol: float | None = None, max_iter: int | None = None,
+            n_threads: int | None = None, solver: str = "auto") -> PrivateFit:
+    """`output_perturbation` on checked parameters (no warning of the caller's: the
+    count and the seed were dealt with where the caller took them)."""
+    from dperm.privacy import calibration, exact_noise
+
+    X, y, lo, alphas, scalar = _inputs(X, y, loss, alpha, data_norm, norm_policy, n_classes)
+    n = X.shape[0]
+    epsilon, delta, h, R, nb = float(epsilon), float(delta), float(h), float(data_norm), neighbouring
+    n_draws = int(n_draws)
+    n_norm = normalising_count(n_public, n)
+    K = 2 if lo is not None else int(n_classes)  # type: ignore[arg-type]
     rng = check_random_state(random_state)
     res = _solve(X, y, lo, K, _normalised_alpha(alphas, n, n_norm), h=h, tol=tol,
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
@@ -704,12 +834,25 @@ def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, e
                 alphas, scalar, n_draws, coef, res, consts)
 
 
+#: objective_perturbation's own parameters beside the mechanisms' shared ones
+OBJECTIVE_PARAMETERS: ParameterTable = {
+    **MECHANISM_PARAMETERS,
+    "perturbation": [Options({"objective", "amp"})],
+    "amp_output_fraction": [Interval(0.0, 0.5, description="a number in (0, 1/2)")],
+}
+
+
 @_common_parameters
-def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha, epsilon, delta=0.0,
-                           neighbouring="replace_one", n_public=None, n_classes=None, h=0.5,
-                           data_norm=1.0, norm_policy="clip", n_draws=1, random_state=None,
-                           tol=None, max_iter=None, n_threads=None, solver="auto",
-                           perturbation="objective", amp_output_fraction=0.05) -> PrivateFit:
+@validate_params(OBJECTIVE_PARAMETERS)
+def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss: str = "logistic",
+                           alpha: float | ArrayLike, epsilon: float, delta: float = 0.0,
+                           neighbouring: str = "replace_one", n_public: float | None = None,
+                           n_classes: int | None = None, h: float = 0.5,
+                           data_norm: float = 1.0, norm_policy: str = "clip", n_draws: int = 1,
+                           random_state: Any = None, tol: float | None = None,
+                           max_iter: int | None = None, n_threads: int | None = None,
+                           solver: str = "auto", perturbation: str = "objective",
+                           amp_output_fraction: float = 0.05) -> PrivateFit:
     """Algorithm 2: argmin J(f) + b.f/n + (Delta/2)||f||^2 with the constants of docs/specification.md.
 
     delta = 0: the paper's mechanism (b with density ~ exp(-beta ||b||)).  delta > 0:
@@ -814,43 +957,51 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
     >>> fit.record()["mechanism"]                           # public: publish with the coefficients
     'objective'
     """
-    from dperm.privacy import calibration, exact_noise
-
-    check_choice(perturbation, "perturbation", {"objective", "amp"})
-    X, y, lo, alphas, scalar, epsilon, h, R, n_draws = _inputs(
-        X, y, loss, alpha, epsilon, h, data_norm, norm_policy, n_draws, n_classes)
-    n, d = X.shape
-    delta, nb, n_norm = check_privacy_params(delta, neighbouring, n_public, n)
-    K = 2 if lo is not None else int(n_classes)
-    if delta == 0 and (lo is None or perturbation == "amp"):
-        raise ValueError(f"delta: {'loss=multinomial' if lo is None else 'perturbation=amp'} "
+    if delta == 0 and (loss == MULTINOMIAL or perturbation == "amp"):
+        raise ValueError(f"delta: {'loss=multinomial' if loss == MULTINOMIAL else 'perturbation=amp'} "
                          "is an (epsilon, delta) mechanism; give delta > 0")
+    warn_if_count_private(neighbouring, n_public)
     warn_if_seeded(random_state)
+    return _objective(X, y, loss=loss, alpha=alpha, epsilon=epsilon, delta=delta,
+                      neighbouring=neighbouring, n_public=n_public, n_classes=n_classes, h=h,
+                      data_norm=data_norm, norm_policy=norm_policy, n_draws=n_draws,
+                      random_state=random_state, tol=tol, max_iter=max_iter,
+                      n_threads=n_threads, solver=solver, perturbation=perturbation,
+                      amp_output_fraction=amp_output_fraction)
+
+
+def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLike,
+               epsilon: float, delta: float = 0.0, neighbouring: str = "replace_one",
+               n_public: float | None = None, n_classes: int | None = None, h: float = 0.5,
+               data_norm: float = 1.0, norm_policy: str = "clip", n_draws: int = 1,
+               random_state: Any = None, tol: float | None = None,
+               max_iter: int | None = None, n_threads: int | None = None,
+               solver: str = "auto", perturbation: str = "objective",
+               amp_output_fraction: float = 0.05) -> PrivateFit:
+    """`objective_perturbation` on checked parameters (as `_output`)."""
+
+    X, y, lo, alphas, scalar = _inputs(X, y, loss, alpha, data_norm, norm_policy, n_classes)
+    n, d = X.shape
+    epsilon, delta, h, R, nb = float(epsilon), float(delta), float(h), float(data_norm), neighbouring
+    n_draws = int(n_draws)
+    n_norm = normalising_count(n_public, n)
+    K = 2 if lo is not None else int(n_classes)  # type: ignore[arg-type]
     rng = check_random_state(random_state)
     c = _curvature(lo, h, R, K)
     L = _gradient_bound(lo, h, R)
-    tol_used = erm.DEFAULT_TOL if tol is None else check_positive(tol, "tol")
+    tol_used = erm.DEFAULT_TOL if tol is None else float(tol)
     shape = (d,) if lo is not None else (K, d)
     dim = int(np.prod(shape))
-    consts = {}
+    consts: dict[str, np.ndarray] = {}
     if delta == 0:
         eps_p, extra, beta = objective_perturbation_constants(n_norm, alphas, epsilon, c, L, nb)
         b = sample_l2_laplace(beta[:, None], dim, size=(alphas.size, n_draws), random_state=rng)
         consts.update(epsilon_prime=eps_p, extra_l2=extra, beta=beta)
         noise = "l2_laplace"
     else:
-        cals = []
-        for a in alphas:
-            # the margin losses all have loss' <= 0: the tighter one-signed bound applies
-            # (not to a regression loss, whose rho' takes both signs); the calibration's
-            # data_norm is one row's gradient bound L
-            kw = dict(n=n_norm, alpha=float(a), data_norm=L, curvature=c, neighbouring=nb,
-                      n_classes=K, nonincreasing_loss=lo is not None and lo.nonincreasing)
-            if perturbation == "amp":
-                cals.append(calibration.amp_calibration(
-                    epsilon, delta, grad_tol=tol_used, output_fraction=amp_output_fraction, **kw))
-            else:
-                cals.append(calibration.objective_gaussian_calibration(epsilon, delta, **kw))
+        cals = _gaussian_calibrations(alphas, epsilon, delta, perturbation=perturbation,
+                                      tol=tol_used, amp_output_fraction=amp_output_fraction,
+                                      n_norm=n_norm, L=L, c=c, nb=nb, K=K, lo=lo)
         sig = np.array([getattr(cc, "sigma_objective", None) or cc.sigma for cc in cals])
         extra = np.array([cc.extra_l2 for cc in cals])
         b = rng.standard_normal((alphas.size, n_draws, dim)) * sig[:, None, None]
@@ -866,41 +1017,85 @@ def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss="logistic", alpha
                  extra_l2=np.repeat(extra * (n_norm / n), n_draws), h=h, tol=tol_used * n_norm / n,
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
     W = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size, n_draws) + shape)
-    if perturbation == "objective" and not np.all(res.converged):
-        # Algorithm 2's guarantee is for the EXACT minimiser of the perturbed objective (the
-        # change of variables b <-> f needs grad J(f) + b/n = 0); a point the solver
-        # stopped at is another function of the data: release nothing
-        # (docs/privacy_analysis.md, "Objective perturbation needs the exact minimiser")
-        raise NotConvergedError(
-            "objective_perturbation: the solver stopped before reaching the gradient "
-            f"tolerance (tol={tol_used:g}) for at least one fit; the guarantee holds for the "
-            "exact minimiser only, so nothing is released. Raise max_iter, use "
-            "solver='newton' (or 'auto'), a larger alpha (a better-conditioned problem), or "
-            "perturbation='amp' with a positive delta (its output noise covers a "
-            "minimiser approximate to tol)")
     if perturbation == "amp":
-        gn = np.asarray(res.grad_norm).reshape(alphas.size, n_draws) * (n / n_norm)
-        if not np.all(gn <= tol_used):          # (a NaN norm is refused too)
-            raise NotConvergedError(
-                f"perturbation='amp': the solver stopped above the gradient tolerance "
-                f"tol={tol_used:g} that the output noise was calibrated for; nothing is "
-                "released. Raise max_iter (or tol, which raises the output noise).")
-        coef = np.empty_like(W)
-        grids, sig_out = np.empty(alphas.size), np.empty(alphas.size)
-        for a, cc in enumerate(cals):
-            shift = tol_used / (alphas[a] + cc.extra_l2)
-            s_out, g = exact_noise.calibrate_on_grid(
-                lambda s, cc=cc: calibration.analytic_gaussian_sigma(
-                    cc.epsilon_output, cc.delta_output, s), shift, dim, bits=GRID_BITS)
-            coef[a], g = exact_noise.gaussian_on_grid(W[a], s_out, rng, bits=GRID_BITS)
-            _warn_if_grid_clamps(g, (L + cc.sigma_objective * math.sqrt(dim) / n_norm)
-                                 / (alphas[a] + cc.extra_l2))
-            grids[a], sig_out[a] = g, s_out
-        consts.update(grid=grids, sigma_output=sig_out)
+        coef = _amp_release(W, res, cals, alphas, tol=tol_used, n=n, n_norm=n_norm, L=L,
+                            dim=dim, rng=rng, consts=consts)
     else:
+        _require_exact_minimiser(res, tol_used)
         # released as solved: rounding a minimiser to a grid would not make the exact-
         # arithmetic proof cover floating point (docs/privacy_analysis.md, section 10);
         # perturbation="amp" is the float-safe member of this family
         coef = W
     return _fit(perturbation, noise, lo, K, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
                 n_draws, coef, res, consts)
+
+
+def _gaussian_calibrations(alphas: np.ndarray, epsilon: float, delta: float, *,
+                           perturbation: str, tol: float, amp_output_fraction: float,
+                           n_norm: float, L: float, c: float, nb: str, K: int,
+                           lo: Loss | None) -> list[Any]:
+    """One calibration per alpha: ObjectiveGaussianCalibration, or for AMP an
+    AMPCalibration (which adds the output noise's share)."""
+    from dperm.privacy import calibration
+
+    cals: list[Any] = []
+    for a in alphas:
+        # the margin losses all have loss' <= 0: the tighter one-signed bound applies
+        # (not to a regression loss, whose rho' takes both signs); the calibration's
+        # data_norm is one row's gradient bound L
+        kw: dict[str, Any] = dict(n=n_norm, alpha=float(a), data_norm=L, curvature=c,
+                                  neighbouring=nb, n_classes=K,
+                                  nonincreasing_loss=lo is not None and lo.nonincreasing)
+        if perturbation == "amp":
+            cals.append(calibration.amp_calibration(
+                epsilon, delta, grad_tol=tol, output_fraction=amp_output_fraction, **kw))
+        else:
+            cals.append(calibration.objective_gaussian_calibration(epsilon, delta, **kw))
+    return cals
+
+
+def _require_exact_minimiser(res: Any, tol: float) -> None:
+    if not np.all(res.converged):
+        # Algorithm 2's guarantee is for the EXACT minimiser of the perturbed objective (the
+        # change of variables b <-> f needs grad J(f) + b/n = 0); a point the solver
+        # stopped at is another function of the data: release nothing
+        # (docs/privacy_analysis.md, "Objective perturbation needs the exact minimiser")
+        raise NotConvergedError(
+            "objective_perturbation: the solver stopped before reaching the gradient "
+            f"tolerance (tol={tol:g}) for at least one fit; the guarantee holds for the "
+            "exact minimiser only, so nothing is released. Raise max_iter, use "
+            "solver='newton' (or 'auto'), a larger alpha (a better-conditioned problem), or "
+            "perturbation='amp' with a positive delta (its output noise covers a "
+            "minimiser approximate to tol)")
+
+
+def _amp_release(W: np.ndarray, res: Any, cals: list[Any], alphas: np.ndarray, *, tol: float,
+                 n: int, n_norm: float, L: float, dim: int, rng: np.random.Generator,
+                 consts: dict[str, np.ndarray]) -> np.ndarray:
+    """AMP's output step: the approximate minimisers W (alphas, draws, ...) plus exact
+    Gaussian noise on the grid, released only when every gradient norm is <= tol (the
+    grids and output scales go into ``consts``)."""
+    from dperm.privacy import calibration, exact_noise
+
+    gn = np.asarray(res.grad_norm).reshape(W.shape[:2]) * (n / n_norm)
+    if not np.all(gn <= tol):          # (a NaN norm is refused too)
+        raise NotConvergedError(
+            f"perturbation='amp': the solver stopped above the gradient tolerance "
+            f"tol={tol:g} that the output noise was calibrated for; nothing is "
+            "released. Raise max_iter (or tol, which raises the output noise).")
+    coef = np.empty_like(W)
+    grids, sig_out = np.empty(alphas.size), np.empty(alphas.size)
+    for a, cc in enumerate(cals):
+        shift = tol / (alphas[a] + cc.extra_l2)
+
+        def sigma_for(s: float, cc: Any = cc) -> float:
+            return float(calibration.analytic_gaussian_sigma(cc.epsilon_output,
+                                                             cc.delta_output, s))
+
+        s_out, g = exact_noise.calibrate_on_grid(sigma_for, shift, dim, bits=GRID_BITS)
+        coef[a], g = exact_noise.gaussian_on_grid(W[a], s_out, rng, bits=GRID_BITS)
+        _warn_if_grid_clamps(g, (L + cc.sigma_objective * math.sqrt(dim) / n_norm)
+                             / (alphas[a] + cc.extra_l2))
+        grids[a], sig_out[a] = g, s_out
+    consts.update(grid=grids, sigma_output=sig_out)
+    return coef

@@ -3,41 +3,81 @@ clones, the checks of X at prediction, the intercept's map back to the rows' uni
 from __future__ import annotations
 
 import functools as _functools
-import numbers
 import warnings
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 
 from dperm.data import oracle as _oracle
 from dperm.data.design import INTERCEPT_SCALE
 from dperm.data.validation import (
+    BOOLEAN,
+    DATA_NORM,
+    N_THREADS,
+    NONE,
+    NORM_POLICIES,
+    POSITIVE,
+    RANDOM_STATE,
+    Constraint,
+    InstanceOf,
+    Interval,
+    Options,
+    ParameterTable,
     bound_rows,
-    check_choice,
-    check_data_norm,
-    check_n_threads,
-    check_positive,
+    check_params,
     check_random_state,
     check_X,
     spawn_generator,
 )
 from dperm.exceptions import BudgetExceededError, ClippingWarning
 from dperm.optim import erm
-from dperm.privacy.accountant import BudgetAccountant
-from dperm.privacy.mechanisms import check_privacy_params
+from dperm.privacy.accountant import BudgetAccountant, Event
+from dperm.privacy.mechanisms import PRIVACY_PARAMETERS
 from dperm.privacy.noise import warn_if_seeded
-from dperm.privacy.record import record_to_dict
+from dperm.privacy.record import ReleaseRecord, record_to_dict
 
-__all__ = ["PrivateLinearBase", "split_intercept"]
+__all__ = ["PrivateLinearBase", "split_intercept", "ALPHA_OPTIONS", "ALPHA",
+           "COMMON_PARAMETERS"]
+
+#: The estimators' ``alpha``, declared in this one place for both: one of these options
+#: (each a rule of public quantities that `_resolve_alpha` turns into Lambda) or a single
+#: positive number.  A new option is one more name here and its branch in each
+#: estimator's ``_resolve_alpha``.
+ALPHA_OPTIONS: tuple[str, ...] = ("auto",)
+ALPHA: list[Constraint] = [
+    Options(ALPHA_OPTIONS),
+    Interval(0, None, description="a single positive number (to choose among several, use "
+                                  "dperm.private_tuning)"),
+]
+
+#: The parameters both estimators have, declared once: each estimator's
+#: ``_parameter_constraints`` is this table and its own entries.  Checked once per fit,
+#: in `PrivateLinearBase._start_fit`; what fit calls takes the values as checked.
+COMMON_PARAMETERS: ParameterTable = {
+    "solver": [Options(erm.SOLVERS)],
+    **PRIVACY_PARAMETERS,             # delta, neighbouring, n_public
+    "alpha": ALPHA,
+    "data_norm": DATA_NORM,
+    "norm_policy": [Options(NORM_POLICIES)],
+    "fit_intercept": [BOOLEAN],
+    "tol": [NONE, POSITIVE],
+    "max_iter": [NONE, Interval(1, None, closed="left", integer=True)],
+    "n_threads": N_THREADS,
+    "accountant": [NONE, InstanceOf(BudgetAccountant, "a dperm.BudgetAccountant")],
+    "random_state": RANDOM_STATE,
+}
 
 
-def split_intercept(w, data_norm):
+def split_intercept(w: np.ndarray, data_norm: float) -> tuple[np.ndarray, np.ndarray]:
     """Map weights on augmented rows back to (coef, intercept) on the original rows."""
     s = INTERCEPT_SCALE
     return w[..., :-1] * s, w[..., -1] * data_norm * s
 
 
-def _feature_names(X):
+def _feature_names(X: Any) -> np.ndarray | None:
     """Column names of a DataFrame-like X (all strings), else None."""
     cols = getattr(X, "columns", None)
     if cols is None:
@@ -48,7 +88,7 @@ def _feature_names(X):
     return None
 
 
-def _block_call(est, method, block):
+def _block_call(est: Any, method: str, block: Any) -> Any:
     """est.method on one row block of a Dask array (on a worker); the feature-name check
     was done on the client."""
     with warnings.catch_warnings():
@@ -56,7 +96,7 @@ def _block_call(est, method, block):
         return getattr(est, method)(block)
 
 
-def _warn_clipped(clipped, n, data_norm):
+def _warn_clipped(clipped: int, n: int, data_norm: float) -> None:
     if clipped:
         warnings.warn(
             f"{clipped} of {n} rows ({100.0 * clipped / n:.1f}%) had norm above "
@@ -72,43 +112,32 @@ class PrivateLinearBase(BaseEstimator):
     depend on the task (parameters named alike in both)."""
 
     #: attributes a fitted estimator has (check_is_fitted)
-    _fitted_attributes = ("coef_",)
+    _fitted_attributes: ClassVar[tuple[str, ...]] = ("coef_",)
 
-    def _check_common_params(self):
-        """The parameters both estimators have: solver, delta / neighbouring / n_public,
-        alpha, h, data_norm, norm_policy, fit_intercept, tol, max_iter, n_threads,
-        accountant, random_state."""
-        check_choice(self.solver, "solver", set(erm.SOLVERS))
-        check_privacy_params(self.delta, self.neighbouring, self.n_public, 2,
-                             warn=False)
-        if isinstance(self.alpha, str):
-            if self.alpha != "auto":
-                raise ValueError(f"alpha: must be 'auto' or a positive number, got {self.alpha!r}")
-        elif np.ndim(self.alpha) != 0:
-            raise ValueError(f"alpha: must be 'auto' or a single positive number, got "
-                             f"{self.alpha!r} (use dperm.private_tuning to choose among several)")
-        else:
-            check_positive(self.alpha, "alpha")
-        check_data_norm(self.data_norm, "data_norm")
-        check_choice(self.norm_policy, "norm_policy", {"clip", "error"})
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept: must be True or False, got {self.fit_intercept!r}")
-        if self.tol is not None:
-            check_positive(self.tol, "tol")
-        if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(
-                self.max_iter, numbers.Integral) or self.max_iter < 1):
-            raise ValueError(f"max_iter: must be an integer >= 1, got {self.max_iter!r}")
-        check_n_threads(self.n_threads)
-        if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):
-            raise TypeError("accountant: expected a dperm.BudgetAccountant, got "
-                            f"{type(self.accountant).__name__}")
-        check_random_state(None if isinstance(self.random_state, np.random.Generator) else self.random_state)
+    #: name -> the forms the parameter may take (scikit-learn's convention); each
+    #: estimator declares its own, `COMMON_PARAMETERS` included
+    _parameter_constraints: ClassVar[ParameterTable] = COMMON_PARAMETERS
 
-    def _start_fit(self, fit_params, privacy_param):
+    def _check_params(self) -> None:
+        """Check the parameters against `_parameter_constraints` (epsilon only for a
+        private fit), then the rules that tie two parameters (`_check_param_pairs`)."""
+        values = self.get_params(deep=False)
+        if values.get(self._privacy_param) == "none":
+            values.pop("epsilon", None)       # a non-private fit has no epsilon
+        check_params(self._parameter_constraints, values)
+        self._check_param_pairs()
+
+    #: the parameter that says how the fit is private ('none': the non-private fit)
+    _privacy_param: ClassVar[str] = "perturbation"
+
+    def _check_param_pairs(self) -> None:
+        """Rules across parameters (an estimator's own); the table checked each one."""
+
+    def _start_fit(self, fit_params: dict[str, Any], privacy_param: str) -> None:
         """What every fit checks before it reads X: no per-row weights, no unknown keyword,
-        the parameters, no accountant for a non-private fit, the seeded-noise warning.
-        ``privacy_param`` names the estimator's parameter that says how it is private
-        ('perturbation' or 'method'; its value 'none' is the non-private fit)."""
+        the parameters (once, here), no accountant for a non-private fit, the seeded-noise
+        warning.  ``privacy_param`` names the estimator's parameter that says how it is
+        private ('perturbation' or 'method'; its value 'none' is the non-private fit)."""
         if "sample_weight" in fit_params:
             raise TypeError(
                 "sample_weight: not supported; per-row weights change the sensitivity of the "
@@ -123,9 +152,11 @@ class PrivateLinearBase(BaseEstimator):
             raise BudgetExceededError(f"a non-private fit ({privacy_param}='none') cannot be "
                                       "charged to a BudgetAccountant: its epsilon is infinite")
         if private:
-            warn_if_seeded(self.random_state, accountant=self.accountant)
+            warn_if_seeded(self.random_state, accountant=self.accountant, stacklevel=4)
 
-    def _set_fitted(self, n_features, feature_names, alpha, record, diagnostics):
+    def _set_fitted(self, n_features: int, feature_names: np.ndarray | None,
+                    alpha: float | None, record: ReleaseRecord,
+                    diagnostics: dict[str, Any]) -> None:
         """The fitted attributes both estimators share (the last step of a fit: it only
         assigns, so a fit that failed before it changed nothing)."""
         self.n_features_in_ = n_features
@@ -138,7 +169,7 @@ class PrivateLinearBase(BaseEstimator):
         self.fit_diagnostics_ = diagnostics
 
     @property
-    def privacy_(self):
+    def privacy_(self) -> dict[str, Any]:
         """The public privacy record of the fit as a new dict: the serialised form
         (dperm.privacy.record.record_to_dict) of `release_record_`, the immutable
         ReleaseRecord the fit built from public values only.  The same mapping is the
@@ -148,10 +179,10 @@ class PrivateLinearBase(BaseEstimator):
             raise AttributeError(f"{type(self).__name__} is not fitted: privacy_ is set by fit")
         return record_to_dict(rec)
 
-    def _spend_events(self, events):
+    def _spend_events(self, events: Sequence[Event | float]) -> None:
         self.accountant.spend_all(events, label=repr(self))
 
-    def _fit_generator(self):
+    def _fit_generator(self) -> np.random.Generator | None:
         """This fit's randomness: fresh entropy (None), a seeded generator (an int, already
         warned about), or an independent child of a user's Generator, so that fits and
         clones sharing one Generator never reuse noise."""
@@ -162,7 +193,7 @@ class PrivateLinearBase(BaseEstimator):
             return spawn_generator(rs)
         return check_random_state(rs)
 
-    def __sklearn_clone__(self):
+    def __sklearn_clone__(self) -> PrivateLinearBase:
         # sklearn's clone deep-copies a Generator, so clones (GridSearchCV folds, private
         # tuning) would draw identical noise; give each clone its own child stream instead
         new = super().__sklearn_clone__()
@@ -171,7 +202,7 @@ class PrivateLinearBase(BaseEstimator):
         return new
 
     # ------------------------------------------------------------------ predict
-    def _check_fitted_X(self, X):
+    def _check_fitted_X(self, X: ArrayLike) -> Any:
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, list(self._fitted_attributes))
@@ -184,7 +215,7 @@ class PrivateLinearBase(BaseEstimator):
         # as a factor per row: X is never copied
         return bound_rows(X, float(self.data_norm), "clip")
 
-    def _check_feature_names_at_predict(self, X):
+    def _check_feature_names_at_predict(self, X: Any) -> None:
         names = _feature_names(X)
         fitted = getattr(self, "feature_names_in_", None)
         if fitted is None:
@@ -204,7 +235,8 @@ class PrivateLinearBase(BaseEstimator):
             raise ValueError("The feature names should match those that were passed during fit "
                              f"(same names, same order).{detail or ' The order differs.'}")
 
-    def _on_workers(self, X, method, out_cols=None, dtype=np.float64):
+    def _on_workers(self, X: Any, method: str, out_cols: int | None = None,
+                    dtype: Any = np.float64) -> Any:
         """method on a Dask array: the local path run blockwise on the workers (a lazy
         Dask array chunked like X's rows)."""
         from sklearn.utils.validation import check_is_fitted

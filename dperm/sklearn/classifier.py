@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -16,26 +18,32 @@ from dperm.data import oracle as _oracle
 from dperm.data.design import WithInterceptColumn
 from dperm.data.design import augment_intercept as augment_intercept  # re-exported
 from dperm.data.validation import (
+    NONE,
+    POSITIVE,
+    Options,
+    ParameterTable,
+    Satisfies,
     bound_rows,
-    check_choice,
-    check_epsilon,
-    check_positive,
     warn_if_rows_far_inside,
 )
 from dperm.exceptions import NoiseDominatedWarning, PrivacyLeakWarning
-from dperm.losses import MULTINOMIAL_MIN_CLASSES, get_loss, softmax_curvature
+from dperm.losses import MULTINOMIAL_MIN_CLASSES, Loss, get_loss, softmax_curvature
 from dperm.optim import erm
+from dperm.privacy.accountant import BudgetAccountant, Event
 from dperm.privacy.mechanisms import (
     MULTINOMIAL,
-    check_privacy_params,
-    objective_perturbation,
-    output_perturbation,
+    PrivateFit,
+    _objective,
+    _output,
+    normalising_count,
     privacy_events,
+    warn_if_count_private,
 )
 from dperm.privacy.neighbouring import sensitivity_factor
 from dperm.privacy.record import ReleaseRecord, public_count
 from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
 from dperm.sklearn._base import (  # split_intercept: re-exported
+    COMMON_PARAMETERS,
     PrivateLinearBase,
     _feature_names,
     _warn_clipped,
@@ -45,6 +53,102 @@ from dperm.sklearn._base import (  # split_intercept: re-exported
 __all__ = ["PrivateLinearClassifier"]
 
 PERTURBATIONS = {"objective", "output", "amp", "none"}
+
+
+def _check_margin_loss(value: Any, name: str) -> None:
+    get_loss(value, regression=False)
+
+
+def _check_class_list(classes: Any, name: str) -> None:
+    """classes: the public label set, at least two distinct labels."""
+    arr = np.asarray(classes)
+    if arr.ndim != 1 or arr.size < 2 or np.unique(arr).size != arr.size:
+        raise ValueError(f"{name}: must list at least two distinct labels, got {classes!r}")
+
+
+# the checks of y against the label set (stacklevel 4: fit -> _check_classes -> here)
+def _label_vector(y: Any) -> np.ndarray:
+    """y as a 1-D array of finite labels (a column vector is ravelled, with sklearn's
+    DataConversionWarning)."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; "
+                      "using y.ravel()", DataConversionWarning, stacklevel=4)
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"y: expected a 1-D array of labels, got shape {y.shape}")
+    if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        raise ValueError("y: contains NaN or infinity")
+    return y
+
+
+def _classes_read_from(y: np.ndarray) -> np.ndarray:
+    """The label set read from the private y (no classes given): a PrivacyLeakWarning."""
+    try:
+        classes = np.unique(y)
+    except TypeError:
+        raise ValueError("y: Unknown label type: the labels cannot be sorted "
+                         "(mixed types?)") from None
+    y_type = type_of_target(y, input_name="y")
+    if y_type.startswith("continuous") and classes.size > 2:
+        raise ValueError(f"y: Unknown label type: {y_type} (a continuous target was "
+                         "passed to a classifier)")
+    if classes.size < 2:
+        raise ValueError(f"y: at least two classes are needed, found {classes.size} "
+                         f"({classes[:5].tolist()})")
+    warnings.warn(
+        "classes: the label set was read from the private y; pass classes=[...] "
+        "(public knowledge: every label that may occur) to avoid this leak",
+        PrivacyLeakWarning, stacklevel=4)
+    return classes
+
+
+def _check_labels_in(y: np.ndarray, classes: np.ndarray, given: Any) -> None:
+    """Every label of y is one of the public classes (of a matching kind)."""
+    text_y, text_classes = y.dtype.kind in "OUS", classes.dtype.kind in "OUS"
+    if text_y != text_classes:
+        raise ValueError(f"y: labels {np.unique(y)[:5].tolist()} do not match "
+                         f"classes={given!r}")
+    inside = np.isin(y, classes)
+    if not inside.all():
+        raise ValueError(f"y: values {np.unique(y[~inside])[:5].tolist()} are not in "
+                         f"classes={classes.tolist()}")
+
+
+def _warn_if_one_class(codes: np.ndarray, classes: np.ndarray) -> None:
+    """The public classes make the fit well defined, but a model fitted to one label is
+    rarely what was meant (a filtered file, the wrong label column): a notice for the
+    analyst, as sklearn's classifiers refuse such y outright."""
+    if codes.size and (codes == codes[0]).all():
+        only, rest = classes.tolist()[codes[0]], classes.tolist()
+        warnings.warn(
+            f"y: every label is {only!r}: none of the other classes "
+            f"{[c for c in rest if c != only][:5]} occurs, "
+            "so the model learns to predict one class (plus noise); check the label "
+            "column and the rows (this notice is about the private data: do not "
+            "publish it)", UserWarning, stacklevel=4)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a classifier fit will do, from public values only (decided before the
+    private rows are fitted): how K classes are fitted, the privacy split, Lambda."""
+
+    mode: str            # "binary", "multinomial" or "ovr"
+    K: int               # classes
+    n: int               # rows of X (the analyst's; never released under add_remove)
+    n_norm: float        # the public count normalising the objective
+    neighbouring: str
+    delta: float         # the fit's total delta
+    eps_fit: float       # epsilon of each released model (inf: non-private)
+    delta_fit: float     # delta of each released model
+    loss: Loss
+    R: float             # data_norm
+    alpha: float = float("nan")
+
+    @property
+    def n_fits(self) -> int:
+        return self.K if self.mode == "ovr" else 1
 
 
 class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
@@ -164,11 +268,14 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
 
     _fitted_attributes = ("coef_", "classes_")
 
-    def __init__(self, loss="logistic", perturbation="objective", epsilon=1.0, delta=0.0,
-                 neighbouring="replace_one", n_public=None, alpha="auto", h=0.5,
-                 data_norm=1.0, norm_policy="clip", fit_intercept=True, classes=None, tol=None,
-                 max_iter=None, n_threads=None, random_state=None, accountant=None,
-                 solver="auto"):
+    def __init__(self, loss: str = "logistic", perturbation: str = "objective",
+                 epsilon: float = 1.0, delta: float = 0.0, neighbouring: str = "replace_one",
+                 n_public: int | None = None, alpha: str | float = "auto", h: float = 0.5,
+                 data_norm: float = 1.0, norm_policy: str = "clip", fit_intercept: bool = True,
+                 classes: ArrayLike | None = None, tol: float | None = None,
+                 max_iter: int | None = None, n_threads: int | None = None,
+                 random_state: int | np.random.Generator | None = None,
+                 accountant: BudgetAccountant | None = None, solver: str = "auto") -> None:
         self.loss = loss
         self.delta = delta
         self.neighbouring = neighbouring
@@ -189,18 +296,24 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         self.accountant = accountant
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self):
-        get_loss(self.loss, regression=False)
-        check_choice(self.perturbation, "perturbation", PERTURBATIONS)
-        if self.perturbation != "none":
-            check_epsilon(self.epsilon, "epsilon")
-        self._check_common_params()
+    #: every parameter's declared forms, checked once per fit (`_start_fit`)
+    _parameter_constraints: ClassVar[ParameterTable] = {
+        "loss": [Satisfies(_check_margin_loss, "a classification loss")],
+        "perturbation": [Options(PERTURBATIONS)],
+        "epsilon": [POSITIVE],
+        **COMMON_PARAMETERS,
+        "h": [POSITIVE],
+        "classes": [NONE, Satisfies(_check_class_list, "a list of two or more labels")],
+    }
+    _privacy_param = "perturbation"
+
+    def _check_param_pairs(self) -> None:
         if self.perturbation == "amp" and float(self.delta) == 0:
             raise ValueError("delta: perturbation='amp' is an (epsilon, delta) mechanism; "
                              "give delta > 0 (e.g. 1/n**2)")
-        check_positive(self.h, "h")
 
-    def _equivalent_epsilon(self, n, d, lo, eps, delta, nb, n_classes):
+    def _equivalent_epsilon(self, n: int, d: int, lo: Loss, eps: float, delta: float, nb: str,
+                            n_classes: int) -> float:
         """The pure, replace-one epsilon whose noise has the norm this fit's noise has:
         the public rules of dperm.privacy.regularization were calibrated on that mechanism.
         Pure: eps (replace_one) or 2 eps (add_remove: half the sensitivity).  Gaussian:
@@ -228,12 +341,13 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             neighbouring=nb, n_classes=K, nonincreasing_loss=K == 2)
         return 2.0 * R * math.sqrt(d) / cal.sigma
 
-    def _resolve_alpha(self, n, d, lo, eps, delta, nb, n_classes=2):
+    def _resolve_alpha(self, n: int, d: int, lo: Loss, eps: float, delta: float, nb: str,
+                       n_classes: int = 2, stacklevel: int = 3) -> float:
         """Lambda for this fit: the public rule for "auto", else the user's value (with a
         warning when, by public quantities alone, the noise would swamp the model)."""
         pert = "output" if self.perturbation == "output" else \
             "none" if self.perturbation == "none" else "objective"
-        kw = dict(perturbation=pert, loss=lo.name, data_norm=float(self.data_norm),
+        kw: dict[str, Any] = dict(perturbation=pert, loss=lo.name, data_norm=float(self.data_norm),
                   h=float(self.h))
         eps = self._equivalent_epsilon(n, d, lo, eps, delta, nb, n_classes)
         if isinstance(self.alpha, str):
@@ -246,68 +360,25 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
                 f"expected noise moves the coefficients by about {shift:.3g}, more than any "
                 f"non-private solution can measure; the model will be mostly noise. "
                 f"alpha='auto' would use {auto_alpha(n, d, eps, **kw):.3g}.",
-                NoiseDominatedWarning, stacklevel=3)
+                NoiseDominatedWarning, stacklevel=stacklevel)
         return alpha
 
-    def _check_classes(self, y):
+    def _check_classes(self, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """(classes (K,), codes (n,) in 0..K-1) with K >= 2; the label set is public
         (classes=) or read from y with a PrivacyLeakWarning."""
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; "
-                          "using y.ravel()", DataConversionWarning, stacklevel=3)
-            y = y.ravel()
-        if y.ndim != 1:
-            raise ValueError(f"y: expected a 1-D array of labels, got shape {y.shape}")
-        if y.dtype.kind in "fc" and not np.isfinite(y).all():
-            raise ValueError("y: contains NaN or infinity")
+        y = _label_vector(y)
         if self.classes is None:
-            try:
-                classes = np.unique(y)
-            except TypeError:
-                raise ValueError("y: Unknown label type: the labels cannot be sorted "
-                                 "(mixed types?)") from None
-            y_type = type_of_target(y, input_name="y")
-            if y_type.startswith("continuous") and classes.size > 2:
-                raise ValueError(f"y: Unknown label type: {y_type} (a continuous target was "
-                                 "passed to a classifier)")
-            if classes.size < 2:
-                raise ValueError(f"y: at least two classes are needed, found {classes.size} "
-                                 f"({classes[:5].tolist()})")
-            warnings.warn(
-                "classes: the label set was read from the private y; pass classes=[...] "
-                "(public knowledge: every label that may occur) to avoid this leak",
-                PrivacyLeakWarning, stacklevel=3)
+            classes = _classes_read_from(y)
         else:
             classes = np.asarray(self.classes)
-            if classes.ndim != 1 or classes.size < 2 or np.unique(classes).size != classes.size:
-                raise ValueError(f"classes: must list at least two distinct labels, got "
-                                 f"{self.classes!r}")
-            if y.dtype.kind in "OUS" and classes.dtype.kind not in "OUS" or \
-                    classes.dtype.kind in "OUS" and y.dtype.kind not in "OUS":
-                raise ValueError(f"y: labels {np.unique(y)[:5].tolist()} do not match "
-                                 f"classes={self.classes!r}")
-            inside = np.isin(y, classes)
-            if not inside.all():
-                raise ValueError(f"y: values {np.unique(y[~inside])[:5].tolist()} are not in "
-                                 f"classes={classes.tolist()}")
+            _check_labels_in(y, classes, self.classes)
         codes = np.zeros(y.shape[0], dtype=np.intp)
         for k, c in enumerate(classes):
             codes[y == c] = k
-        if y.size and (codes == codes[0]).all():
-            # the public classes make the fit well defined, but a model fitted to one
-            # label is rarely what was meant (a filtered file, the wrong label column);
-            # a notice for the analyst, as sklearn's classifiers refuse such y outright
-            only, rest = classes.tolist()[codes[0]], classes.tolist()
-            warnings.warn(
-                f"y: every label is {only!r}: none of the other classes "
-                f"{[c for c in rest if c != only][:5]} occurs, "
-                "so the model learns to predict one class (plus noise); check the label "
-                "column and the rows (this notice is about the private data: do not "
-                "publish it)", UserWarning, stacklevel=3)
+        _warn_if_one_class(codes, classes)
         return classes, codes
 
-    def _multiclass_mode(self, K):
+    def _multiclass_mode(self, K: int) -> str:
         """How K classes are fitted: "binary" (K = 2), "multinomial" (softmax; the
         logistic loss with delta > 0 or without noise) or "ovr" (one-vs-rest)."""
         if K < MULTINOMIAL_MIN_CLASSES:
@@ -317,7 +388,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         return "ovr"
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> PrivateLinearClassifier:  # noqa: C901
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> PrivateLinearClassifier:
         """Fit privately. X: (n, d) floats with row norms <= data_norm; y: (n,) labels.
 
         Two classes: one binary model.  K > 2 classes: the softmax (multinomial
@@ -351,12 +422,41 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         BudgetExceededError
             The fit would exceed the accountant's budget (checked before the data are read).
         """
-        self._start_fit(fit_params, "perturbation")
+        self._start_fit(fit_params, "perturbation")     # the parameters, checked once
         feature_names = _feature_names(X)
-        # a Dask collection: rows stay on the workers; the labels (n values) are read
-        # here to find and map the classes, then sent back chunked like the rows. Local
-        # rows: validated once here; the mechanism and the solver below take them as
-        # checked (and their norms, once computed), not another pass over the data
+        X, y, distributed = self._rows_and_labels(X, y)
+        classes, codes = self._check_classes(y)
+        plan = self._plan(X.shape[0], classes.size, distributed)
+        X, clipped = self._bound_rows(X, codes, distributed)
+        # the intercept's constant column is added by the kernels as they read each
+        # row: X (a memory map, say) is never copied to make room for it
+        Xa = WithInterceptColumn(X, plan.R) if self.fit_intercept else X
+        plan = replace(plan, alpha=self._plan_alpha(plan, Xa.shape[1]))
+        events = self._check_budget(plan, Xa.shape[1])
+        _warn_clipped(clipped, plan.n, plan.R)
+        rng = self._fit_generator()
+        if self.perturbation == "none":
+            W, record, diagnostics = self._fit_nonprivate(Xa, codes, plan)
+        else:
+            W, record, diagnostics = self._fit_private(Xa, codes, plan, rng)
+        record = self._classifier_record(record, plan)
+        diagnostics["rows_clipped"] = int(clipped)
+        coef, intercept = self._coef_intercept(W, plan, Xa.shape[1])
+        if events is not None:
+            self._spend_events(events)
+        # everything below only assigns: a fit that failed above changed nothing
+        self.classes_ = classes
+        self.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1, X.shape[1])
+        self.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(-1)
+        self._set_fitted(X.shape[1], feature_names, plan.alpha, record, diagnostics)
+        return self
+
+    # the steps of fit, in order
+    def _rows_and_labels(self, X: Any, y: Any) -> tuple[Any, Any, bool]:
+        """(rows, labels, distributed).  A Dask collection: rows stay on the workers;
+        the labels (n values) are read here to find and map the classes, then sent back
+        chunked like the rows.  Local rows: validated once here; the mechanism and the
+        solver take them as checked (and their norms, once computed)."""
         X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
         n = X.shape[0]
         if y is None:
@@ -364,113 +464,140 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         yy = np.asarray(y)
         if yy.ndim == 0 or yy.shape[0] != n:
             raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
-        classes, codes = self._check_classes(y)
-        K = classes.size
+        return X, y, distributed
+
+    def _plan(self, n: int, K: int, distributed: bool) -> _Plan:
+        """How the K classes are fitted and the privacy split over the K models, from
+        public values (the count warning, if any, is given here, once)."""
         mode = self._multiclass_mode(K)
         if distributed and mode != "binary":
             raise ValueError(f"y: {K} classes with a Dask array X are not supported yet; "
                              "fit one-vs-rest binary models (sklearn.multiclass.OneVsRestClassifier)")
-        delta, nb, n_norm = check_privacy_params(self.delta, self.neighbouring, self.n_public, n)
+        warn_if_count_private(self.neighbouring, self.n_public, stacklevel=3)
+        private = self.perturbation != "none"
         n_fits = K if mode == "ovr" else 1
-        eps_fit = float(self.epsilon) / n_fits if self.perturbation != "none" else float("inf")
+        delta = float(self.delta)
+        return _Plan(mode=mode, K=K, n=n, n_norm=normalising_count(self.n_public, n),
+                     neighbouring=self.neighbouring, delta=delta,
+                     eps_fit=float(self.epsilon) / n_fits if private else float("inf"),
+                     delta_fit=delta / n_fits, loss=get_loss(self.loss),
+                     R=float(self.data_norm))
+
+    def _bound_rows(self, X: Any, codes: np.ndarray, distributed: bool) -> tuple[Any, int]:
+        """(rows within data_norm, rows clipped): rows over R get a clipping factor the
+        kernels apply as they read them (no copy), or are refused per norm_policy; rows
+        on the workers get their +-1 labels first."""
+        R = float(self.data_norm)
         if distributed:
             X = _oracle.with_worker_labels(X, np.where(codes == 1, 1.0, -1.0), min_samples=2)
-        lo = get_loss(self.loss)
-        R = float(self.data_norm)
-        # rows over R get a clipping factor the kernels apply as they read them: no copy
-        row_stats = {}
+        row_stats: dict[str, float] = {}
         X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
         if "max_norm" in row_stats:
-            warn_if_rows_far_inside(row_stats["max_norm"], R)
-        # the intercept's constant column is added by the kernels as they read each
-        # row: X (a memory map, say) is never copied to make room for it
-        Xa = WithInterceptColumn(X, R) if self.fit_intercept else X
-        dim = Xa.shape[1] * (K if mode == "multinomial" else 1)
-        alpha = self._resolve_alpha(int(n_norm), dim, lo, eps_fit, delta / n_fits, nb,
-                                    K if mode == "multinomial" else 2)
-        events = None
-        if self.accountant is not None:
-            events = self._planned_events(lo, mode, K, n_norm, alpha, eps_fit, delta / n_fits,
-                                          nb, R, Xa.shape[1])
-            self.accountant.check_all(events)
-        _warn_clipped(clipped, n, R)
-        common = dict(alpha=alpha, h=float(self.h), tol=self.tol, max_iter=self.max_iter,
-                      n_threads=self.n_threads, solver=self.solver)
-        private = dict(delta=delta / n_fits, neighbouring=nb,
-                       n_public=n_norm)
-        rng = self._fit_generator()
-        if self.perturbation == "none":
-            if mode == "multinomial":
-                from dperm.optim.softmax import minimize_multinomial
+            warn_if_rows_far_inside(row_stats["max_norm"], R, stacklevel=4)
+        return X, clipped
 
-                res = minimize_multinomial(Xa, codes, K, alpha=alpha, tol=self.tol,
-                                           max_iter=self.max_iter, n_threads=self.n_threads)
-                W = res.coef[0]
-            else:
-                targets = [codes == 1] if mode == "binary" else [codes == k for k in range(K)]
-                Y = [np.where(t, 1.0, -1.0) for t in targets]
-                res = [erm.minimize(Xa, yk, loss=lo.name, **common) for yk in Y]
-                W = np.stack([r.coef for r in res])
-                res = res[0]
-            record = ReleaseRecord(
-                layout="mechanism", mechanism="none",
-                loss=lo.name if mode != "multinomial" else MULTINOMIAL, neighbouring=nb,
-                epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=alpha, data_norm=R,
-                h=float(self.h), n_samples=public_count(nb, self.n_public, n),
-                curvature=lo.curvature(self.h, R), n_classes=K)
-            diagnostics = {"grad_norm": float(np.max(res.grad_norm)),
-                           "converged": bool(np.all(res.converged)),
-                           "n_iter": int(np.max(res.n_iter))}
+    def _plan_alpha(self, plan: _Plan, d: int) -> float:
+        """Lambda for the plan's models on d columns (intercept included)."""
+        multinomial = plan.mode == "multinomial"
+        return self._resolve_alpha(int(plan.n_norm), d * (plan.K if multinomial else 1),
+                                   plan.loss, plan.eps_fit, plan.delta_fit, plan.neighbouring,
+                                   plan.K if multinomial else 2, stacklevel=4)
+
+    def _check_budget(self, plan: _Plan, d: int) -> Sequence[Event | float] | None:
+        """The fit's accountant events, checked against the budget before the data are
+        fitted (None without an accountant)."""
+        if self.accountant is None:
+            return None
+        events = self._planned_events(plan.loss, plan.mode, plan.K, plan.n_norm, plan.alpha,
+                                      plan.eps_fit, plan.delta_fit, plan.neighbouring,
+                                      plan.R, d)
+        self.accountant.check_all(events)
+        return events
+
+    def _targets(self, codes: np.ndarray, plan: _Plan) -> list[np.ndarray]:
+        """The +-1 labels of each binary model: one (binary) or K (one-vs-rest)."""
+        if plan.mode == "binary":
+            return [np.where(codes == 1, 1.0, -1.0)]
+        return [np.where(codes == k, 1.0, -1.0) for k in range(plan.K)]
+
+    def _solver_args(self, plan: _Plan) -> dict[str, Any]:
+        return dict(alpha=plan.alpha, h=float(self.h), tol=self.tol, max_iter=self.max_iter,
+                    n_threads=self.n_threads, solver=self.solver)
+
+    def _fit_nonprivate(self, Xa: Any, codes: np.ndarray,
+                        plan: _Plan) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
+        """perturbation='none': the exact minimiser(s), no noise, no guarantee."""
+        if plan.mode == "multinomial":
+            from dperm.optim.softmax import minimize_multinomial
+
+            res = minimize_multinomial(Xa, codes, plan.K, alpha=plan.alpha, tol=self.tol,
+                                       max_iter=self.max_iter, n_threads=self.n_threads)
+            W, results = res.coef[0], [res]
         else:
-            mech = output_perturbation if self.perturbation == "output" else objective_perturbation
-            extra = {} if self.perturbation == "output" else {"perturbation": self.perturbation}
-            with warnings.catch_warnings():
-                # the add_remove count warning was given above, once
-                warnings.filterwarnings("ignore", message="n_public: not given")
-                if mode == "multinomial":
-                    fit = mech(Xa, codes, loss=MULTINOMIAL, n_classes=K, epsilon=eps_fit,
-                               data_norm=R, norm_policy="clip", n_draws=1, random_state=rng,
-                               **private, **extra, **common)
-                    W, fits = fit.coef[0], [fit]
-                else:
-                    targets = [codes == 1] if mode == "binary" else [codes == k for k in range(K)]
-                    fits = []
-                    for t in targets:
-                        # one generator for all K fits: K independent noise draws
-                        fits.append(mech(Xa, np.where(t, 1.0, -1.0), loss=lo.name,
-                                         epsilon=eps_fit, data_norm=R, norm_policy="clip",
-                                         n_draws=1, random_state=rng, **private, **extra,
-                                         **common))
-                    W = np.stack([f.coef[0] for f in fits])
-            record = fits[0].record()
-            diags = [f.diagnostics() for f in fits]
-            diagnostics = {"grad_norm": max(d["grad_norm"] for d in diags),
-                           "converged": all(d["converged"] for d in diags),
-                           "n_iter": max(d["n_iter"] for d in diags)}
-        # the estimator's release: the mechanism's record and the split over K classes
-        record = record.replace(
-            layout="classifier", n_classes=K,
-            multiclass={"binary": None, "multinomial": "multinomial", "ovr": "ovr"}[mode],
-            epsilon_total=float(self.epsilon) if self.perturbation != "none" else float("inf"),
-            delta_total=delta if self.perturbation != "none" else 0.0)
-        diagnostics["rows_clipped"] = int(clipped)
-        W = np.asarray(W, dtype=np.float64).reshape(-1, Xa.shape[1])
+            results = [erm._minimize(Xa, yk, loss=plan.loss.name, **self._solver_args(plan))
+                       for yk in self._targets(codes, plan)]
+            W = np.stack([r.coef for r in results])
+        R = plan.R
+        record = ReleaseRecord(
+            layout="mechanism", mechanism="none",
+            loss=plan.loss.name if plan.mode != "multinomial" else MULTINOMIAL,
+            neighbouring=plan.neighbouring, epsilon=float("inf"), delta=0.0, extra_l2=0.0,
+            alpha=plan.alpha, data_norm=R, h=float(self.h),
+            n_samples=public_count(plan.neighbouring, self.n_public, plan.n),
+            curvature=plan.loss.curvature(self.h, R), n_classes=plan.K)
+        first = results[0]
+        diagnostics = {"grad_norm": float(np.max(first.grad_norm)),
+                       "converged": bool(np.all(first.converged)),
+                       "n_iter": int(np.max(first.n_iter))}
+        return W, record, diagnostics
+
+    def _fit_private(self, Xa: Any, codes: np.ndarray, plan: _Plan,
+                     rng: np.random.Generator | None
+                     ) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
+        """The mechanism on checked parameters: one multinomial model, or one binary
+        model per target, all drawing from one generator (independent noise draws)."""
+        mech = _output if self.perturbation == "output" else _objective
+        extra = {} if self.perturbation == "output" else {"perturbation": self.perturbation}
+        kw = dict(epsilon=plan.eps_fit, data_norm=plan.R, norm_policy="clip", n_draws=1,
+                  random_state=rng, delta=plan.delta_fit, neighbouring=plan.neighbouring,
+                  n_public=plan.n_norm, **extra, **self._solver_args(plan))
+        fits: list[PrivateFit]
+        if plan.mode == "multinomial":
+            fits = [mech(Xa, codes, loss=MULTINOMIAL, n_classes=plan.K, **kw)]
+            W = fits[0].coef[0]
+        else:
+            fits = [mech(Xa, t, loss=plan.loss.name, **kw) for t in self._targets(codes, plan)]
+            W = np.stack([f.coef[0] for f in fits])
+        diags = [f.diagnostics() for f in fits]
+        diagnostics = {"grad_norm": max(d["grad_norm"] for d in diags),
+                       "converged": all(d["converged"] for d in diags),
+                       "n_iter": max(d["n_iter"] for d in diags)}
+        return W, fits[0].record(), diagnostics
+
+    def _classifier_record(self, record: ReleaseRecord, plan: _Plan) -> ReleaseRecord:
+        """The estimator's release: the mechanism's record and the split over K classes."""
+        private = self.perturbation != "none"
+        return record.replace(
+            layout="classifier", n_classes=plan.K,
+            multiclass={"binary": None, "multinomial": "multinomial", "ovr": "ovr"}[plan.mode],
+            epsilon_total=float(self.epsilon) if private else float("inf"),
+            delta_total=plan.delta if private else 0.0)
+
+    def _coef_intercept(self, W: np.ndarray, plan: _Plan,
+                        d: int) -> tuple[np.ndarray, np.ndarray]:
+        """(coef, intercept) on the rows' units: the intercept column's weight mapped back."""
+        W = np.asarray(W, dtype=np.float64).reshape(-1, d)
         if self.fit_intercept:
-            coef, intercept = split_intercept(W, R)
+            coef, intercept = split_intercept(W, plan.R)
         else:
             coef, intercept = W, np.zeros(W.shape[0])
-        if mode == "binary":
+        if plan.mode == "binary":
             coef, intercept = coef[:1], intercept[:1]
-        if self.accountant is not None:
-            self._spend_events(events)
-        # everything below only assigns: a fit that failed above changed nothing
-        self.classes_ = classes
-        self.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1, X.shape[1])
-        self.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(-1)
-        self._set_fitted(X.shape[1], feature_names, alpha, record, diagnostics)
-        return self
+        return coef, intercept
 
-    def _planned_events(self, lo, mode, K, n_norm, alpha, eps_fit, delta_fit, nb, R, d):
+    def _planned_events(self, lo: Loss, mode: str, K: int, n_norm: float, alpha: float,
+                        eps_fit: float, delta_fit: float, nb: str, R: float,
+                        d: int) -> Sequence[Event | float]:
         """The accountant events of this fit, from public values only (computed before
         the data are touched, so that a refused fit costs nothing)."""
         from dperm.privacy import calibration
@@ -482,7 +609,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         # accountant's event needs it
         rec = ReleaseRecord(
             layout="mechanism", epsilon=eps_fit, delta=delta_fit, mechanism=self.perturbation,
-            n_samples=n_norm, alpha=alpha, data_norm=R, neighbouring=nb, h=float(self.h),
+            n_samples=int(n_norm), alpha=alpha, data_norm=R, neighbouring=nb, h=float(self.h),
             loss=MULTINOMIAL if mode == "multinomial" else lo.name,
             n_classes=K if mode == "multinomial" else 2,
             curvature=softmax_curvature(K, R) if mode == "multinomial"
@@ -537,7 +664,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
 
-    def _has_proba(self):
+    def _has_proba(self) -> bool:
         if self.loss != "logistic":
             raise AttributeError(f"predict_proba is only available for loss='logistic', not {self.loss!r}")
         return True
@@ -595,7 +722,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         """
         return _oracle.mean_accuracy(X, y, self.predict, super().score, sample_weight)
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         # sklearn's meaning: "not deterministic given a fixed random_state"; a private fit
         # with a fixed seed is reproducible (random_state=None is what makes it random)

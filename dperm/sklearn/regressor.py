@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -19,27 +21,37 @@ from sklearn.base import RegressorMixin
 from dperm.data import oracle as _oracle
 from dperm.data.design import WithInterceptColumn
 from dperm.data.validation import (
+    NONE,
+    POSITIVE,
+    Options,
+    ParameterTable,
+    Satisfies,
     bound_labels,
     bound_rows,
-    check_choice,
-    check_epsilon,
-    check_positive,
     check_real_labels,
     warn_if_rows_far_inside,
 )
 from dperm.exceptions import ClippingWarning, NoiseDominatedWarning
 from dperm.losses import get_loss
 from dperm.optim import erm
+from dperm.privacy.accountant import BudgetAccountant, Event
 from dperm.privacy.mechanisms import (
-    check_privacy_params,
-    objective_perturbation,
-    output_perturbation,
+    _objective,
+    _output,
+    normalising_count,
     privacy_events,
+    warn_if_count_private,
 )
 from dperm.privacy.neighbouring import sensitivity_factor
 from dperm.privacy.record import ReleaseRecord, public_count
 from dperm.privacy.regularization import auto_alpha, expected_noise_shift, noise_dominates
-from dperm.sklearn._base import PrivateLinearBase, _feature_names, _warn_clipped, split_intercept
+from dperm.sklearn._base import (
+    COMMON_PARAMETERS,
+    PrivateLinearBase,
+    _feature_names,
+    _warn_clipped,
+    split_intercept,
+)
 
 __all__ = ["PrivateLinearRegression", "METHODS", "resolve_method"]
 
@@ -48,7 +60,7 @@ LOSS = "pseudo_huber"
 METHODS = ("auto", "objective", "output", "adassp", "none")
 
 
-def resolve_method(method, *, n, d, epsilon, delta):
+def resolve_method(method: str, *, n: int, d: int, epsilon: float, delta: float) -> str:
     """The mechanism `method` stands for: itself, or for "auto" the documented rule of
     public quantities (never the data): objective perturbation (pure for delta = 0,
     Gaussian for delta > 0), whatever n, d and epsilon.
@@ -64,7 +76,8 @@ def resolve_method(method, *, n, d, epsilon, delta):
     return "objective"
 
 
-def _warn_labels_clipped(clipped, n, label_bound, centre=None):
+def _warn_labels_clipped(clipped: int, n: int, label_bound: float,
+                         centre: float | None = None, stacklevel: int = 3) -> None:
     if clipped:
         where = (f"[-label_bound, label_bound] = [-{label_bound:g}, {label_bound:g}]"
                  if centre is None else
@@ -76,36 +89,52 @@ def _warn_labels_clipped(clipped, n, label_bound, centre=None):
             "choose a larger public label_bound (or wider label_bounds), or scale y by a "
             "public bound. (This count "
             "is about the private data: for your eyes, not for publication.)",
-            ClippingWarning, stacklevel=3)
+            ClippingWarning, stacklevel=stacklevel)
 
 
-def _check_label_bounds(label_bounds, label_bound):
-    """(B, centre) from the public label parameters: label_bounds=(low, high) gives the
-    half-width (high - low) / 2 and the midpoint (low + high) / 2 (both public: functions
-    of public bounds); else label_bound (None: 1.0) and no centre."""
-    if label_bounds is None:
-        if label_bound is None:
-            return 1.0, None
-        check_positive(label_bound, "label_bound")
-        return float(label_bound), None
-    if label_bound is not None:
-        raise ValueError(
-            f"label_bound={label_bound!r} and label_bounds={label_bounds!r}: give one of them "
-            "(label_bounds=(low, high) sets the bound to (high - low) / 2 around the centre "
-            "(low + high) / 2; label_bound=B is the range [-B, B])")
+def _check_label_range(label_bounds: Any, name: str) -> None:
+    """label_bounds: (low, high), two finite numbers with low < high and a finite
+    half-width (high - low) / 2 (the public range of y)."""
     try:
         lo, hi = (float(v) for v in label_bounds)
     except (TypeError, ValueError):
-        raise ValueError(f"label_bounds must be (low, high), two numbers, got "
+        raise ValueError(f"{name} must be (low, high), two numbers, got "
                          f"{label_bounds!r}") from None
     if isinstance(label_bounds, (str, bytes)) or not (math.isfinite(lo) and math.isfinite(hi)
                                                      and lo < hi):
-        raise ValueError(f"label_bounds = {label_bounds!r} needs finite low < high")
+        raise ValueError(f"{name} = {label_bounds!r} needs finite low < high")
     B = (hi - lo) / 2.0
     if not (B > 0 and math.isfinite(B)):
-        raise ValueError(f"label_bounds = {label_bounds!r}: the half-width (high - low) / 2 "
+        raise ValueError(f"{name} = {label_bounds!r}: the half-width (high - low) / 2 "
                          "must be a finite positive number")
+
+
+def _label_scale(label_bounds: Any, label_bound: float | None) -> tuple[float, float | None]:
+    """(B, centre) from the checked public label parameters: label_bounds=(low, high)
+    gives the half-width (high - low) / 2 and the midpoint (low + high) / 2 (both public:
+    functions of public bounds); else label_bound (None: 1.0) and no centre."""
+    if label_bounds is None:
+        return (1.0 if label_bound is None else float(label_bound)), None
+    lo, hi = (float(v) for v in label_bounds)
+    B = (hi - lo) / 2.0
     return B, lo + B
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a regression fit will do, from public values only."""
+
+    method: str          # the mechanism ("auto" resolved), or "none"
+    n: int               # rows of X (the analyst's)
+    n_norm: float        # the public count normalising the objective
+    neighbouring: str
+    delta: float
+    eps: float           # inf: non-private
+    R: float             # data_norm
+    h: float             # the loss's width
+    B: float             # label bound (half-width)
+    centre: float | None
+    alpha: float | None  # None: AdaSSP (its ridge comes from its own release)
 
 
 class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
@@ -193,11 +222,16 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     'objective'
     """
 
-    def __init__(self, method="auto", epsilon=1.0, delta=0.0, neighbouring="replace_one",
-                 n_public=None, alpha="auto", h=None, label_bound=None, data_norm=1.0,
-                 norm_policy="clip", fit_intercept=True, tol=None, max_iter=None,
-                 n_threads=None, random_state=None, accountant=None, solver="auto",
-                 label_bounds=None):
+    def __init__(self, method: str = "auto", epsilon: float = 1.0, delta: float = 0.0,
+                 neighbouring: str = "replace_one", n_public: int | None = None,
+                 alpha: str | float = "auto", h: float | None = None,
+                 label_bound: float | None = None, data_norm: float = 1.0,
+                 norm_policy: str = "clip", fit_intercept: bool = True,
+                 tol: float | None = None, max_iter: int | None = None,
+                 n_threads: int | None = None,
+                 random_state: int | np.random.Generator | None = None,
+                 accountant: BudgetAccountant | None = None, solver: str = "auto",
+                 label_bounds: tuple[float, float] | None = None) -> None:
         self.method = method
         self.epsilon = epsilon
         self.delta = delta
@@ -218,29 +252,39 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         self.solver = solver
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self):
-        check_choice(self.method, "method", set(METHODS))
-        if self.method != "none":
-            check_epsilon(self.epsilon, "epsilon")
-        self._check_common_params()
-        _check_label_bounds(self.label_bounds, self.label_bound)
-        if self.h is not None:
-            check_positive(self.h, "h")
+    #: every parameter's declared forms, checked once per fit (`_start_fit`)
+    _parameter_constraints: ClassVar[ParameterTable] = {
+        "method": [Options(METHODS)],
+        "epsilon": [POSITIVE],
+        **COMMON_PARAMETERS,
+        "label_bound": [NONE, POSITIVE],
+        "label_bounds": [NONE, Satisfies(_check_label_range, "(low, high)")],
+        "h": [NONE, POSITIVE],
+    }
+    _privacy_param = "method"
+
+    def _check_param_pairs(self) -> None:
+        if self.label_bounds is not None and self.label_bound is not None:
+            raise ValueError(
+                f"label_bound={self.label_bound!r} and label_bounds={self.label_bounds!r}: give "
+                "one of them (label_bounds=(low, high) sets the bound to (high - low) / 2 "
+                "around the centre (low + high) / 2; label_bound=B is the range [-B, B])")
         if self.method == "adassp" and float(self.delta) == 0:
             raise ValueError("delta: method='adassp' is an (epsilon, delta) mechanism; give "
                              "delta > 0 (e.g. 1/n**2)")
 
-    def _label(self):
-        """(B, centre or None): the public label bound and centre (_check_label_bounds)."""
-        return _check_label_bounds(self.label_bounds, self.label_bound)
+    def _label(self) -> tuple[float, float | None]:
+        """(B, centre or None): the public label bound and centre."""
+        return _label_scale(self.label_bounds, self.label_bound)
 
-    def _B(self):
+    def _B(self) -> float:
         return self._label()[0]
 
-    def _h(self):
+    def _h(self) -> float:
         return self._B() if self.h is None else float(self.h)
 
-    def _equivalent_epsilon(self, n, d, method, eps, delta, nb, h):
+    def _equivalent_epsilon(self, n: int, d: int, method: str, eps: float, delta: float,
+                            nb: str, h: float) -> float:
         """The pure, replace-one epsilon whose noise has the norm of this fit's noise (the
         public alpha rule is stated for it): eps (pure replace_one), 2 eps (pure
         add_remove); Gaussian: the Laplace-type norm d * sens / eps = sqrt(d) sigma."""
@@ -263,8 +307,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
             neighbouring=nb, nonincreasing_loss=lo.nonincreasing)
         return 2.0 * L * math.sqrt(d) / cal.sigma
 
-    def _resolve_alpha(self, n, d, method, eps, delta, nb, h):
-        kw = dict(perturbation="objective" if method == "objective" else method, loss=LOSS,
+    def _resolve_alpha(self, n: int, d: int, method: str, eps: float, delta: float, nb: str,
+                       h: float, stacklevel: int = 3) -> float:
+        kw: dict[str, Any] = dict(perturbation="objective" if method == "objective" else method, loss=LOSS,
                   data_norm=float(self.data_norm), h=h, label_bound=self._B())
         eps = self._equivalent_epsilon(n, d, method, eps, delta, nb, h)
         if isinstance(self.alpha, str):
@@ -277,10 +322,11 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
                 f"expected noise moves the coefficients by about {shift:.3g}, more than any "
                 f"non-private solution can measure; the model will be mostly noise. "
                 f"alpha='auto' would use {auto_alpha(n, d, eps, **kw):.3g}.",
-                NoiseDominatedWarning, stacklevel=3)
+                NoiseDominatedWarning, stacklevel=stacklevel)
         return alpha
 
-    def _planned_events(self, method, n_norm, alpha, eps, delta, nb, h, d):
+    def _planned_events(self, method: str, n_norm: float, alpha: float | None, eps: float,
+                        delta: float, nb: str, h: float, d: int) -> Sequence[Event | float]:
         """The accountant events of this fit, from public values only (before the data)."""
         if delta == 0:
             return [eps]
@@ -298,9 +344,10 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         R = float(self.data_norm)
         # the record this fit will release, as far as the accountant's event needs it
         rec = ReleaseRecord(layout="mechanism", epsilon=eps, delta=delta, mechanism=method,
-                            n_samples=n_norm, alpha=alpha, data_norm=R, neighbouring=nb,
+                            n_samples=int(n_norm), alpha=alpha, data_norm=R, neighbouring=nb,
                             loss=LOSS, h=h, n_classes=2, curvature=lo.curvature(h, R))
         if method == "objective":
+            assert alpha is not None        # every method but AdaSSP has a Lambda
             cal = calibration.objective_gaussian_calibration(
                 eps, delta, n=n_norm, alpha=alpha, data_norm=lo.gradient_bound(R, h),
                 curvature=rec["curvature"], neighbouring=nb,
@@ -339,100 +386,153 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         BudgetExceededError
             The fit would exceed the accountant's budget (checked before the data are read).
         """
-        self._start_fit(fit_params, "method")
+        self._start_fit(fit_params, "method")     # the parameters, checked once
         feature_names = _feature_names(X)
-        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
+        X, y, distributed = self._rows_and_targets(X, y)
         n = X.shape[0]
-        if y is None:
-            raise ValueError("y: this estimator requires y to be passed, but the target y is None")
-        y = check_real_labels(y, n, name="y")
         B, centre = self._label()
-        h = self._h()
-        if centre is not None:     # a public shift: the fit sees y - c in [-B, B]
-            y = np.asarray(y, dtype=np.float64) - centre
-        delta, nb, n_norm = check_privacy_params(self.delta, self.neighbouring, self.n_public, n,
-                                                 warn=False)
-        R = float(self.data_norm)
-        if distributed:   # the clipped targets go to the workers, beside their rows
-            X = _oracle.with_worker_labels(X, bound_labels(y, B)[0], min_samples=2,
-                                           regression=True)
-        row_stats = {}
-        X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
-        if "max_norm" in row_stats:
-            warn_if_rows_far_inside(row_stats["max_norm"], R)
-        yc, y_clipped = bound_labels(y, B)
-        Xa = WithInterceptColumn(X, R) if self.fit_intercept else X
-        d = Xa.shape[1]
-        method = resolve_method(self.method, n=int(n_norm), d=d, epsilon=float(self.epsilon),
-                                delta=delta)
-        if method != "adassp" and method != "none":
-            # the objective is normalised by n: under add_remove without n_public, warn
-            check_privacy_params(self.delta, self.neighbouring, self.n_public, n)
-        eps = float(self.epsilon) if method != "none" else float("inf")
-        # AdaSSP chooses its ridge from its own release (no alpha)
-        alpha = None if method == "adassp" else \
-            self._resolve_alpha(int(n_norm), d, method, eps, delta, nb, h)
-        events = None
-        if self.accountant is not None:
-            events = self._planned_events(method, n_norm, alpha, eps, delta, nb, h, d)
-            self.accountant.check_all(events)
-        _warn_clipped(clipped, n, R)
+        X, clipped, yc, y_clipped = self._bound(X, y, B, distributed)
+        Xa = WithInterceptColumn(X, float(self.data_norm)) if self.fit_intercept else X
+        plan = self._plan(n, Xa.shape[1], B, centre)
+        events = self._check_budget(plan, Xa.shape[1])
+        _warn_clipped(clipped, n, plan.R)
         _warn_labels_clipped(y_clipped, n, B, centre)
-        common = dict(alpha=alpha, h=h, tol=self.tol, max_iter=self.max_iter,
-                      n_threads=self.n_threads, solver=self.solver)
-        lo = get_loss(LOSS)
-        if method == "adassp":
-            from dperm.privacy.adassp import adassp
-
-            # the statistics are sums: AdaSSP needs no count, and under add_remove
-            # records only a PUBLIC one (n_public), never the row count
-            W, raw = adassp(_oracle.dense_matrix(Xa), yc, epsilon=eps, delta=delta,
-                            data_norm=R, label_bound=B, neighbouring=nb,
-                            random_state=self._fit_generator())
-            raw = dict(raw, n_samples=public_count(nb, self.n_public, n, needs_count=False))
-            record = ReleaseRecord(layout="adassp", noise="gaussian", **raw)
-            diagnostics = {}
-        elif method == "none":
-            res = erm.minimize(Xa, yc, loss=LOSS, **common)
-            W = res.coef
-            record = ReleaseRecord(
-                layout="mechanism", mechanism="none", loss=LOSS, neighbouring=nb,
-                epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=alpha, data_norm=R, h=h,
-                n_samples=public_count(nb, self.n_public, n), curvature=lo.curvature(h, R))
-            diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
-                           "n_iter": int(res.n_iter)}
+        if plan.method == "adassp":
+            W, record, diagnostics = self._fit_adassp(Xa, yc, plan)
+        elif plan.method == "none":
+            W, record, diagnostics = self._fit_nonprivate(Xa, yc, plan)
         else:
-            mech = output_perturbation if method == "output" else objective_perturbation
-            with warnings.catch_warnings():
-                # the add_remove count warning was given above, once
-                warnings.filterwarnings("ignore", message="n_public: not given")
-                fit = mech(Xa, yc, loss=LOSS, epsilon=eps, data_norm=R, norm_policy="clip",
-                           n_draws=1, random_state=self._fit_generator(), delta=delta,
-                           neighbouring=nb, n_public=n_norm, **common)
-            W = fit.coef[0]
-            record = fit.record().replace(n_classes=None)
-            diagnostics = fit.diagnostics()
-        # the estimator's release: the mechanism's record and the regression's bounds
-        record = record.replace(
-            layout="adassp" if method == "adassp" else "regression", method=method,
-            task="regression", label_bound=B, label_centre=centre,
-            gradient_bound=None if method == "adassp" else lo.gradient_bound(R, h),
-            epsilon_total=eps, delta_total=delta if method != "none" else 0.0)
+            W, record, diagnostics = self._fit_private(Xa, yc, plan)
+        record = self._regression_record(record, plan)
         diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(y_clipped))
-        W = np.asarray(W, dtype=np.float64).reshape(-1)
-        if self.fit_intercept:
-            coef, intercept = split_intercept(W, R)
-        else:
-            coef, intercept = W, 0.0
-        if centre is not None:     # predictions on the original scale: + c (public)
-            intercept = float(intercept) + centre
-        if self.accountant is not None:
+        coef, intercept = self._coef_intercept(W, plan)
+        if events is not None:
             self._spend_events(events)
         # everything below only assigns: a fit that failed above changed nothing
         self.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1)
         self.intercept_ = float(intercept)
-        self._set_fitted(X.shape[1], feature_names, alpha, record, diagnostics)
+        self._set_fitted(X.shape[1], feature_names, plan.alpha, record, diagnostics)
         return self
+
+    # the steps of fit, in order
+    def _rows_and_targets(self, X: Any, y: Any) -> tuple[Any, np.ndarray, bool]:
+        """(rows, targets on the fit's scale, distributed): rows checked once (a Dask
+        collection's stay on the workers), targets finite and, with label_bounds, moved
+        by the public centre (the fit sees y - c in [-B, B])."""
+        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
+        if y is None:
+            raise ValueError("y: this estimator requires y to be passed, but the target y is None")
+        y = check_real_labels(y, X.shape[0], name="y")
+        centre = self._label()[1]
+        if centre is not None:
+            y = np.asarray(y, dtype=np.float64) - centre
+        return X, y, distributed
+
+    def _bound(self, X: Any, y: np.ndarray, B: float,
+               distributed: bool) -> tuple[Any, int, np.ndarray, int]:
+        """(rows within data_norm, rows clipped, targets within [-B, B], targets clipped):
+        the public row-by-row maps; rows on the workers get their clipped targets first."""
+        R = float(self.data_norm)
+        if distributed:
+            X = _oracle.with_worker_labels(X, bound_labels(y, B)[0], min_samples=2,
+                                           regression=True)
+        row_stats: dict[str, float] = {}
+        X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
+        if "max_norm" in row_stats:
+            warn_if_rows_far_inside(row_stats["max_norm"], R, stacklevel=4)
+        yc, y_clipped = bound_labels(y, B)
+        return X, clipped, yc, y_clipped
+
+    def _plan(self, n: int, d: int, B: float, centre: float | None) -> _Plan:
+        """The mechanism, the public count (its warning given here, once, when the
+        mechanism needs a count) and Lambda, from public values."""
+        delta = float(self.delta)
+        n_norm = normalising_count(self.n_public, n)
+        method = resolve_method(self.method, n=int(n_norm), d=d, epsilon=float(self.epsilon),
+                                delta=delta)
+        if method not in ("adassp", "none"):
+            # the objective is normalised by a count: under add_remove without n_public, warn
+            warn_if_count_private(self.neighbouring, self.n_public, stacklevel=3)
+        eps = float(self.epsilon) if method != "none" else float("inf")
+        h = self._h()
+        # AdaSSP chooses its ridge from its own release (no alpha)
+        alpha = None if method == "adassp" else self._resolve_alpha(
+            int(n_norm), d, method, eps, delta, self.neighbouring, h, stacklevel=4)
+        return _Plan(method=method, n=n, n_norm=n_norm, neighbouring=self.neighbouring,
+                     delta=delta, eps=eps, R=float(self.data_norm), h=h, B=B, centre=centre,
+                     alpha=alpha)
+
+    def _check_budget(self, plan: _Plan, d: int) -> Sequence[Event | float] | None:
+        """The fit's accountant events, checked against the budget before the data are
+        fitted (None without an accountant)."""
+        if self.accountant is None:
+            return None
+        events = self._planned_events(plan.method, plan.n_norm, plan.alpha, plan.eps,
+                                      plan.delta, plan.neighbouring, plan.h, d)
+        self.accountant.check_all(events)
+        return events
+
+    def _fit_adassp(self, Xa: Any, yc: np.ndarray,
+                    plan: _Plan) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
+        """AdaSSP: ridge regression from noisy sufficient statistics.  They are sums:
+        AdaSSP needs no count, and under add_remove records only a PUBLIC one
+        (n_public), never the row count."""
+        from dperm.privacy.adassp import adassp
+
+        W, raw = adassp(_oracle.dense_matrix(Xa), yc, epsilon=plan.eps, delta=plan.delta,
+                        data_norm=plan.R, label_bound=plan.B, neighbouring=plan.neighbouring,
+                        random_state=self._fit_generator())
+        raw = dict(raw, n_samples=public_count(plan.neighbouring, self.n_public, plan.n,
+                                               needs_count=False))
+        return W, ReleaseRecord(layout="adassp", noise="gaussian", **raw), {}
+
+    def _solver_args(self, plan: _Plan) -> dict[str, Any]:
+        return dict(alpha=plan.alpha, h=plan.h, tol=self.tol, max_iter=self.max_iter,
+                    n_threads=self.n_threads, solver=self.solver)
+
+    def _fit_nonprivate(self, Xa: Any, yc: np.ndarray,
+                        plan: _Plan) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
+        """method='none': the exact minimiser, no noise, no guarantee."""
+        res = erm._minimize(Xa, yc, loss=LOSS, **self._solver_args(plan))
+        record = ReleaseRecord(
+            layout="mechanism", mechanism="none", loss=LOSS, neighbouring=plan.neighbouring,
+            epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=plan.alpha, data_norm=plan.R,
+            h=plan.h, n_samples=public_count(plan.neighbouring, self.n_public, plan.n),
+            curvature=get_loss(LOSS).curvature(plan.h, plan.R))
+        diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
+                       "n_iter": int(res.n_iter)}
+        return res.coef, record, diagnostics
+
+    def _fit_private(self, Xa: Any, yc: np.ndarray,
+                     plan: _Plan) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
+        """Objective or output perturbation on checked parameters."""
+        mech = _output if plan.method == "output" else _objective
+        fit = mech(Xa, yc, loss=LOSS, epsilon=plan.eps, data_norm=plan.R, norm_policy="clip",
+                   n_draws=1, random_state=self._fit_generator(), delta=plan.delta,
+                   neighbouring=plan.neighbouring, n_public=plan.n_norm,
+                   **self._solver_args(plan))
+        return fit.coef[0], fit.record().replace(n_classes=None), fit.diagnostics()
+
+    def _regression_record(self, record: ReleaseRecord, plan: _Plan) -> ReleaseRecord:
+        """The estimator's release: the mechanism's record and the regression's bounds."""
+        adassp = plan.method == "adassp"
+        return record.replace(
+            layout="adassp" if adassp else "regression", method=plan.method,
+            task="regression", label_bound=plan.B, label_centre=plan.centre,
+            gradient_bound=None if adassp else get_loss(LOSS).gradient_bound(plan.R, plan.h),
+            epsilon_total=plan.eps, delta_total=plan.delta if plan.method != "none" else 0.0)
+
+    def _coef_intercept(self, W: np.ndarray, plan: _Plan) -> tuple[np.ndarray, float]:
+        """(coef, intercept) on the original scale: the intercept column's weight mapped
+        back, plus the public label centre."""
+        W = np.asarray(W, dtype=np.float64).reshape(-1)
+        if self.fit_intercept:
+            coef, intercept = split_intercept(W, plan.R)
+        else:
+            coef, intercept = W, 0.0
+        if plan.centre is not None:     # predictions on the original scale: + c (public)
+            intercept = float(intercept) + plan.centre
+        return coef, float(intercept)
 
     # ------------------------------------------------------------------ predict
     @_oracle.on_workers_if_dask()
@@ -456,7 +556,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         X = self._check_fitted_X(X)
         return _oracle.linear_scores(X, self.coef_[None, :], np.array([self.intercept_]))[:, 0]
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         tags.input_tags.sparse = True

@@ -6,10 +6,9 @@ data_norm, in front of :class:`~dperm.PrivateLinearClassifier` or
 columns (DataFrame, 2-D array, dask DataFrame) is asked of dperm/data/columns.py."""
 from __future__ import annotations
 
-import math
 import numbers
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -21,22 +20,88 @@ from dperm.data.columns import (
     map_dask_partitions,
     plain_list,
 )
+from dperm.data.validation import (
+    BOOLEAN,
+    NONE,
+    POSITIVE,
+    Options,
+    ParameterTable,
+    Satisfies,
+    check_params,
+)
 from dperm.schema import PublicSchema
 
 __all__ = ["PublicBoundsTransformer"]
 
 
-def _is_real(v):
+def _is_real(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
 
-def _is_pair(v):
+def _is_pair(v: Any) -> bool:
     return (isinstance(v, (list, tuple)) and len(v) == 2 and all(_is_real(x) for x in v))
+
+
+# the forms of the column parameters (which columns they name is checked against X in fit)
+def _check_numeric(numeric: Any, name: str) -> None:
+    if not (_is_pair(plain_list(numeric)) or isinstance(numeric, Mapping)):
+        raise ValueError(f"{name} must map column -> (low, high), or be one (low, high) "
+                         f"pair for every column; got {numeric!r}")
+
+
+def _check_categorical(categorical: Any, name: str) -> None:
+    if not isinstance(categorical, Mapping):
+        raise ValueError(f"{name} must map column -> list of categories, got "
+                         f"{type(categorical).__name__}")
+
+
+def _check_fill(fill: Any, name: str) -> None:
+    if not (_is_real(fill) or isinstance(fill, Mapping)):
+        raise ValueError(f"{name} must map column -> value or be one number, got {fill!r}")
 
 
 def _short(items, k=8):
     items = list(items)
     return repr(items[:k])[:-1] + (", ...]" if len(items) > k else "]")
+
+
+def _column_locator(labels: list[Any] | None,
+                    n_cols: int) -> Callable[[Any, str], tuple[Any, str]]:
+    """locate(key, what) -> (the key X is read by, the schema's column name), for a
+    column name (str) or index (int) of X; errors name the parameter (``what``)."""
+    names_in = labels if labels is not None and all(isinstance(c, str) for c in labels) \
+        else None
+
+    def locate(key: Any, what: str) -> tuple[Any, str]:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+            j = int(key)
+            if not 0 <= j < n_cols:
+                raise ValueError(f"{what}: column index {j} is out of range; X has "
+                                 f"{n_cols} column(s)")
+            return j, (names_in[j] if names_in is not None else f"x{j}")
+        if isinstance(key, str):
+            if labels is None:
+                raise ValueError(f"{what}: column {key!r} is named, but X is an array "
+                                 "without column names; pass a DataFrame or use integer "
+                                 "column indices")
+            if key not in labels:
+                raise ValueError(f"{what}: column {key!r} is not in X (X has columns: "
+                                 f"{_short(labels, 12)[1:-1]})")
+            return key, key
+        raise ValueError(f"{what}: column keys must be names (str) or indices (int), "
+                         f"got {key!r}")
+    return locate
+
+
+def _every_other_column(pair: tuple[float, ...], cat_keys: set[Any], labels: list[Any] | None,
+                        n_cols: int) -> dict[Any, tuple[float, ...]]:
+    """numeric=(low, high): the pair for every column of X that is not categorical."""
+    if labels is None:
+        keys = [j for j in range(n_cols) if j not in cat_keys]
+    else:
+        keys = [c if isinstance(c, str) else j for j, c in enumerate(labels)
+                if c not in cat_keys and j not in cat_keys]
+    return {k: pair for k in keys}
 
 
 class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
@@ -170,49 +235,30 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ fit
-    def _resolve(self, labels, n_cols):
-        """The selection [(schema name, key)] and the schema, from the parameters only."""
-        names_in = labels if labels is not None and all(isinstance(c, str) for c in labels) \
-            else None
+    #: every parameter's declared forms, checked once per fit
+    _parameter_constraints: ClassVar[ParameterTable] = {
+        "numeric": [NONE, Satisfies(_check_numeric, "a mapping or one (low, high) pair")],
+        "categorical": [NONE, Satisfies(_check_categorical, "a mapping")],
+        "fill": [NONE, Satisfies(_check_fill, "a mapping or one number")],
+        "data_norm": [POSITIVE],
+        "unknown": [Options({"error", "ignore"})],
+        "sparse_output": [BOOLEAN],
+    }
 
-        def locate(key, what):
-            if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
-                j = int(key)
-                if not 0 <= j < n_cols:
-                    raise ValueError(f"{what}: column index {j} is out of range; X has "
-                                     f"{n_cols} column(s)")
-                return j, (names_in[j] if names_in is not None else f"x{j}")
-            if isinstance(key, str):
-                if labels is None:
-                    raise ValueError(f"{what}: column {key!r} is named, but X is an array "
-                                     "without column names; pass a DataFrame or use integer "
-                                     "column indices")
-                if key not in labels:
-                    raise ValueError(f"{what}: column {key!r} is not in X (X has columns: "
-                                     f"{_short(labels, 12)[1:-1]})")
-                return key, key
-            raise ValueError(f"{what}: column keys must be names (str) or indices (int), "
-                             f"got {key!r}")
-
+    def _resolve(self, labels: list[Any] | None,
+                 n_cols: int) -> tuple[list[tuple[str, Any]], PublicSchema]:
+        """The selection [(schema name, key)] and the schema, from the (checked)
+        parameters and X's column names / count only."""
+        locate = _column_locator(labels, n_cols)
         categorical = {} if self.categorical is None else self.categorical
-        if not isinstance(categorical, Mapping):
-            raise ValueError("categorical must map column -> list of categories, got "
-                             f"{type(categorical).__name__}")
         numeric = {} if self.numeric is None else self.numeric
-        if _is_pair(plain_list(numeric)):
-            pair = tuple(float(v) for v in plain_list(numeric))
+        if _is_pair(plain_list(numeric)):        # one pair: every column not categorical
             cat_keys = {locate(k, "categorical")[0] for k in categorical}
-            if labels is None:
-                keys = [j for j in range(n_cols) if j not in cat_keys]
-            else:
-                keys = [c if isinstance(c, str) else j for j, c in enumerate(labels)
-                        if c not in cat_keys and j not in cat_keys]
-            numeric = {k: pair for k in keys}
-        elif not isinstance(numeric, Mapping):
-            raise ValueError("numeric must map column -> (low, high), or be one (low, high) "
-                             f"pair for every column; got {numeric!r}")
+            numeric = _every_other_column(tuple(float(v) for v in plain_list(numeric)),
+                                          cat_keys, labels, n_cols)
         selection, by_key = [], {}
-        num_s, cat_s = {}, {}
+        num_s: dict[str, Any] = {}
+        cat_s: dict[str, Any] = {}
         for what, spec, out in (("numeric", numeric, num_s), ("categorical", categorical, cat_s)):
             for key, value in spec.items():
                 k, name = locate(key, what)
@@ -222,22 +268,26 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
                 by_key[k] = name
                 out[name] = value
                 selection.append((name, k))
+        fill_s = self._fill_by_name(locate, num_s, cat_s)
+        return selection, PublicSchema(num_s, cat_s, fill=fill_s)
+
+    def _fill_by_name(self, locate: Callable[[Any, str], tuple[Any, str]],
+                      num_s: Mapping[str, Any], cat_s: Mapping[str, Any]) -> dict[str, Any]:
+        """fill as {schema name: value}: one number for every numeric column, or a
+        mapping over selected columns."""
         fill = self.fill
         if fill is None:
-            fill_s = {}
-        elif _is_real(fill):
-            fill_s = {name: fill for name in num_s}
-        elif isinstance(fill, Mapping):
-            fill_s = {}
-            for key, value in fill.items():
-                _, name = locate(key, "fill")
-                if name not in num_s and name not in cat_s:
-                    raise ValueError(f"fill: column {key!r} is neither in numeric nor in "
-                                     "categorical")
-                fill_s[name] = value
-        else:
-            raise ValueError(f"fill must map column -> value or be one number, got {fill!r}")
-        return selection, PublicSchema(num_s, cat_s, fill=fill_s)
+            return {}
+        if _is_real(fill):
+            return {name: fill for name in num_s}
+        fill_s = {}
+        for key, value in fill.items():
+            _, name = locate(key, "fill")
+            if name not in num_s and name not in cat_s:
+                raise ValueError(f"fill: column {key!r} is neither in numeric nor in "
+                                 "categorical")
+            fill_s[name] = value
+        return fill_s
 
     def fit(self, X: Any, y: Any = None) -> PublicBoundsTransformer:
         """Check the parameters against X's column names / count; reads no values.
@@ -254,13 +304,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         PublicBoundsTransformer
             self.
         """
-        if self.unknown not in ("ignore", "error"):
-            raise ValueError(f"unknown={self.unknown!r} is not valid; choose 'ignore' or 'error'")
-        if not isinstance(self.sparse_output, (bool, np.bool_)):
-            raise ValueError(f"sparse_output must be True or False, got {self.sparse_output!r}")
-        R = self.data_norm
-        if not (_is_real(R) and math.isfinite(R) and R > 0):
-            raise ValueError(f"data_norm must be a positive finite number, got {R!r}")
+        check_params(self._parameter_constraints, self.get_params(deep=False))
         labels, n_cols = frame_info(X)
         selection, schema = self._resolve(labels, n_cols)
         self._selection = selection
@@ -299,19 +343,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
             # each partition encoded on a worker by this method (public and row-wise)
             return map_dask_partitions(X, self.transform)
         labels, n_cols = frame_info(X)
-        positional = [k for _, k in self._selection if not isinstance(k, str)]
-        named = [k for _, k in self._selection if isinstance(k, str)]
-        if named and labels is None:
-            raise ValueError("X: this transformer selects columns by name; pass a DataFrame "
-                             "with the columns " + _short(named, 12))
-        if labels is not None and named:
-            lacking = [c for c in named if c not in labels]
-            if lacking:
-                raise ValueError(f"X lacks column(s) {lacking} (it has: "
-                                 f"{_short(labels, 12)[1:-1]})")
-        if positional and n_cols != self.n_features_in_:
-            raise ValueError(f"X has {n_cols} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input")
+        self._check_columns(labels, n_cols)
         columns, index = frame_columns(X, self._selection, labels)
 
         def where(i):
@@ -329,6 +361,23 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
         return self.schema_.encode(columns, unknown=self.unknown,
                                    data_norm=float(self.data_norm), describe_row=where,
                                    sparse=bool(self.sparse_output))
+
+    def _check_columns(self, labels: list[Any] | None, n_cols: int) -> None:
+        """X at transform has the columns selected in fit (by name, or by position and
+        the same count)."""
+        positional = [k for _, k in self._selection if not isinstance(k, str)]
+        named = [k for _, k in self._selection if isinstance(k, str)]
+        if named and labels is None:
+            raise ValueError("X: this transformer selects columns by name; pass a DataFrame "
+                             "with the columns " + _short(named, 12))
+        if labels is not None and named:
+            lacking = [c for c in named if c not in labels]
+            if lacking:
+                raise ValueError(f"X lacks column(s) {lacking} (it has: "
+                                 f"{_short(labels, 12)[1:-1]})")
+        if positional and n_cols != self.n_features_in_:
+            raise ValueError(f"X has {n_cols} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Names of the output columns: ``col`` and ``col=category``.

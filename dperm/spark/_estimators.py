@@ -7,7 +7,6 @@ record -- so `model.privacy` is the dict the local estimator's `privacy_` would 
 `model.localModel` is a fitted dperm estimator (for numpy and pandas rows).
 """
 import json
-import warnings
 
 import numpy as np
 from pyspark.ml import Estimator, Model
@@ -37,7 +36,7 @@ from dperm.data.spark_rows import SparkRows
 from dperm.data.validation import bound_rows
 from dperm.losses import get_loss
 from dperm.optim import erm
-from dperm.privacy.mechanisms import check_privacy_params, objective_perturbation, output_perturbation
+from dperm.privacy.mechanisms import _objective, _output, normalising_count, warn_if_count_private
 from dperm.privacy.record import ReleaseRecord, public_count
 from dperm.sklearn import classifier as _clf
 from dperm.sklearn import regressor as _reg
@@ -170,7 +169,9 @@ def _fit_classifier(local, rows):
     n = rows.shape[0]
     if n < 2:
         raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
-    delta, nb, n_norm = check_privacy_params(local.delta, local.neighbouring, local.n_public, n)
+    # the parameters were checked once, in _start_fit
+    warn_if_count_private(local.neighbouring, local.n_public)
+    delta, nb, n_norm = float(local.delta), local.neighbouring, normalising_count(local.n_public, n)
     eps_fit = float(local.epsilon) if local.perturbation != "none" else float("inf")
     lo = get_loss(local.loss)
     R = float(local.data_norm)
@@ -182,7 +183,7 @@ def _fit_classifier(local, rows):
                   n_threads=local.n_threads, solver=local.solver)
     rng = local._fit_generator()
     if local.perturbation == "none":
-        res = erm.minimize(Xa, None, loss=lo.name, **common)
+        res = erm._minimize(Xa, None, loss=lo.name, **common)
         W = res.coef
         record = ReleaseRecord(
             layout="mechanism", mechanism="none", loss=lo.name, neighbouring=nb,
@@ -192,13 +193,11 @@ def _fit_classifier(local, rows):
         diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
                        "n_iter": int(res.n_iter)}
     else:
-        mech = output_perturbation if local.perturbation == "output" else objective_perturbation
+        mech = _output if local.perturbation == "output" else _objective
         extra = {} if local.perturbation == "output" else {"perturbation": local.perturbation}
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="n_public: not given")
-            fit = mech(Xa, None, loss=lo.name, epsilon=eps_fit, data_norm=R, norm_policy="clip",
-                       n_draws=1, random_state=rng, delta=delta, neighbouring=nb,
-                       n_public=n_norm, **extra, **common)
+        fit = mech(Xa, None, loss=lo.name, epsilon=eps_fit, data_norm=R, norm_policy="clip",
+                   n_draws=1, random_state=rng, delta=delta, neighbouring=nb,
+                   n_public=n_norm, **extra, **common)
         W = fit.coef[0]
         record = fit.record()
         diagnostics = fit.diagnostics()
@@ -226,8 +225,8 @@ def _fit_regression(local, rows):
         raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
     B = local._B()
     h = local._h()
-    delta, nb, n_norm = check_privacy_params(local.delta, local.neighbouring, local.n_public, n,
-                                             warn=False)
+    # the parameters were checked once, in _start_fit
+    delta, nb, n_norm = float(local.delta), local.neighbouring, normalising_count(local.n_public, n)
     R = float(local.data_norm)
     X, clipped = bound_rows(rows, R, local.norm_policy, return_clipped=True)
     Xa = WithInterceptColumn(X, R) if local.fit_intercept else X
@@ -238,7 +237,7 @@ def _fit_regression(local, rows):
         raise ValueError("method='adassp' is not available on Spark yet; use 'objective' (the "
                          "default rule's choice) or 'output'")
     if method != "none":
-        check_privacy_params(local.delta, local.neighbouring, local.n_public, n)
+        warn_if_count_private(local.neighbouring, local.n_public)
     eps = float(local.epsilon) if method != "none" else float("inf")
     alpha = local._resolve_alpha(int(n_norm), d, method, eps, delta, nb, h)
     _warn_clipped(clipped, n, R)
@@ -247,7 +246,7 @@ def _fit_regression(local, rows):
                   n_threads=local.n_threads, solver=local.solver)
     lo = get_loss(_reg.LOSS)
     if method == "none":
-        res = erm.minimize(Xa, None, loss=_reg.LOSS, **common)
+        res = erm._minimize(Xa, None, loss=_reg.LOSS, **common)
         W = res.coef
         record = ReleaseRecord(
             layout="mechanism", mechanism="none", loss=_reg.LOSS, neighbouring=nb,
@@ -256,12 +255,10 @@ def _fit_regression(local, rows):
         diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
                        "n_iter": int(res.n_iter)}
     else:
-        mech = output_perturbation if method == "output" else objective_perturbation
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="n_public: not given")
-            fit = mech(Xa, None, loss=_reg.LOSS, epsilon=eps, data_norm=R, norm_policy="clip",
-                       n_draws=1, random_state=local._fit_generator(), delta=delta,
-                       neighbouring=nb, n_public=n_norm, **common)
+        mech = _output if method == "output" else _objective
+        fit = mech(Xa, None, loss=_reg.LOSS, epsilon=eps, data_norm=R, norm_policy="clip",
+                   n_draws=1, random_state=local._fit_generator(), delta=delta,
+                   neighbouring=nb, n_public=n_norm, **common)
         W = fit.coef[0]
         record = fit.record().replace(n_classes=None)
         diagnostics = fit.diagnostics()

@@ -78,9 +78,11 @@ def test_refuses_before_a_fit_that_would_exceed(monkeypatch):
 
     import dperm.sklearn.classifier as est_mod
 
-    monkeypatch.setattr(est_mod, "objective_perturbation", must_not_run)
-    monkeypatch.setattr(est_mod, "output_perturbation", must_not_run)
-    monkeypatch.setattr(est_mod.erm, "minimize", must_not_run)
+    # (the mechanisms and the solver as the estimator calls them: its parameters were
+    # checked in fit, so it calls their unchecked forms)
+    monkeypatch.setattr(est_mod, "_objective", must_not_run)
+    monkeypatch.setattr(est_mod, "_output", must_not_run)
+    monkeypatch.setattr(est_mod.erm, "_minimize", must_not_run)
     with pytest.raises(BudgetExceededError, match="exceed the budget"):
         est.fit(X, y)
     with pytest.raises(BudgetExceededError):

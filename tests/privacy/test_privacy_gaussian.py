@@ -520,8 +520,9 @@ def test_ovr_noises_are_independent(monkeypatch, delta):
     problems = independence_violations(noise, scale)
     assert not problems, problems
     # the same check catches a mechanism that reuses one draw for all K classes
-    monkeypatch.setattr(estimators_module, "output_perturbation",
-                        _reusing_one_draw(estimators_module.output_perturbation))
+    # (the mechanism as the estimator calls it: unchecked, its parameters checked in fit)
+    monkeypatch.setattr(estimators_module, "_output",
+                        _reusing_one_draw(estimators_module._output))
     broken, _ = ovr_noises(60, delta)
     bad = independence_violations(broken, scale)
     assert any("equal noise" in p for p in bad), bad
