@@ -126,7 +126,7 @@ def test_regression_label_bounds_equal_the_local_fit(frames, spark_data, method,
 
 
 @pytest.mark.parametrize("partitions, kw", [(1, dict(epsilon=1.0)),
-                                            (8, dict(epsilon=1.0, delta=1e-5, loss="huber")),
+                                            (3, dict(epsilon=1.0, delta=1e-5, loss="huber")),
                                             (2, dict(perturbation="none", loss="huber"))])
 def test_multiclass_one_vs_rest_equals_the_local_fit(frames, spark_data, partitions, kw):
     """K = 3 classes: one-vs-rest, epsilon / 3 (and delta / 3) per model, as locally;
