@@ -2,7 +2,7 @@
 
     python benchmarks/spark_vs_mllib.py [--n 400000] [--d 50] [--alpha 1e-3] [--reps 2]
                                         [--master local[2]] [--tol 1e-6] [--private]
-                                        [--engines] [--workers 2]
+                                        [--engines] [--workers 2] [--bounds]
 
 Both minimise the same objective, (1/n) sum_i log(1 + exp(-y_i w.x_i)) + (Lambda/2)||w||^2:
 MLlib with regParam = Lambda, elasticNetParam = 0, standardization=False,
@@ -31,6 +31,11 @@ solver_kwargs={"normalize": False}: the matched objective, as benchmarks/dask_co
 sets it; its own default tol and max_iter), in the same interleaved rotation.  Spark's
 executors and Dask's workers share the machine's cores: each is idle while the other
 fits.
+
+--bounds, instead of the fits: dperm.spark.estimate_bounds (one pass: per-partition
+histograms over the public grid) of the d numeric columns of an n-row cached DataFrame
+against dperm.estimate_bounds on the same columns in a numpy array, epsilon 1, the default
+grid, seeded (the same bounds are checked), the minimum of --reps interleaved runs.
 """
 import argparse
 import os
@@ -71,6 +76,8 @@ def main():
     ap.add_argument("--engines", action="store_true",
                     help="also the local fit, dperm on Dask and dask-ml on the same rows")
     ap.add_argument("--workers", type=int, default=2, help="Dask workers for --engines")
+    ap.add_argument("--bounds", action="store_true",
+                    help="time dperm.spark.estimate_bounds against the local one instead")
     args = ap.parse_args()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -86,6 +93,8 @@ def main():
              .config("spark.driver.memory", "4g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     parts = spark.sparkContext.defaultParallelism
+    if args.bounds:
+        return bounds_main(spark, args, parts)
     df = make_frame(spark, args.n, args.d, parts)
     lam = args.alpha
 
@@ -145,6 +154,45 @@ def main():
     if cluster is not None:
         for c in cluster:
             c.close()
+    spark.stop()
+
+
+def bounds_main(spark, args, parts):
+    """--bounds: the Spark pass against the local function on the same columns."""
+    from pyspark.sql import functions as F
+
+    import dperm
+    from dperm.spark import estimate_bounds
+
+    cols = [f"c{j}" for j in range(args.d)]
+    # columns of different shapes: Gaussian, log-normal amounts, integer ages
+    exprs = [(F.randn(j) * 10 ** (j % 4)) if j % 3 == 0 else
+             F.round(F.exp(F.randn(j) + 8), 2) if j % 3 == 1 else
+             F.floor(F.rand(j) * 74 + 17) for j in range(args.d)]
+    df = spark.range(args.n, numPartitions=parts).select(
+        *[e.alias(c) for e, c in zip(exprs, cols)]).cache()
+    df.count()
+    table = df.toArrow()
+    local_cols = {c: np.asarray(table.column(c).to_numpy(), dtype=np.float64) for c in cols}
+    contenders = {"dperm.spark.estimate_bounds (one Spark job)":
+                  lambda: estimate_bounds(df, 1.0, random_state=1),
+                  "dperm.estimate_bounds (numpy)":
+                  lambda: dperm.estimate_bounds(local_cols, 1.0, random_state=1)}
+    names, best, out = list(contenders), {}, {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in names:
+            contenders[k]()
+        for r in range(args.reps):
+            for k in names[r % 2:] + names[:r % 2]:
+                t, out[k] = timed(contenders[k])
+                best[k] = min(best.get(k, t), t)
+                print(f"  rep {r}: {k}: {t:.2f} s", flush=True)
+    assert out[names[0]] == out[names[1]], "the Spark bounds differ from the local ones"
+    print(f"\n{args.n} rows x {args.d} columns, {args.master}, {parts} partitions; wall "
+          f"seconds, min of {args.reps} interleaved runs; the same bounds\n")
+    for k in names:
+        print(f"| {k} | {best[k]:.2f} | {best[k] / best[names[1]]:.2f} |")
     spark.stop()
 
 
