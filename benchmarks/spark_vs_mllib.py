@@ -2,6 +2,7 @@
 
     python benchmarks/spark_vs_mllib.py [--n 400000] [--d 50] [--alpha 1e-3] [--reps 2]
                                         [--master local[2]] [--tol 1e-6] [--private]
+                                        [--engines] [--workers 2] [--bounds]
 
 Both minimise the same objective, (1/n) sum_i log(1 + exp(-y_i w.x_i)) + (Lambda/2)||w||^2:
 MLlib with regParam = Lambda, elasticNetParam = 0, standardization=False,
@@ -19,6 +20,22 @@ final objective and gradient norm are evaluated by one dperm pass over the same 
 the times are compared at a matched objective (dperm's no worse than MLlib's).  --private
 adds an objective-perturbation fit (epsilon 1, delta 1/n^2, the same Lambda and tol: the
 private fit's overhead over the non-private one).
+
+--engines adds, on the same rows (read once from the cached DataFrame into this process),
+the same non-private fit by dperm on one machine (PrivateLinearClassifier on the numpy
+array: the compiled kernels, its default threads), by dperm on a Dask array (a
+distributed.LocalCluster of --workers single-threaded worker processes, the rows
+persisted there in as many chunks as the Spark partitions) and by dask-ml's
+LogisticRegression (solver "lbfgs", penalty "l2", C = 1/(n Lambda), no intercept,
+solver_kwargs={"normalize": False}: the matched objective, as benchmarks/dask_compare.py
+sets it; its own default tol and max_iter), in the same interleaved rotation.  Spark's
+executors and Dask's workers share the machine's cores: each is idle while the other
+fits.
+
+--bounds, instead of the fits: dperm.spark.estimate_bounds (one pass: per-partition
+histograms over the public grid) of the d numeric columns of an n-row cached DataFrame
+against dperm.estimate_bounds on the same columns in a numpy array, epsilon 1, the default
+grid, seeded (the same bounds are checked), the minimum of --reps interleaved runs.
 """
 import argparse
 import os
@@ -56,6 +73,11 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--private", action="store_true")
+    ap.add_argument("--engines", action="store_true",
+                    help="also the local fit, dperm on Dask and dask-ml on the same rows")
+    ap.add_argument("--workers", type=int, default=2, help="Dask workers for --engines")
+    ap.add_argument("--bounds", action="store_true",
+                    help="time dperm.spark.estimate_bounds against the local one instead")
     args = ap.parse_args()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -71,6 +93,8 @@ def main():
              .config("spark.driver.memory", "4g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     parts = spark.sparkContext.defaultParallelism
+    if args.bounds:
+        return bounds_main(spark, args, parts)
     df = make_frame(spark, args.n, args.d, parts)
     lam = args.alpha
 
@@ -89,6 +113,9 @@ def main():
         contenders["dperm.spark, objective perturbation (L-BFGS)"] = lambda: \
             PrivateLinearClassifier(epsilon=1.0, delta=1.0 / args.n ** 2, alpha=lam,
                                     fitIntercept=False, dataNorm=100.0, tol=args.tol).fit(df)
+    cluster = None
+    if args.engines:
+        cluster = add_engines(contenders, df, lam, args, parts)
     best = {k: float("inf") for k in contenders}
     models = {}
     names = list(contenders)
@@ -113,6 +140,10 @@ def main():
         m = models[k]
         if k.startswith("MLlib"):
             w, iters = m.coefficients.toArray(), m.summary.totalIterations
+        elif k.startswith("dask-ml"):
+            w, iters = np.asarray(m.coef_).reshape(-1), "-"
+        elif not k.startswith("dperm.spark"):
+            w, iters = m.coef_.reshape(-1), m.fit_diagnostics_["n_iter"]
         else:
             w, iters = m.coefficients.toArray(), m.localModel.fit_diagnostics_["n_iter"]
         F, G = rows.value_grad(w[None, :], np.array([lam]), None, kid, 0.5)
@@ -120,7 +151,84 @@ def main():
         print(f"| {k} | {best[k]:.2f} | {best[k] / base:.2f} | {iters} | {F[0]:.12f} | "
               f"{F[0] - f_base:.1e} | {np.linalg.norm(G[0]):.2e} |")
     rows.close()
+    if cluster is not None:
+        for c in cluster:
+            c.close()
     spark.stop()
+
+
+def bounds_main(spark, args, parts):
+    """--bounds: the Spark pass against the local function on the same columns."""
+    from pyspark.sql import functions as F
+
+    import dperm
+    from dperm.spark import estimate_bounds
+
+    cols = [f"c{j}" for j in range(args.d)]
+    # columns of different shapes: Gaussian, log-normal amounts, integer ages
+    exprs = [(F.randn(j) * 10 ** (j % 4)) if j % 3 == 0 else
+             F.round(F.exp(F.randn(j) + 8), 2) if j % 3 == 1 else
+             F.floor(F.rand(j) * 74 + 17) for j in range(args.d)]
+    df = spark.range(args.n, numPartitions=parts).select(
+        *[e.alias(c) for e, c in zip(exprs, cols)]).cache()
+    df.count()
+    table = df.toArrow()
+    local_cols = {c: np.asarray(table.column(c).to_numpy(), dtype=np.float64) for c in cols}
+    contenders = {"dperm.spark.estimate_bounds (one Spark job)":
+                  lambda: estimate_bounds(df, 1.0, random_state=1),
+                  "dperm.estimate_bounds (numpy)":
+                  lambda: dperm.estimate_bounds(local_cols, 1.0, random_state=1)}
+    names, best, out = list(contenders), {}, {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in names:
+            contenders[k]()
+        for r in range(args.reps):
+            for k in names[r % 2:] + names[:r % 2]:
+                t, out[k] = timed(contenders[k])
+                best[k] = min(best.get(k, t), t)
+                print(f"  rep {r}: {k}: {t:.2f} s", flush=True)
+    assert out[names[0]] == out[names[1]], "the Spark bounds differ from the local ones"
+    print(f"\n{args.n} rows x {args.d} columns, {args.master}, {parts} partitions; wall "
+          f"seconds, min of {args.reps} interleaved runs; the same bounds\n")
+    for k in names:
+        print(f"| {k} | {best[k]:.2f} | {best[k] / best[names[1]]:.2f} |")
+    spark.stop()
+
+
+def add_engines(contenders, df, lam, args, parts):
+    """The local fit, dperm on Dask and dask-ml on the rows of df (--engines); returns
+    the Dask client and cluster (closed at the end)."""
+    import dask.array as da
+    import distributed
+    from dask_ml.linear_model import LogisticRegression as DaskMLLogisticRegression
+    from pyspark.ml.functions import vector_to_array
+    from pyspark.sql import functions as F
+
+    import dperm
+
+    table = df.select(vector_to_array(F.col("features"), "float64").alias("x"),
+                      "label").toArrow()
+    X = np.asarray(table.column("x").combine_chunks().flatten().to_numpy(),
+                   dtype=np.float64).reshape(-1, args.d)
+    y = np.asarray(table.column("label").to_numpy(), dtype=np.float64)
+    n = X.shape[0]
+    kw = dict(perturbation="none", alpha=lam, fit_intercept=False, data_norm=100.0,
+              tol=args.tol, solver="lbfgs", classes=[0.0, 1.0])
+    contenders["dperm, local (numpy)"] = lambda: dperm.PrivateLinearClassifier(**kw).fit(X, y)
+    cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
+                                       processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    client.run(lambda: __import__("dperm") and None)
+    chunk = -(-n // parts)
+    Xd, yd = client.persist([da.from_array(X, chunks=(chunk, -1)),
+                             da.from_array(y, chunks=chunk)])
+    distributed.wait([Xd, yd])
+    contenders["dperm on Dask"] = lambda: dperm.PrivateLinearClassifier(**kw).fit(Xd, yd)
+    ml = DaskMLLogisticRegression(solver="lbfgs", penalty="l2", C=1.0 / (n * lam),
+                                  fit_intercept=False, solver_kwargs={"normalize": False})
+    contenders["dask-ml LogisticRegression (lbfgs)"] = lambda: ml.fit(Xd, yd)
+    return client, cluster
 
 
 if __name__ == "__main__":

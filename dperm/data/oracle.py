@@ -184,8 +184,8 @@ def dense_matrix(X):
     """The rows of validated local X (dense, mapped, CSR or a DesignRows, with its
     clipping factors and constant column applied) as a dense float64 array: for the
     sufficient-statistics method, which needs X^T X (d x d) anyway.  Rows on the Dask
-    workers are returned as they are: `sufficient_statistics` reads them there."""
-    if isinstance(X, dask_rows.DaskRows):
+    workers or the Spark executors are returned as they are: `sufficient_statistics` reads them there."""
+    if isinstance(X, dask_rows.DaskRows) or spark_rows.is_spark_rows(X):
         return X
     if isinstance(X, DesignRows):
         return X.toarray()
@@ -198,13 +198,13 @@ def sufficient_statistics(X, y, data_norm, label_bound, check_local):
     """(X^T X (d, d), X^T y (d,), (n, d)): sums over the rows, for the
     sufficient-statistics method (AdaSSP).
 
-    Rows on the Dask workers with their real targets (a DaskRows built for a
-    regression loss; y is not used): one pass, per chunk on the workers, added in the
+    Rows on the Dask workers or the Spark executors with their real targets (a DaskRows
+    or SparkRows built for a regression loss; y is not used): one pass, per chunk on the workers, added in the
     chunk tree's fixed order; a row over data_norm or a target over label_bound raises
     ValueError there (clip them first).  Local rows (from `dense_matrix`):
     `check_local(X, y)` returns the checked dense float64 rows and targets, whose
     products are formed here."""
-    if isinstance(X, dask_rows.DaskRows):
+    if isinstance(X, dask_rows.DaskRows) or spark_rows.is_spark_rows(X):
         gram, xty = X.sufficient_statistics(data_norm, label_bound)
         return gram, xty, X.shape
     Xa, ya = check_local(X, y)

@@ -86,13 +86,15 @@ class _Source:
     """The source rows (a DataFrame of (x array<double>, y double)), their partitions'
     public layout and the blocks' digests."""
 
-    def __init__(self, frame, task, classes, label_bound, cache_dir, n_threads, bound=None):
+    def __init__(self, frame, task, classes, label_bound, cache_dir, n_threads, bound=None,
+                 label_centre=None):
         self.frame = frame
         self.sc = frame.sparkSession.sparkContext
         self.key = uuid.uuid4().hex
         self.task = task
         self.classes = classes
         self.label_bound = label_bound
+        self.label_centre = label_centre
         self.cache_dir = cache_dir
         self.n_threads = n_threads
         #: (data_norm, norm_policy) applied to the raw rows in the build job (the count of
@@ -125,7 +127,8 @@ class _Source:
         self.d = widths.pop() if widths else 0
 
     def _spec(self):
-        return (self.key, self.cache_dir, self.task, self.classes, self.label_bound)
+        return (self.key, self.cache_dir, self.task, self.classes, self.label_bound,
+                self.label_centre)
 
     def _build_all(self):
         import functools
@@ -247,7 +250,10 @@ class SparkRows:
     df: a pyspark.sql DataFrame; features_col: a pyspark.ml vector column (dense or
     sparse vectors, read as dense rows) or an array of numbers; label_col: numbers.
     task "binary": labels must be one of `classes` (two public values; classes[1] is the
-    positive class, +1 for the kernels); "regression": real targets, clipped to
+    positive class, +1 for the kernels); "multiclass": one of K > 2 public `classes`,
+    kept as their indices, each pass for one class k against the rest (`for_class(k)`:
+    +1 for class k, -1 for the others, as one-vs-rest fits locally); "regression": real
+    targets, minus the public `label_centre` when given, clipped to
     [-label_bound, label_bound] (the count, `labels_clipped`, is for the analyst only).
     n_threads: the kernels' threads per task (None: spark.task.cpus).  bound: None, or
     (data_norm, norm_policy), the fit's first `bound_rows` on these rows, done in the
@@ -260,20 +266,22 @@ class SparkRows:
     _dperm_distributed = True
 
     def __init__(self, df=None, features_col="features", label_col="label", *, task="binary",
-                 classes=(0.0, 1.0), label_bound=None, n_threads=None, cache_dir=None,
-                 bound=None, ops=(), _source=None):
+                 classes=(0.0, 1.0), label_bound=None, label_centre=None, n_threads=None,
+                 cache_dir=None, bound=None, ops=(), _source=None):
         self.ops = tuple(ops)
         if _source is None:
             if not is_spark_frame(df):
                 raise TypeError(f"df: expected a pyspark.sql DataFrame, got {type(df).__name__}")
-            if task not in ("binary", "regression"):
-                raise ValueError(f"task={task!r} is not valid; choose 'binary' or 'regression'")
-            if task == "binary":
+            if task not in ("binary", "multiclass", "regression"):
+                raise ValueError(f"task={task!r} is not valid; choose 'binary', 'multiclass' "
+                                 "or 'regression'")
+            if task in ("binary", "multiclass"):
                 classes = tuple(float(c) for c in classes)
-                if len(classes) != 2 or classes[0] == classes[1] or not all(
+                K = 2 if task == "binary" else len(classes)
+                if len(classes) != K or K < 2 or len(set(classes)) != K or not all(
                         np.isfinite(classes)):
-                    raise ValueError(f"classes: two distinct finite label values (negative, "
-                                     f"positive), got {classes!r}")
+                    raise ValueError(f"classes: {'two' if task == 'binary' else 'K > 2'} "
+                                     f"distinct finite label values, got {classes!r}")
             elif not (label_bound is not None and np.isfinite(label_bound) and label_bound > 0):
                 raise ValueError(f"label_bound: a public bound > 0 on |label|, got {label_bound!r}")
             frame = _frame(df, features_col, label_col)
@@ -284,9 +292,14 @@ class SparkRows:
 
                 bound = (float(check_data_norm(bound[0], "data_norm")),
                          check_choice(bound[1], "norm_policy", {"clip", "error"}))
-            _source = _Source(frame, task, classes if task == "binary" else None,
+            if label_centre is not None and (task != "regression"
+                                             or not np.isfinite(label_centre)):
+                raise ValueError(f"label_centre: a finite public centre of the targets "
+                                 f"(regression only), got {label_centre!r}")
+            _source = _Source(frame, task, classes if task != "regression" else None,
                               None if label_bound is None else float(label_bound), cache_dir,
-                              int(n_threads), bound)
+                              int(n_threads), bound,
+                              None if label_centre is None else float(label_centre))
         self._source = _source
 
     # --- the public shape of the design -----------------------------------------
@@ -333,6 +346,29 @@ class SparkRows:
 
     def _with(self, op):
         return SparkRows(ops=self.ops + (op,), _source=self._source)
+
+    def for_class(self, k):
+        """Multiclass rows as the binary problem class k (+1) against the rest (-1), the
+        labels of one-vs-rest's k-th fit (on the executors)."""
+        if self._source.task != "multiclass":
+            raise ValueError("for_class: these rows were not built with task='multiclass'")
+        K = len(self._source.classes)
+        if not (isinstance(k, (int, np.integer)) and 0 <= k < K):
+            raise ValueError(f"for_class: k must be a class index in 0..{K - 1}, got {k!r}")
+        return self._with(("class", int(k)))
+
+    def sufficient_statistics(self, data_norm, label_bound):
+        """(X^T X (d, d), X^T y (d,)) over the design rows (after the row maps) and the
+        real targets, per partition on the executors and added in the fixed tree order:
+        one pass (AdaSSP's statistics, dperm.privacy.adassp; sums, not means).  A row of
+        norm over data_norm or a target over label_bound raises ValueError naming its
+        partition (the estimator clips both first)."""
+        if not self.regression:
+            raise ValueError("y: the sufficient statistics X^T y need real targets on the "
+                             "executors (SparkRows with task='regression')")
+        xty, gram = self._source.reduce("gram", self.ops, (float(data_norm), float(label_bound)),
+                                        0, 0.0, None)
+        return gram, xty
 
     def with_intercept(self, value, scale):
         """WithInterceptColumn, on the executors."""
@@ -437,7 +473,7 @@ def _read_partition(spec, p, batches):
     partition's Arrow batches, validated as on one machine."""
     import pyarrow.compute as pc
 
-    _, _, task, classes, label_bound = spec
+    _, _, task, classes, label_bound, label_centre = spec
     xs, ys, d, r0 = [], [], None, 0
     for b in batches:
         xcol, ycol = b.column(0), b.column(1)
@@ -485,11 +521,23 @@ def _read_partition(spec, p, batches):
                                    f"one of classes={list(classes)}; map the labels first "
                                    "(StringIndexer) or give the public classes")
         y = np.where(pos, 1.0, -1.0)
+    elif task == "multiclass":
+        codes = np.full(y.shape[0], -1.0)
+        for k, c in enumerate(classes):
+            codes[y == c] = k
+        if (codes < 0).any():
+            r = int(np.flatnonzero(codes < 0)[0])
+            return None, None, 0, (f"labelCol: row {r} of partition {p} has label {float(y[r])!r}, not "
+                                   f"one of classes={list(classes)}; map the labels first "
+                                   "(StringIndexer) or give the public classes")
+        y = codes
     else:
         bad = ~np.isfinite(y)
         if bad.any():
             r = int(np.flatnonzero(bad)[0])
             return None, None, 0, (f"labelCol: row {r} of partition {p} is not finite; drop it")
+        if label_centre is not None:   # a public shift, as the local fit's y - centre
+            y = y - label_centre
         clipped = int(np.count_nonzero(np.abs(y) > label_bound))
         y = np.clip(y, -label_bound, label_bound)
     return X, np.ascontiguousarray(y), clipped, None
@@ -581,6 +629,12 @@ def _prepare(spec, p, ops):
     D, clipped = _replay(X, ops)
     if spec[2] == "regression":
         data = Data(D.X, D.signed_weights(np.ones(y.shape[0])), D.constant_column(), y)
+    elif spec[2] == "multiclass":
+        ks = [op[1] for op in ops if op[0] == "class"]
+        if not ks:
+            raise ValueError("X: multiclass Spark rows need a class (SparkRows.for_class) "
+                             "before a pass")
+        data = Data(D.X, D.signed_weights(np.where(y == ks[-1], 1.0, -1.0)), D.constant_column())
     else:
         data = Data(D.X, D.signed_weights(y), D.constant_column())
     hit = _prepared[key] = (data, clipped)
@@ -589,12 +643,50 @@ def _prepare(spec, p, ops):
     return hit
 
 
+#: entries (rows x columns) of one block of design rows materialized by the gram pass
+GRAM_BLOCK_ENTRIES = 1 << 20
+
+
+def _gram(spec, p, ops, bounds):
+    """(p, rows, X_p^T y_p, X_p^T X_p) of partition p's design rows after the row maps,
+    materialized GRAM_BLOCK_ENTRIES entries at a time and added in order; ("miss", p)
+    when its block is not on this host.  bounds = (data_norm, label_bound): a row or a
+    target beyond them raises ValueError (a sensitivity bound would not hold)."""
+    folder = _block_dir(spec)
+    try:
+        X = np.load(os.path.join(folder, f"x{p}.npy"), mmap_mode="r")
+        y = np.load(os.path.join(folder, f"y{p}.npy"))
+    except FileNotFoundError:
+        return ("miss", p)
+    R, B = bounds
+    nr = X.shape[0]
+    if np.any(np.abs(y) > B):
+        raise ValueError(f"y, partition {p}: {int(np.count_nonzero(np.abs(y) > B))} target(s) "
+                         f"have |y| above label_bound={B}; clip them first")
+    step = max(1, GRAM_BLOCK_ENTRIES // max(1, X.shape[1] + 1))
+    gram = xty = None
+    for i0 in range(0, nr, step):
+        A = _replay(np.asarray(X[i0:i0 + step]), ops)[0].toarray()
+        over = np.sqrt(np.einsum("ij,ij->i", A, A)) > R
+        if np.any(over):
+            raise ValueError(f"X, partition {p}: row {i0 + int(np.argmax(over))} has norm above "
+                             f"data_norm={R}; clip the rows first")
+        g, v = A.T @ A, A.T @ y[i0:i0 + step]
+        gram, xty = (g, v) if gram is None else (gram + g, xty + v)
+    return (p, nr, xty, gram)
+
+
 def _run_pass(spec, pass_spec, p):
     """(p, rows, sum of losses or None, sums of gradient terms) of one partition, or
     ("miss", p) when its block is not on this host."""
     method, ops, Wargs, loss, h, nt, hook = pass_spec
     if hook is not None:
         hook(p, method)
+    if method == "gram":
+        try:
+            return _gram(spec, p, ops, Wargs)
+        except ValueError as exc:
+            return ("error", str(exc))
     try:
         hit = _prepare(spec, p, ops)
     except ValueError as exc:   # norm_policy="error": a row over the bound

@@ -5,12 +5,17 @@
     model.transform(df)        # prediction, rawPrediction, probability columns
     model.coefficients, model.intercept, model.privacy
 
+    from dperm.spark import estimate_bounds
+    bounds = estimate_bounds(df, epsilon=0.5, columns=["age", "income"])   # one pass
+
 `PrivateLinearClassifier` and `PrivateLinearRegression` are MLlib estimators (Params in
 MLlib's style, usable in a `pyspark.ml.Pipeline`); `fit(DataFrame)` runs the same
 mechanism as dperm.PrivateLinearClassifier / PrivateLinearRegression on the same rows,
 with the passes over the rows on the executors (dperm.data.spark_rows): the same
 coefficients, to the solver's tolerance, as the local fit with the same seed, whatever
-the partitioning.
+the partitioning.  `estimate_bounds(df, epsilon, columns=...)` is dperm.estimate_bounds
+on a DataFrame: one pass that counts each column's histogram over the public grid on the
+executors; the same PrivateBounds as the local function on the same rows.
 
 This package needs pyspark (and a Java runtime): ``pip install 'dperm[spark]'``.
 ``import dperm`` never imports it.
@@ -24,6 +29,7 @@ except ImportError as exc:   # pragma: no cover - exercised by a subprocess test
         "the local estimators (dperm.PrivateLinearClassifier, dperm.PrivateLinearRegression) "
         f"do not ({exc})") from exc
 
+from dperm.spark._bounds import estimate_bounds
 from dperm.spark._estimators import (
     PrivateLinearClassificationModel,
     PrivateLinearClassifier,
@@ -31,5 +37,5 @@ from dperm.spark._estimators import (
     PrivateLinearRegressionModel,
 )
 
-__all__ = ["PrivateLinearClassifier", "PrivateLinearClassificationModel",
+__all__ = ["estimate_bounds", "PrivateLinearClassifier", "PrivateLinearClassificationModel",
            "PrivateLinearRegression", "PrivateLinearRegressionModel"]

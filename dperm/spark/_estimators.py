@@ -63,6 +63,15 @@ def _to_alpha(value):
     return TypeConverters.toFloat(value)
 
 
+def _to_optional_pair(value):
+    if value is None:
+        return None
+    pair = TypeConverters.toListFloat(value)
+    if len(pair) != 2:
+        raise TypeError(f"labelBounds: a pair [low, high] or None, got {value!r}")
+    return pair
+
+
 def _param(name, doc, conv):
     return Param(Params._dummy(), name, doc, typeConverter=conv)
 
@@ -131,7 +140,8 @@ class _ClassifierParams(_PrivateParams, HasRawPredictionCol, HasProbabilityCol):
     perturbation = _param("perturbation", "'objective', 'output', 'amp' (delta > 0) or "
                           "'none' (non-private)", TypeConverters.toString)
     h = _param("h", "width of the Huber / smoothed-hinge transition", TypeConverters.toFloat)
-    classes = _param("classes", "the public label values [negative, positive] of labelCol",
+    classes = _param("classes", "the public label values of labelCol: [negative, positive], "
+                     "or K > 2 values (one-vs-rest, as dperm.PrivateLinearClassifier)",
                      TypeConverters.toListFloat)
     _LOCAL = {"loss": "loss", "perturbation": "perturbation", "classes": "classes"}
 
@@ -141,16 +151,19 @@ class _ClassifierParams(_PrivateParams, HasRawPredictionCol, HasProbabilityCol):
 
 
 class _RegressionParams(_PrivateParams):
-    method = _param("method", "'auto', 'objective', 'output' or 'none' (non-private)",
-                    TypeConverters.toString)
-    h = _param("h", "width of the pseudo-Huber loss (None: labelBound)", _to_optional_float)
-    labelBound = _param("labelBound", "public bound B on |label| (beyond it, clipped)",
-                        TypeConverters.toFloat)
-    _LOCAL = {"method": "method", "labelBound": "label_bound"}
+    method = _param("method", "'auto', 'objective', 'output', 'adassp' (delta > 0) or 'none' "
+                    "(non-private)", TypeConverters.toString)
+    h = _param("h", "width of the pseudo-Huber loss (None: the label bound)", _to_optional_float)
+    labelBound = _param("labelBound", "public bound B on |label| (beyond it, clipped; None: "
+                        "1.0, or the half-width of labelBounds)", _to_optional_float)
+    labelBounds = _param("labelBounds", "None or a public [low, high] of the label: the fit "
+                         "sees label - (low + high) / 2 within the half-width (give labelBound "
+                         "or labelBounds)", _to_optional_pair)
+    _LOCAL = {"method": "method", "labelBound": "label_bound", "labelBounds": "label_bounds"}
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(method="auto", h=None, labelBound=1.0)
+        self._setDefault(method="auto", h=None, labelBound=None, labelBounds=None)
 
 
 def _init(self, kwargs):
@@ -163,67 +176,90 @@ def _init(self, kwargs):
 
 # ------------------------------------------------------------------ the fits
 def _fit_classifier(local, rows):
-    """The binary branch of dperm.PrivateLinearClassifier.fit on rows whose labels (+-1)
-    are on the executors; sets local's fitted attributes."""
+    """The binary and one-vs-rest branches of dperm.PrivateLinearClassifier.fit on rows
+    whose labels (+-1, or the class indices) are on the executors; sets local's fitted
+    attributes.  K > 2 classes: K binary fits, each with epsilon / K (and delta / K), one
+    generator for the K noise draws, as locally."""
     local._start_fit({}, "perturbation")
     n = rows.shape[0]
     if n < 2:
         raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
+    classes = np.asarray(local.classes, dtype=np.float64)
+    K = classes.size
+    mode = local._multiclass_mode(K)
+    if mode == "multinomial":
+        raise ValueError(
+            f"classes: {K} classes with loss='logistic' and delta > 0 (or no noise) are fitted "
+            "as one multinomial (softmax) model by dperm.PrivateLinearClassifier, which does "
+            "not run on Spark yet; on Spark use delta=0 or loss='huber' (one-vs-rest), or fit "
+            "the local estimator")
+    n_fits = K if mode == "ovr" else 1
     # the parameters were checked once, in _start_fit
     warn_if_count_private(local.neighbouring, local.n_public)
     delta, nb, n_norm = float(local.delta), local.neighbouring, normalising_count(local.n_public, n)
-    eps_fit = float(local.epsilon) if local.perturbation != "none" else float("inf")
+    eps_fit = float(local.epsilon) / n_fits if local.perturbation != "none" else float("inf")
     lo = get_loss(local.loss)
     R = float(local.data_norm)
     X, clipped = bound_rows(rows, R, local.norm_policy, return_clipped=True)
-    Xa = WithInterceptColumn(X, R) if local.fit_intercept else X
-    alpha = local._resolve_alpha(int(n_norm), Xa.shape[1], lo, eps_fit, delta, nb, 2)
+    targets = [X] if mode == "binary" else [X.for_class(k) for k in range(K)]
+    designs = [WithInterceptColumn(t, R) if local.fit_intercept else t for t in targets]
+    d = designs[0].shape[1]
+    alpha = local._resolve_alpha(int(n_norm), d, lo, eps_fit, delta / n_fits, nb, 2)
     _warn_clipped(clipped, n, R)
     common = dict(alpha=alpha, h=float(local.h), tol=local.tol, max_iter=local.max_iter,
                   n_threads=local.n_threads, solver=local.solver)
     rng = local._fit_generator()
     if local.perturbation == "none":
-        res = erm._minimize(Xa, None, loss=lo.name, **common)
-        W = res.coef
+        res = [erm._minimize(Xa, None, loss=lo.name, **common) for Xa in designs]
+        W = np.stack([r.coef for r in res])
         record = ReleaseRecord(
             layout="mechanism", mechanism="none", loss=lo.name, neighbouring=nb,
             epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=alpha, data_norm=R,
             h=float(local.h), n_samples=public_count(nb, local.n_public, n),
-            curvature=lo.curvature(local.h, R), n_classes=2)
-        diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
-                       "n_iter": int(res.n_iter)}
+            curvature=lo.curvature(local.h, R), n_classes=K)
+        diagnostics = {"grad_norm": float(np.max(res[0].grad_norm)),
+                       "converged": bool(np.all(res[0].converged)),
+                       "n_iter": int(np.max(res[0].n_iter))}
     else:
         mech = _output if local.perturbation == "output" else _objective
         extra = {} if local.perturbation == "output" else {"perturbation": local.perturbation}
-        fit = mech(Xa, None, loss=lo.name, epsilon=eps_fit, data_norm=R, norm_policy="clip",
-                   n_draws=1, random_state=rng, delta=delta, neighbouring=nb,
-                   n_public=n_norm, **extra, **common)
-        W = fit.coef[0]
-        record = fit.record()
-        diagnostics = fit.diagnostics()
-    # the estimator's release: the mechanism's record, as the local estimator's
+        fits = []
+        for Xa in designs:      # one generator for all K fits: K independent draws
+            fits.append(mech(Xa, None, loss=lo.name, epsilon=eps_fit, data_norm=R,
+                             norm_policy="clip", n_draws=1, random_state=rng,
+                             delta=delta / n_fits, neighbouring=nb, n_public=n_norm,
+                             **extra, **common))
+        W = np.stack([f.coef[0] for f in fits])
+        record = fits[0].record()
+        diags = [f.diagnostics() for f in fits]
+        diagnostics = {"grad_norm": max(dg["grad_norm"] for dg in diags),
+                       "converged": all(dg["converged"] for dg in diags),
+                       "n_iter": max(dg["n_iter"] for dg in diags)}
+    # the estimator's release: the mechanism's record and the split over K classes, as
+    # the local estimator's
     record = record.replace(
-        layout="classifier", n_classes=2, multiclass=None,
+        layout="classifier", n_classes=K, multiclass=None if mode == "binary" else "ovr",
         epsilon_total=float(local.epsilon) if local.perturbation != "none" else float("inf"),
         delta_total=delta if local.perturbation != "none" else 0.0)
     diagnostics["rows_clipped"] = int(clipped)
-    W = np.asarray(W, dtype=np.float64).reshape(-1, Xa.shape[1])
-    coef, intercept = split_intercept(W, R) if local.fit_intercept else (W, np.zeros(1))
-    local.classes_ = np.asarray(local.classes, dtype=np.float64)
-    local.coef_ = np.asarray(coef, dtype=np.float64).reshape(1, X.shape[1])
+    W = np.asarray(W, dtype=np.float64).reshape(-1, d)
+    coef, intercept = split_intercept(W, R) if local.fit_intercept else (W, np.zeros(W.shape[0]))
+    local.classes_ = classes
+    local.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1, X.shape[1])
     local.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(-1)
     local._set_fitted(X.shape[1], None, alpha, record, diagnostics)
     return local
 
 
 def _fit_regression(local, rows):
-    """dperm.PrivateLinearRegression.fit (objective, output or none) on rows whose targets
-    (clipped to label_bound) are on the executors; sets local's fitted attributes."""
+    """dperm.PrivateLinearRegression.fit (objective, output, AdaSSP or none) on rows whose
+    targets (minus the public centre of label_bounds, clipped to the label bound) are on
+    the executors; sets local's fitted attributes."""
     local._start_fit({}, "method")
     n = rows.shape[0]
     if n < 2:
         raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
-    B = local._B()
+    B, centre = local._label()
     h = local._h()
     # the parameters were checked once, in _start_fit
     delta, nb, n_norm = float(local.delta), local.neighbouring, normalising_count(local.n_public, n)
@@ -233,19 +269,26 @@ def _fit_regression(local, rows):
     d = Xa.shape[1]
     method = _reg.resolve_method(local.method, n=int(n_norm), d=d, epsilon=float(local.epsilon),
                                  delta=delta)
-    if method == "adassp":
-        raise ValueError("method='adassp' is not available on Spark yet; use 'objective' (the "
-                         "default rule's choice) or 'output'")
-    if method != "none":
+    if method not in ("adassp", "none"):
         warn_if_count_private(local.neighbouring, local.n_public)
     eps = float(local.epsilon) if method != "none" else float("inf")
-    alpha = local._resolve_alpha(int(n_norm), d, method, eps, delta, nb, h)
+    alpha = None if method == "adassp" else \
+        local._resolve_alpha(int(n_norm), d, method, eps, delta, nb, h)
     _warn_clipped(clipped, n, R)
-    _reg._warn_labels_clipped(rows.labels_clipped, n, B)
+    _reg._warn_labels_clipped(rows.labels_clipped, n, B, centre)
     common = dict(alpha=alpha, h=h, tol=local.tol, max_iter=local.max_iter,
                   n_threads=local.n_threads, solver=local.solver)
     lo = get_loss(_reg.LOSS)
-    if method == "none":
+    if method == "adassp":
+        from dperm.privacy.adassp import adassp
+
+        # X^T X and X^T y in one pass on the executors (SparkRows.sufficient_statistics)
+        W, raw = adassp(Xa, None, epsilon=eps, delta=delta, data_norm=R, label_bound=B,
+                        neighbouring=nb, random_state=local._fit_generator())
+        raw = dict(raw, n_samples=public_count(nb, local.n_public, n, needs_count=False))
+        record = ReleaseRecord(layout="adassp", noise="gaussian", **raw)
+        diagnostics = {}
+    elif method == "none":
         res = erm._minimize(Xa, None, loss=_reg.LOSS, **common)
         W = res.coef
         record = ReleaseRecord(
@@ -263,12 +306,15 @@ def _fit_regression(local, rows):
         record = fit.record().replace(n_classes=None)
         diagnostics = fit.diagnostics()
     record = record.replace(
-        layout="regression", method=method, task="regression", label_bound=B,
-        gradient_bound=lo.gradient_bound(R, h), epsilon_total=eps,
-        delta_total=delta if method != "none" else 0.0)
+        layout="adassp" if method == "adassp" else "regression", method=method,
+        task="regression", label_bound=B, label_centre=centre,
+        gradient_bound=None if method == "adassp" else lo.gradient_bound(R, h),
+        epsilon_total=eps, delta_total=delta if method != "none" else 0.0)
     diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(rows.labels_clipped))
     W = np.asarray(W, dtype=np.float64).reshape(-1)
     coef, intercept = split_intercept(W, R) if local.fit_intercept else (W, 0.0)
+    if centre is not None:     # predictions on the original scale: + the public centre
+        intercept = float(intercept) + centre
     local.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1)
     local.intercept_ = float(intercept)
     local._set_fitted(X.shape[1], None, alpha, record, diagnostics)
@@ -280,7 +326,7 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
         local = self._local_class(**self._local_params())
         local._check_params()
         # the fit's clipping onto dataNorm is counted (or refused) as the rows are read
-        rows = SparkRows(dataset, self.getFeaturesCol(), self.getLabelCol(), **self._rows_kw(),
+        rows = SparkRows(dataset, self.getFeaturesCol(), self.getLabelCol(), **self._rows_kw(local),
                          n_threads=self.getOrDefault("threadsPerTask"),
                          bound=(local.data_norm, local.norm_policy))
         try:
@@ -300,11 +346,14 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
     passes over the rows on the executors.
 
     featuresCol: a vector (VectorAssembler's) or array column with ||x|| <= dataNorm;
-    labelCol: one of the two public values in `classes` (default [0.0, 1.0], MLlib's
-    convention; classes[1] is the positive class).  The model adds predictionCol (a
-    value of `classes`), rawPredictionCol ([-score, score]) and, for the logistic loss,
-    probabilityCol.  An int randomState makes the fit reproducible and voids the
-    guarantee (tests and experiments only).
+    labelCol: one of the public values in `classes` (default [0.0, 1.0], MLlib's
+    convention; classes[1] is the positive class).  K > 2 classes: one-vs-rest as
+    dperm.PrivateLinearClassifier fits them (K binary models, epsilon / K and delta / K
+    each), for delta = 0 or a loss other than logistic (the local estimator's softmax
+    model for the logistic loss with delta > 0 does not run on Spark).  The model adds
+    predictionCol (a value of `classes`), rawPredictionCol ([-score, score], or the K
+    scores) and, for the logistic loss, probabilityCol.  An int randomState makes the
+    fit reproducible and voids the guarantee (tests and experiments only).
     """
 
     _local_class = _clf.PrivateLinearClassifier
@@ -313,8 +362,9 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
         super().__init__()
         _init(self, kwargs)
 
-    def _rows_kw(self):
-        return {"task": "binary", "classes": tuple(self.getOrDefault("classes"))}
+    def _rows_kw(self, local):
+        classes = tuple(self.getOrDefault("classes"))
+        return {"task": "binary" if len(classes) == 2 else "multiclass", "classes": classes}
 
     def _fit_local(self, local, rows):
         return _fit_classifier(local, rows)
@@ -328,10 +378,13 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
 class PrivateLinearRegression(_PrivateEstimator, _RegressionParams):
     """Differentially private linear regression (the pseudo-Huber loss of
     dperm.PrivateLinearRegression) on a Spark DataFrame: objective or output
-    perturbation (method "auto" picks objective), the passes on the executors.
+    perturbation (method "auto" picks objective), the passes on the executors, or
+    AdaSSP (method "adassp", delta > 0: X^T X and X^T y in one pass).
 
     featuresCol: rows with ||x|| <= dataNorm; labelCol: real targets, clipped to
-    [-labelBound, labelBound].  The model adds predictionCol (f.x + b)."""
+    [-labelBound, labelBound], or, with labelBounds = [low, high], centred on the public
+    midpoint and clipped to the half-width (as the local label_bounds).  The model adds
+    predictionCol (f.x + b)."""
 
     _local_class = _reg.PrivateLinearRegression
 
@@ -339,8 +392,9 @@ class PrivateLinearRegression(_PrivateEstimator, _RegressionParams):
         super().__init__()
         _init(self, kwargs)
 
-    def _rows_kw(self):
-        return {"task": "regression", "label_bound": self.getOrDefault("labelBound")}
+    def _rows_kw(self, local):
+        B, centre = local._label()
+        return {"task": "regression", "label_bound": B, "label_centre": centre}
 
     def _fit_local(self, local, rows):
         return _fit_regression(local, rows)
@@ -389,11 +443,24 @@ class _PrivateModel(Model, MLWritable, MLReadable):
     def numFeatures(self):
         return int(self._local.n_features_in_)
 
+    def _coef_matrix(self):
+        return np.atleast_2d(np.asarray(self._local.coef_, dtype=np.float64))
+
+    def _intercepts(self):
+        return np.asarray(self._local.intercept_, dtype=np.float64).reshape(-1)
+
+    def _one(self, what):
+        if self._coef_matrix().shape[0] != 1:
+            raise ValueError(f"{what}: this model has {self._coef_matrix().shape[0]} "
+                             "one-vs-rest models; use coefficientMatrix and interceptVector")
+
     def _coef(self):
-        return np.asarray(self._local.coef_, dtype=np.float64).reshape(-1)
+        self._one("coefficients")
+        return self._coef_matrix()[0]
 
     def _intercept(self):
-        return float(np.asarray(self._local.intercept_).reshape(-1)[0])
+        self._one("intercept")
+        return float(self._intercepts()[0])
 
     @property
     def coefficients(self):
@@ -406,8 +473,12 @@ class _PrivateModel(Model, MLWritable, MLReadable):
         return self._intercept()
 
     def _score(self, dataset):
-        """f.x' + b for each row, x' = x clipped onto the ball of radius dataNorm (the
-        public map the training rows went through), in Spark SQL."""
+        """f.x' + b for each row (one model), x' = x clipped onto the ball of radius
+        dataNorm (the public map the training rows went through), in Spark SQL."""
+        return self._scores(dataset)[0]
+
+    def _scores(self, dataset):
+        """[f_k.x' + b_k for each model k] as Spark SQL columns (_score)."""
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
@@ -424,18 +495,21 @@ class _PrivateModel(Model, MLWritable, MLReadable):
         else:
             raise TypeError(f"featuresCol: column {col!r} has type {ft.simpleString()}; "
                             "expected a vector or an array of numbers")
-        coef = self._coef()
-        d = coef.size
+        C, b = self._coef_matrix(), self._intercepts()
+        d = C.shape[1]
         R = float(self.getOrDefault("dataNorm"))
-        w = F.array(*[F.lit(float(c)) for c in coef])
-        dot = F.aggregate(F.zip_with(x, w, lambda a, b: a * b), F.lit(0.0),
-                          lambda acc, v: acc + v)
         norm = F.sqrt(F.aggregate(x, F.lit(0.0), lambda acc, v: acc + v * v))
         # bound_rows' factor: R / ||x|| shrunk by 2^-40 for rows over the bound
         factor = F.when(norm > R, F.lit(R) / norm * F.lit(1.0 - 2.0**-40)).otherwise(F.lit(1.0))
-        score = dot * factor + F.lit(self._intercept())
-        return F.when(F.size(x) == d, score).otherwise(F.raise_error(F.lit(
-            f"featuresCol: a row does not have {d} features (the model's)")))
+        out = []
+        for coef, icpt in zip(C, b):
+            w = F.array(*[F.lit(float(c)) for c in coef])
+            dot = F.aggregate(F.zip_with(x, w, lambda a, b: a * b), F.lit(0.0),
+                              lambda acc, v: acc + v)
+            score = dot * factor + F.lit(float(icpt))
+            out.append(F.when(F.size(x) == d, score).otherwise(F.raise_error(F.lit(
+                f"featuresCol: a row does not have {d} features (the model's)"))))
+        return out
 
     def write(self):
         return _ModelWriter(self)
@@ -454,9 +528,25 @@ class PrivateLinearClassificationModel(_PrivateModel, _ClassifierParams):
 
     @property
     def numClasses(self):
-        return 2
+        return int(len(self._local.classes_))
+
+    @property
+    def coefficientMatrix(self):
+        """The coefficients, (1, d) for two classes, (K, d) for K one-vs-rest models."""
+        from pyspark.ml.linalg import DenseMatrix
+
+        C = self._coef_matrix()
+        return DenseMatrix(C.shape[0], C.shape[1], C.ravel().tolist(), isTransposed=True)
+
+    @property
+    def interceptVector(self):
+        from pyspark.ml.linalg import DenseVector
+
+        return DenseVector(self._intercepts())
 
     def _transform(self, dataset):
+        if self.numClasses > 2:
+            return self._transform_ovr(dataset)
         from pyspark.ml.functions import array_to_vector
         from pyspark.sql import functions as F
 
@@ -473,6 +563,30 @@ class PrivateLinearClassificationModel(_PrivateModel, _ClassifierParams):
             out = out.withColumn(self.getPredictionCol(),
                                  F.when(s > 0, F.lit(classes[1])).otherwise(F.lit(classes[0])))
         return out.drop("__dperm_score")
+
+    def _transform_ovr(self, dataset):
+        """K one-vs-rest scores: prediction the class of the largest (the first of ties,
+        as numpy's argmax), probability the K sigmoids normalised to sum to 1 (the local
+        estimator's predict_proba)."""
+        from pyspark.ml.functions import array_to_vector
+        from pyspark.sql import functions as F
+
+        classes = [float(c) for c in self._local.classes_]
+        out = dataset.withColumn("__dperm_scores", F.array(*self._scores(dataset)))
+        s = F.col("__dperm_scores")
+        if self.getRawPredictionCol():
+            out = out.withColumn(self.getRawPredictionCol(), array_to_vector(s))
+        if self.getProbabilityCol() and self._local.loss == "logistic":
+            sig = F.transform(s, lambda v: F.when(v >= 0, 1.0 / (1.0 + F.exp(-v)))
+                              .otherwise(F.exp(v) / (1.0 + F.exp(v))))
+            total = F.aggregate(sig, F.lit(0.0), lambda acc, v: acc + v)
+            out = out.withColumn(self.getProbabilityCol(),
+                                 array_to_vector(F.transform(sig, lambda v: v / total)))
+        if self.getPredictionCol():
+            k = F.array_position(s, F.array_max(s)).cast("int")      # 1-based
+            out = out.withColumn(self.getPredictionCol(),
+                                 F.element_at(F.array(*[F.lit(c) for c in classes]), k))
+        return out.drop("__dperm_scores")
 
 
 @_accessors
@@ -548,7 +662,8 @@ class _ModelReader(MLReader):
         coef = np.asarray(obj["coef"], dtype=np.float64)
         if classifier:
             local.classes_ = np.asarray(obj["classes"], dtype=np.float64)
-            local.coef_ = coef.reshape(1, -1)
+            K = len(obj["classes"])
+            local.coef_ = coef.reshape(1 if K == 2 else K, -1)
             local.intercept_ = np.asarray(obj["intercept"], dtype=np.float64).reshape(-1)
         else:
             local.coef_ = coef.reshape(-1)

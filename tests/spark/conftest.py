@@ -69,11 +69,11 @@ def spark_data():
 @pytest.fixture(scope="session")
 def spark_frame(spark):
     """Factory (X, *label columns, partitions=2) -> a cached DataFrame with a features
-    vector column and the columns "label", "target" in `partitions` partitions."""
+    vector column and the columns "label", "target", "cls" in `partitions` partitions."""
     return lambda X, *cols, partitions=2: _frame(spark, X, *cols, partitions=partitions)
 
 
-def _frame(spark, X, *cols, partitions=2, names=("label", "target")):
+def _frame(spark, X, *cols, partitions=2, names=("label", "target", "cls")):
     from pyspark.ml.linalg import Vectors
 
     rows = [(Vectors.dense(X[i]),) + tuple(float(c[i]) for c in cols) for i in range(X.shape[0])]

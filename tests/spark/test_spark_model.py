@@ -103,6 +103,62 @@ def test_neighbouring_data_give_identical_records(spark, spark_frame, spark_data
     assert metas[0]["model"]["privacy"]["n_samples"] == X.shape[0]
 
 
+def test_multiclass_and_label_bounds_models(spark, spark_frame, spark_data, tmp_path):
+    """A one-vs-rest model (K = 3) and a regression with labelBounds: saved and loaded
+    (the same coefficients, intercepts, record and predictions); one row replaced gives
+    files that differ in the noisy coefficients only."""
+    from dperm.spark import (
+        PrivateLinearClassificationModel,
+        PrivateLinearClassifier,
+        PrivateLinearRegression,
+        PrivateLinearRegressionModel,
+    )
+
+    X, _, t = spark_data
+    y3 = np.digitize(X[:, 0] - X[:, 1], [-0.1, 0.1]).astype(np.float64)
+    X2, t2, y32 = X.copy(), t.copy(), y3.copy()
+    X2[5], t2[5], y32[5] = -X[5] * 0.5, -0.9, 2.0 - y3[5]
+    metas = {"clf": [], "reg": []}
+    for i, (Xi, yi, ti) in enumerate([(X, y3, t + 2.0), (X2, y32, t2 + 2.0)]):
+        df = spark_frame(Xi, yi, ti, partitions=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = PrivateLinearClassifier(classes=[0.0, 1.0, 2.0], epsilon=3.0,
+                                          randomState=3).fit(df)
+            reg = PrivateLinearRegression(labelCol="target", labelBounds=[1.5, 3.0], delta=1e-6,
+                                          randomState=3).fit(df)
+        for name, model, cls in (("clf", clf, PrivateLinearClassificationModel),
+                                 ("reg", reg, PrivateLinearRegressionModel)):
+            path = str(tmp_path / f"{name}{i}")
+            model.write().save(path)
+            metas[name].append(_metadata(path))
+            back = cls.load(path)
+            assert back.privacy == model.privacy
+            if name == "clf":
+                assert back.numClasses == 3
+                np.testing.assert_array_equal(back.coefficientMatrix.toArray(),
+                                              model.coefficientMatrix.toArray())
+                np.testing.assert_array_equal(back.interceptVector.toArray(),
+                                              model.interceptVector.toArray())
+            else:
+                assert back.intercept == model.intercept and back.getLabelBounds() == [1.5, 3.0]
+            out = model.transform(back.transform(df).withColumnRenamed(
+                "prediction", "loaded")).select("features", "prediction", "loaded").toPandas()
+            np.testing.assert_array_equal(out["prediction"], out["loaded"])
+            Xo = np.stack([v.toArray() for v in out["features"]])
+            np.testing.assert_allclose(out["prediction"], model.localModel.predict(Xo),
+                                       rtol=1e-12, atol=1e-14)
+        assert reg.privacy["label_centre"] == 2.25
+        df.unpersist()
+    for name in metas:
+        for m in metas[name]:
+            m.pop("uid")
+            for k in ("coef", "intercept"):
+                m["model"].pop(k)
+        assert metas[name][0] == metas[name][1]
+    assert metas["clf"][0]["model"]["privacy"]["multiclass"] == "ovr"
+
+
 def test_bad_input_is_refused_naming_the_row(spark):
     from pyspark.ml.linalg import Vectors
 
@@ -116,6 +172,9 @@ def test_bad_input_is_refused_naming_the_row(spark):
     est = PrivateLinearClassifier(epsilon=1.0)
     with pytest.raises(ValueError, match=r"labelCol: row 1 of partition 0 has label 2\.0"):
         est.fit(df([good[0], ([0.1, 0.1], 2), good[2]]))
+    with pytest.raises(ValueError, match=r"labelCol: row 1 of partition 0 has label 2\.0, not "
+                                         r"one of classes=\[0\.0, 1\.0, 3\.0\]"):
+        PrivateLinearClassifier(classes=[0, 1, 3]).fit(df([good[0], ([0.1, 0.1], 2), good[2]]))
     with pytest.raises(ValueError, match=r"featuresCol: row 2 of partition 0, feature 1 is "
                                          r"not finite"):
         est.fit(df(good[:2] + [([0.1, float("nan")], 1)]))
