@@ -84,7 +84,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     True
     """
 
-    def __init__(self, gamma=1.0, n_components=500, random_state=None):
+    def __init__(self, gamma: float = 1.0, n_components: int = 500,
+                 random_state: int | np.random.Generator | None = None) -> None:
         self.gamma = gamma
         self.n_components = n_components
         self.random_state = random_state
@@ -156,7 +157,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         V *= 1.0 / np.sqrt(self.omega_.shape[1])
         return V
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
         tags.input_tags.sparse = True

@@ -227,7 +227,7 @@ class PublicBoundsTransformer(TransformerMixin, BaseEstimator):
                    fill=dict(schema.fill) or None, data_norm=data_norm, unknown=unknown,
                    sparse_output=sparse_output)
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True

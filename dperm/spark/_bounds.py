@@ -17,6 +17,8 @@ grid (`column_histogram`: counts at each grid point and inside each open cell), 
 """
 import functools
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -116,8 +118,11 @@ def column_counts(df, columns, grid):
     return [(key, atoms[j], cells[j], int(outside[j])) for j, key in enumerate(columns)]
 
 
-def estimate_bounds(df, epsilon, *, columns=None, quantiles=_q.DEFAULT_QUANTILES,
-                    bounds_range=None, grid=None, accountant=None, random_state=None):
+def estimate_bounds(df: Any, epsilon: float, *, columns: Sequence[Any] | None = None,
+                    quantiles: Sequence[float] = _q.DEFAULT_QUANTILES,
+                    bounds_range: Sequence[float] | None = None, grid: Any = None,
+                    accountant: BudgetAccountant | None = None,
+                    random_state: Any = None) -> _q.PrivateBounds:
     """Differentially private (low, high) quantile bounds of numeric columns of a Spark
     DataFrame: dperm.estimate_bounds, with one pass over the rows on the executors.
 

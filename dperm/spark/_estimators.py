@@ -7,6 +7,7 @@ record -- so `model.privacy` is the dict the local estimator's `privacy_` would 
 `model.localModel` is a fitted dperm estimator (for numpy and pandas rows).
 """
 import json
+from typing import Any
 
 import numpy as np
 from pyspark.ml import Estimator, Model
@@ -358,7 +359,7 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
 
     _local_class = _clf.PrivateLinearClassifier
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__()
         _init(self, kwargs)
 
@@ -388,7 +389,7 @@ class PrivateLinearRegression(_PrivateEstimator, _RegressionParams):
 
     _local_class = _reg.PrivateLinearRegression
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__()
         _init(self, kwargs)
 
@@ -424,23 +425,23 @@ def _jsonable(v):
 class _PrivateModel(Model, MLWritable, MLReadable):
     """A fitted model: the local dperm estimator (`localModel`) and its Spark transform."""
 
-    def __init__(self, local=None):
+    def __init__(self, local: Any = None) -> None:
         super().__init__()
         self._local = local
 
     @property
-    def localModel(self):
+    def localModel(self) -> Any:
         """The fitted dperm estimator (dperm.PrivateLinearClassifier / Regression): the
         same coefficients, for numpy and pandas rows."""
         return self._local
 
     @property
-    def privacy(self):
+    def privacy(self) -> dict[str, Any]:
         """The release record: the local estimator's privacy_ (public values only)."""
         return dict(self._local.privacy_)
 
     @property
-    def numFeatures(self):
+    def numFeatures(self) -> int:
         return int(self._local.n_features_in_)
 
     def _coef_matrix(self):
@@ -463,13 +464,13 @@ class _PrivateModel(Model, MLWritable, MLReadable):
         return float(self._intercepts()[0])
 
     @property
-    def coefficients(self):
+    def coefficients(self) -> Any:
         from pyspark.ml.linalg import DenseVector
 
         return DenseVector(self._coef())
 
     @property
-    def intercept(self):
+    def intercept(self) -> float:
         return self._intercept()
 
     def _score(self, dataset):
@@ -511,11 +512,11 @@ class _PrivateModel(Model, MLWritable, MLReadable):
                 f"featuresCol: a row does not have {d} features (the model's)"))))
         return out
 
-    def write(self):
+    def write(self) -> MLWriter:
         return _ModelWriter(self)
 
     @classmethod
-    def read(cls):
+    def read(cls) -> MLReader:
         return _ModelReader(cls)
 
 
@@ -527,11 +528,11 @@ class PrivateLinearClassificationModel(_PrivateModel, _ClassifierParams):
     _local_class = _clf.PrivateLinearClassifier
 
     @property
-    def numClasses(self):
+    def numClasses(self) -> int:
         return int(len(self._local.classes_))
 
     @property
-    def coefficientMatrix(self):
+    def coefficientMatrix(self) -> Any:
         """The coefficients, (1, d) for two classes, (K, d) for K one-vs-rest models."""
         from pyspark.ml.linalg import DenseMatrix
 
@@ -539,7 +540,7 @@ class PrivateLinearClassificationModel(_PrivateModel, _ClassifierParams):
         return DenseMatrix(C.shape[0], C.shape[1], C.ravel().tolist(), isTransposed=True)
 
     @property
-    def interceptVector(self):
+    def interceptVector(self) -> Any:
         from pyspark.ml.linalg import DenseVector
 
         return DenseVector(self._intercepts())
