@@ -69,8 +69,6 @@ numpydoc_validation_exclude = {
     # sklearn/regressor.py (PR03): document `solver` after `accountant` and `label_bounds`
     # last, as the signature has them
     r"\.PrivateLinearRegression$",
-    # optim/erm.py (PR03): document W (and V) right after y, as the signatures have them
-    r"\.erm\.(objective|hessian|hessian_vector)$",
 }
 
 # --- myst (Markdown pages)

@@ -344,14 +344,31 @@ def objective(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
 
     Parameters
     ----------
-    X, y, loss, alpha, h, linear, extra_l2, n_threads
-        As in `minimize` (alpha and extra_l2 per row of W).
+    X : array (n, d), scipy.sparse matrix, memory map, or dask.array
+        Features, as in `minimize`.
+    y : array (n,)
+        Labels in {-1, +1}, or real targets for "pseudo_huber", as in `minimize`.
     W : array (d,) or (k, d)
-        The points.
+        The points (k of them in one pass).
+    loss : {"logistic", "huber", "smooth_hinge", "pseudo_huber"}, default "logistic"
+        The loss, as in `minimize`.
+    alpha : float or array (k,), default 1.0
+        Regularization strength Lambda > 0, one per row of W.
+    h : float, default 0.5
+        Width of the Huber / smoothed-hinge / pseudo-Huber transition (> 0).
+    linear : None, array (d,) or (k, d), optional
+        Linear term b; the objective gains b.w / n.
+    extra_l2 : float or array (k,), default 0.0
+        Extra ridge term Delta >= 0 added to alpha, one per row of W.
+    n_threads : int or None, optional
+        OpenMP threads for the pass over X (None: all available cores).
 
     Returns
     -------
-    value, gradient : arrays of shapes () and (d,), or (k,) and (k, d).
+    value : float array of shape () or (k,)
+        The objective at each point.
+    gradient : array (d,) or (k, d)
+        Its gradient at each point.
     """
     X, y, lo, h, l2, B, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, linear, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
@@ -372,14 +389,29 @@ def hessian_vector(X: ArrayLike, y: ArrayLike, W: ArrayLike, V: ArrayLike, loss:
 
     Parameters
     ----------
-    X, y, loss, alpha, h, extra_l2, n_threads
-        As in `minimize`.
-    W, V : arrays (d,) or (k, d) of the same shape
-        The points and the directions.
+    X : array (n, d), scipy.sparse matrix, memory map, or dask.array
+        Features, as in `minimize`.
+    y : array (n,)
+        Labels in {-1, +1}, or real targets for "pseudo_huber", as in `minimize`.
+    W : array (d,) or (k, d)
+        The points.
+    V : array of the shape of W
+        The directions, one per point.
+    loss : {"logistic", "huber", "smooth_hinge", "pseudo_huber"}, default "logistic"
+        The loss, as in `minimize`.
+    alpha : float or array (k,), default 1.0
+        Regularization strength Lambda > 0, one per row of W.
+    h : float, default 0.5
+        Width of the Huber / smoothed-hinge / pseudo-Huber transition (> 0).
+    extra_l2 : float or array (k,), default 0.0
+        Extra ridge term Delta >= 0 added to alpha, one per row of W.
+    n_threads : int or None, optional
+        OpenMP threads for the pass over X (None: all available cores).
 
     Returns
     -------
-    array of the shape of W.
+    numpy.ndarray
+        H(W_k) V_k, of the shape of W.
     """
     X, y, lo, h, l2, _, _, nt = _prepare(X, y, loss, alpha, h, extra_l2, None, n_threads)
     W, single = _as_block(W, X.shape[1], "W")
@@ -401,14 +433,27 @@ def hessian(X: ArrayLike, y: ArrayLike, W: ArrayLike, loss: str = "logistic",
 
     Parameters
     ----------
-    X, y, loss, alpha, h, extra_l2, n_threads
-        As in `minimize`.
+    X : array (n, d), scipy.sparse matrix, memory map, or dask.array
+        Features, as in `minimize`.
+    y : array (n,)
+        Labels in {-1, +1}, or real targets for "pseudo_huber", as in `minimize`.
     W : array (d,) or (k, d)
         The points.
+    loss : {"logistic", "huber", "smooth_hinge", "pseudo_huber"}, default "logistic"
+        The loss, as in `minimize`.
+    alpha : float or array (k,), default 1.0
+        Regularization strength Lambda > 0, one per row of W.
+    h : float, default 0.5
+        Width of the Huber / smoothed-hinge / pseudo-Huber transition (> 0).
+    extra_l2 : float or array (k,), default 0.0
+        Extra ridge term Delta >= 0 added to alpha, one per row of W.
+    n_threads : int or None, optional
+        OpenMP threads for the pass over X (None: all available cores).
 
     Returns
     -------
-    array (d, d) or (k, d, d).
+    numpy.ndarray
+        The Hessian, (d, d), or one per point, (k, d, d).
     """
     _oracle.require_local(X, "hessian: the full Hessian is not computed over a Dask array; "
                           "use hessian_vector (or compute a small X locally)")
