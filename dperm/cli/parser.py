@@ -181,7 +181,7 @@ def _positive_float(s):
 
 
 def _alpha(s):
-    return "auto" if s == "auto" else _positive_float(s)
+    return s if s in ("auto", "select") else _positive_float(s)
 
 
 def _delta(s):
@@ -301,7 +301,10 @@ def build_parser():
     f.add_argument("--alpha", type=_alpha, default="auto",
                    help="regularization strength Lambda, or 'auto' (default): a rule of public "
                         "quantities only (n, d, epsilon; see dperm.privacy.regularization.auto_alpha), "
-                        "so it costs no privacy; the value used is printed and stored")
+                        "so it costs no privacy; the value used is printed and stored; or "
+                        "'select': chosen privately among auto x 0.5, 1, 2 with every candidate "
+                        "trained on all rows, within --epsilon (pure epsilon only; see "
+                        "docs/user_guide/choosing_lambda.md)")
     f.add_argument("--h", type=_positive_float, default=None,
                    help="Huber / smoothed-hinge width (default 0.5; ignored for logistic); "
                         "with --task regression the pseudo-Huber width (default: "

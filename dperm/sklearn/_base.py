@@ -82,8 +82,9 @@ class PrivateLinearBase(BaseEstimator):
         check_privacy_params(self.delta, self.neighbouring, self.n_public, 2,
                              warn=False)
         if isinstance(self.alpha, str):
-            if self.alpha != "auto":
-                raise ValueError(f"alpha: must be 'auto' or a positive number, got {self.alpha!r}")
+            if self.alpha not in ("auto", "select"):
+                raise ValueError(f"alpha: must be 'auto', 'select' or a positive number, got "
+                                 f"{self.alpha!r}")
         elif np.ndim(self.alpha) != 0:
             raise ValueError(f"alpha: must be 'auto' or a single positive number, got "
                              f"{self.alpha!r} (use dperm.private_tuning to choose among several)")

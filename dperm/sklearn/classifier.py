@@ -351,6 +351,9 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         BudgetExceededError
             The fit would exceed the accountant's budget (checked before the data are read).
         """
+        if isinstance(self.alpha, str) and self.alpha == "select":   # Lambda chosen privately
+            from dperm.privacy.selection import fit_with_selection
+            return fit_with_selection(self, X, y, **fit_params)
         self._start_fit(fit_params, "perturbation")
         feature_names = _feature_names(X)
         # a Dask collection: rows stay on the workers; the labels (n values) are read

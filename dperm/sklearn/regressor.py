@@ -339,6 +339,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         BudgetExceededError
             The fit would exceed the accountant's budget (checked before the data are read).
         """
+        if isinstance(self.alpha, str) and self.alpha == "select":   # Lambda chosen privately
+            from dperm.privacy.selection import fit_with_selection
+            return fit_with_selection(self, X, y, **fit_params)
         self._start_fit(fit_params, "method")
         feature_names = _feature_names(X)
         X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
