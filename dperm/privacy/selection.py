@@ -62,8 +62,6 @@ DEFAULT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 _RUN_FACTORS = {"logarithmic": 2.0, "geometric": 3.0}
 # the share f of a run's epsilon spent on its noisy score
 DEFAULT_SCORE_FRACTION = 0.1
-# a regression score's term is at most this times B (two values in an interval of width 2 B)
-_REGRESSION_SCORE_CAP = 2.0
 MECHANISM = "best of a random number of private runs on all rows (Papernot & Steinke 2022)"
 
 
@@ -156,7 +154,8 @@ def _score(est, X, y):
     c = float(rec.get("label_centre") or 0.0)
     pred = np.clip(np.asarray(est.predict(X), dtype=np.float64), c - B, c + B)
     err = np.abs(pred - np.clip(np.asarray(y, dtype=np.float64), c - B, c + B))
-    return float(np.sum(np.minimum(err, _REGRESSION_SCORE_CAP * B))), _REGRESSION_SCORE_CAP * B
+    # two values of [c - B, c + B]: each term in [0, 2 B]
+    return float(np.sum(err)), 2.0 * B
 
 
 def _check_alphas(alphas):
