@@ -109,6 +109,7 @@ def private_pipeline(frame: Any, *, label: str, epsilon: float,
 
     from dperm.data.validation import check_epsilon
     from dperm.privacy.accountant import BudgetAccountant, PureEvent
+    from dperm.privacy.noise import warn_if_seeded
     from dperm.privacy.quantiles import estimate_bounds
     from dperm.schema import PublicSchema
     from dperm.sklearn.classifier import PrivateLinearClassifier
@@ -159,6 +160,8 @@ def private_pipeline(frame: Any, *, label: str, epsilon: float,
     bounded = numeric + ([label] if regression else [])
     eps_bounds = share * epsilon if bounded else 0.0
     eps_fit = epsilon - eps_bounds
+    warn_if_seeded(random_state, accountant=accountant)
+    # one stream for both parts (an int seed becomes a Generator: no reused noise)
     rng = np.random.default_rng(random_state) if isinstance(random_state, numbers.Integral) \
         and not isinstance(random_state, bool) else random_state
     label_bounds = None
