@@ -47,6 +47,7 @@ SELECT_VARIANTS = {
     "select 5 factors": (DEFAULT_FACTORS, None),
     "select refit 0.2": (S.SELECT_FACTORS, 0.2),
     "select refit 0.35": (S.SELECT_FACTORS, 0.35),
+    "select refit 0.5": (S.SELECT_FACTORS, 0.5),
 }
 
 
