@@ -181,7 +181,13 @@ def _positive_float(s):
 
 
 def _alpha(s):
-    return s if s in ("auto", "select") else _positive_float(s)
+    if s in ("auto", "select"):
+        return s
+    try:
+        float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a number, 'auto' or 'select'") from None
+    return _positive_float(s)
 
 
 def _delta(s):
