@@ -43,21 +43,26 @@ from dperm.privacy.selection import DEFAULT_FACTORS, alpha_grid, select_alpha
 FACTORS = DEFAULT_FACTORS
 #: the estimators' alpha="select" under its rule's variants: (grid factors, refit share)
 SELECT_VARIANTS = {
-    "select": (S.SELECT_FACTORS, S.SELECT_REFIT_SHARE),
-    "select 5 factors": (DEFAULT_FACTORS, None),
-    "select refit 0.2": (S.SELECT_FACTORS, 0.2),
-    "select refit 0.35": (S.SELECT_FACTORS, 0.35),
-    "select refit 0.5": (S.SELECT_FACTORS, 0.5),
+    "select": (S.SELECT_FACTORS, S.SELECT_REFIT_SHARE, S.SELECT_EXPECTED_RUNS),
+    "select 5 factors": (DEFAULT_FACTORS, None, S.SELECT_EXPECTED_RUNS),
+    "select EK 20": (S.SELECT_FACTORS, None, 20.0),
+    "select 5 factors EK 20": (DEFAULT_FACTORS, None, 20.0),
+    "select refit 0.1": (S.SELECT_FACTORS, 0.1, S.SELECT_EXPECTED_RUNS),
+    "select refit 0.2": (S.SELECT_FACTORS, 0.2, S.SELECT_EXPECTED_RUNS),
+    "select refit 0.2 EK 20": (S.SELECT_FACTORS, 0.2, 20.0),
+    "select refit 0.35": (S.SELECT_FACTORS, 0.35, S.SELECT_EXPECTED_RUNS),
+    "select refit 0.5": (S.SELECT_FACTORS, 0.5, S.SELECT_EXPECTED_RUNS),
 }
 
 
-def fit_select(eps, Xtr, ytr, rng, factors, share):
-    saved = S.SELECT_FACTORS, S.SELECT_REFIT_SHARE
-    S.SELECT_FACTORS, S.SELECT_REFIT_SHARE = factors, share
+def fit_select(eps, Xtr, ytr, rng, factors, share, expected_runs):
+    saved = S.SELECT_FACTORS, S.SELECT_REFIT_SHARE, S.SELECT_EXPECTED_RUNS
+    S.SELECT_FACTORS, S.SELECT_REFIT_SHARE, S.SELECT_EXPECTED_RUNS = factors, share, \
+        expected_runs
     try:
         return clf(eps, "select", rng).fit(Xtr, ytr)
     finally:
-        S.SELECT_FACTORS, S.SELECT_REFIT_SHARE = saved
+        S.SELECT_FACTORS, S.SELECT_REFIT_SHARE, S.SELECT_EXPECTED_RUNS = saved
 
 
 VARIANTS = list(SELECT_VARIANTS)

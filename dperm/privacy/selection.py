@@ -329,6 +329,7 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
     res = select_alpha(base, X, y, eps_select, alphas=alpha_grid(center, SELECT_FACTORS),
                        expected_runs=SELECT_EXPECTED_RUNS, accountant=accountant,
                        random_state=estimator.random_state)
+    final: Any
     if share is None:
         final = res.best_estimator_
     else:
