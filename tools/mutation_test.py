@@ -178,6 +178,9 @@ MUTANTS = [
      "rng.laplace(0.0, sensitivity / eps_score)", "rng.laplace(0.0, 0.5 * sensitivity / eps_score)"),
     ("selection_regression_sensitivity", "Lambda selection: a regression score's sensitivity B (not 2 B)",
      "return float(np.sum(err)), 2.0 * B", "return float(np.sum(err)), 1.0 * B"),
+    ("selection_refit_full_epsilon", "Lambda selection: the refit charged as if it had all of epsilon",
+     "final = clone(base).set_params(epsilon=eps - eps_select, accountant=None)",
+     "final = clone(base).set_params(epsilon=eps, accountant=None)"),
     ("selection_regression_unclipped_label", "Lambda selection: the regression score's labels not clipped",
      "np.clip(np.asarray(y, dtype=np.float64), c - B, c + B)", "np.asarray(y, dtype=np.float64)"),
 ]

@@ -34,7 +34,7 @@ def data(tmp_path):
 
 def _auto_lambda(d, schema, *extra):
     assert main(["fit", str(d / "train.csv"), "--schema", str(d / schema), "--epsilon",
-                 "0.45", "-o", str(d / "auto.json"), *extra]) == 0
+                 "0.9", "-o", str(d / "auto.json"), *extra]) == 0
     return json.loads((d / "auto.json").read_text())["privacy"]["alpha"]
 
 
@@ -47,7 +47,7 @@ def test_fit_alpha_select(data, capsys, task, schema, streamed):
                  "1", "--alpha", "select", "-o", str(data / "m.json"), *extra]) == 0
     model = json.loads((data / "m.json").read_text())
     assert model["estimator"]["alpha"] == "select"
-    assert model["privacy"]["epsilon"] == pytest.approx(0.45)
+    assert model["privacy"]["epsilon"] == pytest.approx(0.9)     # the refit (0.1: selection)
     assert model["privacy"]["epsilon_total"] == pytest.approx(1.0)
     auto = _auto_lambda(data, schema, *extra)
     assert any(model["privacy"]["alpha"] == pytest.approx(auto * f) for f in SELECT_FACTORS)

@@ -248,10 +248,12 @@ def _lin(n=3000, seed=0):
 
 @pytest.mark.parametrize("regression", [False, True])
 def test_alpha_select_on_the_estimators(regression):
-    """alpha="select": the accountant is charged epsilon once (before any data are
-    read: a refused fit spends nothing), the released model is one run's (epsilon 0.45
-    of the total per model, epsilon_total the total), its Lambda one of auto's x
-    SELECT_FACTORS, and the estimator keeps alpha="select"."""
+    """alpha="select" (the rule: SELECT_REFIT_SHARE = 0.1): the accountant is charged
+    the selection's 0.1 epsilon and the refit's 0.9 epsilon (checked before any data are
+    read: a refused fit spends nothing), the released model is the refit (epsilon 0.9,
+    epsilon_total the total), its Lambda auto's at 0.9 epsilon x one of SELECT_FACTORS,
+    and the estimator keeps alpha="select"."""
+    assert S.SELECT_REFIT_SHARE == 0.1
     from dperm import PrivateLinearRegression
 
     X, yc, yr = _lin()
@@ -267,10 +269,11 @@ def test_alpha_select_on_the_estimators(regression):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X, y)
-        auto = clone(est).set_params(alpha="auto", epsilon=0.45, accountant=None).fit(X, y)
-    assert acc.spent == pytest.approx(1.0) and len(acc.history) == 1
+        auto = clone(est).set_params(alpha="auto", epsilon=0.9, accountant=None).fit(X, y)
+    assert acc.spent == pytest.approx(1.0) and len(acc.history) == 2
+    assert acc.history[0][1].epsilon == pytest.approx(0.1)
     assert est.alpha == "select"
-    assert est.privacy_["epsilon"] == pytest.approx(0.45)
+    assert est.privacy_["epsilon"] == pytest.approx(0.9)
     assert est.privacy_["epsilon_total"] == pytest.approx(1.0)
     assert est.privacy_["alpha"] == est.alpha_
     assert any(est.alpha_ == pytest.approx(auto.alpha_ * f) for f in S.SELECT_FACTORS)
