@@ -299,7 +299,11 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
     ``epsilon_total`` the estimator's epsilon (selection and fit).  The estimator's
     accountant is charged ``epsilon`` in all (checked before any data are read).
     """
+    import warnings
+
     from sklearn.base import clone
+
+    from dperm.exceptions import NoiseDominatedWarning
 
     eps = check_epsilon(estimator.epsilon, "epsilon")
     params = estimator.get_params(deep=False)
@@ -323,15 +327,17 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
     base = clone(estimator).set_params(alpha="auto", accountant=None)
     # auto's Lambda at the runs' epsilon: a public function of (n, d, epsilon, bounds),
     # read from a fit whose model is discarded
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         probe = clone(base).set_params(epsilon=eps_model, random_state=None)
         center = probe.fit(X, y, **fit_params).alpha_
-    res = select_alpha(base, X, y, eps_select, alphas=alpha_grid(center, SELECT_FACTORS),
-                       expected_runs=SELECT_EXPECTED_RUNS, accountant=accountant,
-                       random_state=estimator.random_state)
+    with warnings.catch_warnings():
+        # the grid is the rule's (public): no NoiseDominatedWarning for a Lambda the user
+        # did not give (the runs' small epsilon is by design)
+        warnings.simplefilter("ignore", NoiseDominatedWarning)
+        res = select_alpha(base, X, y, eps_select, alphas=alpha_grid(center, SELECT_FACTORS),
+                           expected_runs=SELECT_EXPECTED_RUNS, accountant=accountant,
+                           random_state=estimator.random_state)
     final: Any
     if share is None:
         final = res.best_estimator_
@@ -343,7 +349,9 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
             warnings.simplefilter("ignore")
             final_center = clone(final).set_params(random_state=None).fit(X, y).alpha_
         final.set_params(alpha=final_center * res.best_alpha_ / center, accountant=accountant)
-        final.fit(X, y, **fit_params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NoiseDominatedWarning)
+            final.fit(X, y, **fit_params)
     for k, v in vars(final).items():     # the fitted attributes (names ending in "_")
         if k.endswith("_") and not k.startswith("_"):
             setattr(estimator, k, v)
