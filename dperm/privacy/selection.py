@@ -352,8 +352,12 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NoiseDominatedWarning)
             final.fit(X, y, **fit_params)
-    for k, v in vars(final).items():     # the fitted attributes (names ending in "_")
-        if k.endswith("_") and not k.startswith("_"):
-            setattr(estimator, k, v)
+    fitted = {k: v for k, v in vars(final).items()      # names ending in "_"
+              if k.endswith("_") and not k.startswith("_")}
+    for k in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")
+              and k not in fitted]:
+        delattr(estimator, k)                # an earlier fit's (e.g. feature_names_in_)
+    for k, v in fitted.items():
+        setattr(estimator, k, v)
     estimator.release_record_ = final.release_record_.replace(epsilon_total=eps)
     return estimator

@@ -319,3 +319,17 @@ def test_alpha_select_refit_share():
     assert acc.history[0][1].epsilon == pytest.approx(0.25)
     assert est.privacy_["epsilon"] == pytest.approx(0.75)
     assert est.privacy_["epsilon_total"] == pytest.approx(1.0)
+
+
+def test_alpha_select_refit_leaves_no_attribute_of_an_earlier_fit():
+    import pandas as pd
+
+    X, yc, _ = _lin(n=600)
+    est = PrivateLinearClassifier(epsilon=1.0, alpha="select", classes=[-1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(pd.DataFrame(X, columns=list("abcd")), yc)
+        assert list(est.feature_names_in_) == list("abcd")
+        est.fit(X, yc)
+    assert not hasattr(est, "feature_names_in_")
+    assert est.n_features_in_ == 4 and est.alpha == "select"
