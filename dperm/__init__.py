@@ -49,6 +49,7 @@ _LAZY = {
     "PrivateLinearRegression": ("dperm.sklearn.regressor", "PrivateLinearRegression"),
     "save_model": ("dperm.model_io", "save_model"),
     "load_model": ("dperm.model_io", "load_model"),
+    "private_pipeline": ("dperm.pipeline", "private_pipeline"),
 }
 
 
@@ -78,7 +79,7 @@ __all__ = [
     "PrivateLinearClassifier", "PrivateLinearRegression", "RandomFourierFeatures",
     "PublicSchema", "PublicBoundsTransformer",
     "private_tuning", "PrivateTuningResult", "estimate_bounds", "PrivateBounds",
-    "save_model", "load_model",
+    "save_model", "load_model", "private_pipeline",
     "calibration", "datasets", "erm", "exact_noise", "losses", "mechanisms", "noise",
     "regularization",
 ]

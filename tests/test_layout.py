@@ -22,6 +22,7 @@ LAYERS = [
     ("dperm.schema", "dperm.sklearn"),
     ("dperm.datasets",),
     ("dperm.model_io",),
+    ("dperm.pipeline",),
     ("dperm.cli", "dperm.experiments"),
     ("dperm", "dperm.__main__"),
 ]

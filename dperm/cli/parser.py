@@ -181,7 +181,13 @@ def _positive_float(s):
 
 
 def _alpha(s):
-    return "auto" if s == "auto" else _positive_float(s)
+    if s in ("auto", "select"):
+        return s
+    try:
+        float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a number, 'auto' or 'select'") from None
+    return _positive_float(s)
 
 
 def _delta(s):
@@ -301,7 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--alpha", type=_alpha, default="auto",
                    help="regularization strength Lambda, or 'auto' (default): a rule of public "
                         "quantities only (n, d, epsilon; see dperm.privacy.regularization.auto_alpha), "
-                        "so it costs no privacy; the value used is printed and stored")
+                        "so it costs no privacy; the value used is printed and stored; or "
+                        "'select': chosen privately among auto x 0.5, 1, 2 with every candidate "
+                        "trained on all rows, within --epsilon (pure epsilon only; see "
+                        "docs/user_guide/choosing_lambda.md)")
     f.add_argument("--h", type=_positive_float, default=None,
                    help="Huber / smoothed-hinge width (default 0.5; ignored for logistic); "
                         "with --task regression the pseudo-Huber width (default: "

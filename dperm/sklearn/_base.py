@@ -46,7 +46,7 @@ __all__ = ["PrivateLinearBase", "split_intercept", "ALPHA_OPTIONS", "ALPHA",
 #: (each a rule of public quantities that `_resolve_alpha` turns into Lambda) or a single
 #: positive number.  A new option is one more name here and its branch in each
 #: estimator's ``_resolve_alpha``.
-ALPHA_OPTIONS: tuple[str, ...] = ("auto",)
+ALPHA_OPTIONS: tuple[str, ...] = ("auto", "select")
 ALPHA: list[Constraint] = [
     Options(ALPHA_OPTIONS),
     Interval(0, None, description="a single positive number (to choose among several, use "

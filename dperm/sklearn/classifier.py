@@ -187,12 +187,14 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         set before a rule that depends on the data (e.g. dropping rows with a missing
         value) left the rows of X; the guarantee then also covers a row the rule
         drops or keeps (docs/privacy_analysis.md, "Rows dropped for missing values").
-    alpha : "auto" (default) or float > 0
+    alpha : "auto" (default), "select" or float > 0
         Regularization strength Lambda (units of loss / ||f||^2). "auto" picks
         it by a rule of public quantities only (n, d, epsilon, data_norm, the
         mechanism; see dperm.privacy.regularization.auto_alpha), so it costs no extra
         privacy; the value used is stored in `alpha_`.  A given value whose
-        expected noise would swamp the model draws a UserWarning.
+        expected noise would swamp the model draws a UserWarning.  "select":
+        chosen privately within epsilon, every candidate trained on all rows
+        (dperm.privacy.selection.fit_with_selection; pure epsilon only).
     h : float > 0
         Width of the Huber / smoothed-hinge transition (ignored for logistic).
     data_norm : float > 0
@@ -422,6 +424,9 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         BudgetExceededError
             The fit would exceed the accountant's budget (checked before the data are read).
         """
+        if isinstance(self.alpha, str) and self.alpha == "select":   # Lambda chosen privately
+            from dperm.privacy.selection import fit_with_selection
+            return fit_with_selection(self, X, y, **fit_params)
         self._start_fit(fit_params, "perturbation")     # the parameters, checked once
         feature_names = _feature_names(X)
         X, y, distributed = self._rows_and_labels(X, y)

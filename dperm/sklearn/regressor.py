@@ -165,9 +165,11 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         count, with a PrivacyLeakWarning; AdaSSP needs no count and records None), or
         replace_one's optional public size of the data set before a data-dependent
         filter such as dropping rows with a missing value (as for PrivateLinearClassifier).
-    alpha : "auto" (default) or float > 0
+    alpha : "auto" (default), "select" or float > 0
         "auto": Lambda = C R^2 (h / B) / (n epsilon) raised by public safeguards
         (dperm.privacy.regularization.auto_alpha with loss="pseudo_huber"; no privacy cost).
+        "select": chosen privately within epsilon, every candidate on all rows
+        (dperm.privacy.selection.fit_with_selection; pure epsilon, ERM methods only).
     h : None or float > 0
         Width of the pseudo-Huber loss; None (default) uses label_bound (residuals of
         the size of the targets are in the loss's quadratic range).  The noise scales
@@ -386,6 +388,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         BudgetExceededError
             The fit would exceed the accountant's budget (checked before the data are read).
         """
+        if isinstance(self.alpha, str) and self.alpha == "select":   # Lambda chosen privately
+            from dperm.privacy.selection import fit_with_selection
+            return fit_with_selection(self, X, y, **fit_params)
         self._start_fit(fit_params, "method")     # the parameters, checked once
         feature_names = _feature_names(X)
         X, y, distributed = self._rows_and_targets(X, y)

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 
 from dperm import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning, PrivateLinearClassifier
 from dperm.privacy import selection as S
@@ -158,3 +158,178 @@ def test_with_the_real_classifier():
     assert r.best_alpha_ in S.alpha_grid(1e-2)
     assert r.best_estimator_.epsilon == pytest.approx(0.9 * 3.0 / 2)
     assert np.mean(r.best_estimator_.predict(X) == y) > 0.8
+
+
+# ------------------------------------------------------------------ alpha="select"
+class ToyRegressor(RegressorMixin, BaseEstimator):
+    """A stand-in private regressor predicting the constant `alpha`, with the public label
+    interval [centre - bound, centre + bound] in its record."""
+
+    def __init__(self, epsilon=1.0, alpha=1.0, random_state=None, bound=1.0, centre=0.0):
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.random_state = random_state
+        self.bound = bound
+        self.centre = centre
+
+    def fit(self, X, y):
+        self.privacy_ = {"label_bound": self.bound, "label_centre": self.centre}
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), float(self.alpha))
+
+
+def _neighbours_regression(y, B, c):
+    """Every neighbour of y (replace, add, remove one value) with values at the edges
+    and far outside [c - B, c + B]."""
+    extremes = [c - B, c + B, c - 100 * B, c + 100 * B, c]
+    out = [np.delete(y, i) for i in range(len(y))]
+    out += [np.append(y, v) for v in extremes]
+    out += [np.concatenate([y[:i], [v], y[i + 1:]]) for i in range(len(y)) for v in extremes]
+    return out
+
+
+def _largest_change(score, model, y, B, c):
+    base = score(model, np.zeros((len(y), 1)), y)[0]
+    return max(abs(score(model, np.zeros((len(z), 1)), z)[0] - base)
+               for z in _neighbours_regression(y, B, c))
+
+
+@pytest.mark.parametrize("pred", [-50.0, 2.0, 3.0, 60.0])
+def test_regression_score_sensitivity_is_exact(pred):
+    """White-box: over every neighbour (replace, add, remove; values at the interval's
+    edges and far beyond it) the clipped absolute error moves by at most the sensitivity
+    it declares, 2 B, with equality for a prediction at an edge (so 2 B cannot be
+    lowered); the Laplace noise of scale 2 B / eps_score then gives a log density ratio
+    <= eps_score.  A deliberately broken scorer (y not clipped) fails the same check."""
+    B, c = 1.5, 2.0
+    y = np.array([0.0, 2.5, 3.4, -9.0, 12.0, 2.0])
+    model = ToyRegressor(alpha=pred, bound=B, centre=c).fit(None, None)
+    sens = S._score(model, np.zeros((len(y), 1)), y)[1]
+    assert sens == 2 * B
+    change = _largest_change(S._score, model, y, B, c)
+    assert change <= sens + 1e-12
+    if pred <= c - B or pred >= c + B:
+        assert change == pytest.approx(sens)
+    eps_score = 0.3
+    assert change / (sens / eps_score) <= eps_score + 1e-12
+
+    def broken(est, X, yy):         # the raw label: one row moves the score without bound
+        p = np.clip(est.predict(X), c - B, c + B)
+        return float(np.sum(np.abs(p - yy))), 2 * B
+    assert _largest_change(broken, model, y, B, c) > 2 * B
+
+
+def test_regression_score_noise_is_laplace_of_the_documented_scale():
+    """Black-box: the regression scores minus the exact clipped error are Laplace of scale
+    2 B x 2 / (f epsilon); a KS test with power against half that scale."""
+    B = 2.0
+    X = np.zeros((30, 1))
+    y = np.linspace(-1, 1, 30)
+    exact = S._score(ToyRegressor(alpha=0.5, bound=B).fit(X, y), X, y)[0]
+    noise = []
+    rng = np.random.default_rng(5)
+    while len(noise) < 3000:
+        r = _select(ToyRegressor(bound=B), X, y, 1.5, alphas=[0.5], expected_runs=5,
+                    random_state=rng)
+        noise += [s - exact for _, s in r.fit_diagnostics_["runs"]]
+    scale = 2 * B * 2.0 / (0.1 * 1.5)
+    assert stats.kstest(noise, stats.laplace(scale=scale).cdf).pvalue > 1e-3
+    assert stats.kstest(noise, stats.laplace(scale=scale / 2).cdf).pvalue < 1e-6
+
+
+def _lin(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)) / 4
+    s = X @ np.array([1.0, -1.0, 0.5, 0.0])
+    return X, np.where(s + 0.1 * rng.normal(size=n) > 0, 1, -1), 3.0 + s
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_alpha_select_on_the_estimators(regression):
+    """alpha="select" (the rule: SELECT_REFIT_SHARE = 0.1): the accountant is charged
+    the selection's 0.1 epsilon and the refit's 0.9 epsilon (checked before any data are
+    read: a refused fit spends nothing), the released model is the refit (epsilon 0.9,
+    epsilon_total the total), its Lambda auto's at 0.9 epsilon x one of SELECT_FACTORS,
+    and the estimator keeps alpha="select"."""
+    assert S.SELECT_REFIT_SHARE == 0.1
+    from dperm import PrivateLinearRegression
+
+    X, yc, yr = _lin()
+    acc = BudgetAccountant(1.5)
+    if regression:
+        est = PrivateLinearRegression(epsilon=1.0, alpha="select", label_bounds=(1.0, 5.0),
+                                      accountant=acc)
+        y = yr
+    else:
+        est = PrivateLinearClassifier(epsilon=1.0, alpha="select", classes=[-1, 1],
+                                      accountant=acc)
+        y = yc
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+        auto = clone(est).set_params(alpha="auto", epsilon=0.9, accountant=None).fit(X, y)
+    assert acc.spent == pytest.approx(1.0) and len(acc.history) == 2
+    assert acc.history[0][1].epsilon == pytest.approx(0.1)
+    assert est.alpha == "select"
+    assert est.privacy_["epsilon"] == pytest.approx(0.9)
+    assert est.privacy_["epsilon_total"] == pytest.approx(1.0)
+    assert est.privacy_["alpha"] == est.alpha_
+    assert any(est.alpha_ == pytest.approx(auto.alpha_ * f) for f in S.SELECT_FACTORS)
+    score = est.score(X, y)
+    assert score > (0.8 if not regression else 0.5)
+    with pytest.raises(BudgetExceededError):
+        est.fit(X, y)
+    assert acc.spent == pytest.approx(1.0)
+
+
+def test_alpha_select_refuses_what_it_cannot_cover():
+    from dperm import PrivateLinearRegression
+
+    X, yc, yr = _lin(n=200)
+    with pytest.raises(ValueError, match="delta=0"):
+        PrivateLinearClassifier(alpha="select", delta=1e-6, classes=[-1, 1]).fit(X, yc)
+    with pytest.raises(ValueError, match="perturbation='none'"):
+        PrivateLinearClassifier(alpha="select", perturbation="none", classes=[-1, 1]).fit(X, yc)
+    with pytest.raises(ValueError, match="classes"):
+        PrivateLinearClassifier(alpha="select").fit(X, yc)
+    with pytest.raises(ValueError, match="random_state"):
+        PrivateLinearClassifier(alpha="select", classes=[-1, 1], random_state=0,
+                                accountant=BudgetAccountant(5.0)).fit(X, yc)
+    with pytest.raises(ValueError, match="'auto', 'select'"):
+        PrivateLinearRegression(alpha="best", label_bound=5.0).fit(X, yr)
+
+
+def test_alpha_select_refit_share():
+    """The variant with a refit (SELECT_REFIT_SHARE = s): selection s epsilon, the chosen
+    factor refitted at (1 - s) epsilon; two events summing to epsilon."""
+    X, yc, _ = _lin()
+    acc = BudgetAccountant(1.0)
+    old = S.SELECT_REFIT_SHARE
+    S.SELECT_REFIT_SHARE = 0.25
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = PrivateLinearClassifier(epsilon=1.0, alpha="select", classes=[-1, 1],
+                                          accountant=acc).fit(X, yc)
+    finally:
+        S.SELECT_REFIT_SHARE = old
+    assert acc.spent == pytest.approx(1.0) and len(acc.history) == 2
+    assert acc.history[0][1].epsilon == pytest.approx(0.25)
+    assert est.privacy_["epsilon"] == pytest.approx(0.75)
+    assert est.privacy_["epsilon_total"] == pytest.approx(1.0)
+
+
+def test_alpha_select_refit_leaves_no_attribute_of_an_earlier_fit():
+    import pandas as pd
+
+    X, yc, _ = _lin(n=600)
+    est = PrivateLinearClassifier(epsilon=1.0, alpha="select", classes=[-1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(pd.DataFrame(X, columns=list("abcd")), yc)
+        assert list(est.feature_names_in_) == list("abcd")
+        est.fit(X, yc)
+    assert not hasattr(est, "feature_names_in_")
+    assert est.n_features_in_ == 4 and est.alpha == "select"

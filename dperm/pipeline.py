@@ -1,0 +1,193 @@
+"""One call from a private table to a fitted, saved model (issue 28, item 4).
+
+:func:`private_pipeline` takes a DataFrame, a total epsilon, the PUBLIC category lists and
+the label column, and spends the budget by one documented rule
+(docs/user_guide/from_nothing.md):
+
+1. ``bounds_share`` x epsilon (default 0.1) on the numeric columns' bounds:
+   :func:`dperm.estimate_bounds` over every column that is neither the label nor in
+   ``categories`` (for a regression the label too, one more column of the same even
+   split: its released range gives ``label_bounds``, centre and bound of the fit);
+   nothing when there is no column to bound;
+2. the rest on the fit: :class:`dperm.PrivateLinearClassifier` or
+   :class:`dperm.PrivateLinearRegression` behind a
+   :class:`dperm.PublicBoundsTransformer` of the released schema (with
+   ``alpha="select"`` the estimator's own rule spends part of it on Lambda).
+
+Each part is charged to one :class:`dperm.BudgetAccountant` (checked for the whole epsilon
+before any data are read), so the whole is epsilon-DP by basic composition.  Which
+columns are numeric is decided by the public arguments (the columns' names), never by
+the data's dtypes.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["private_pipeline", "DEFAULT_BOUNDS_SHARE"]
+
+#: the share of epsilon spent on the numeric columns' (and a regression label's) bounds
+DEFAULT_BOUNDS_SHARE = 0.1
+
+
+def _check_share(bounds_share):
+    if isinstance(bounds_share, bool) or not isinstance(bounds_share, numbers.Real) \
+            or not (math.isfinite(float(bounds_share)) and 0.0 < float(bounds_share) < 1.0):
+        raise ValueError(f"bounds_share: must be a number in (0, 1), the share of epsilon spent "
+                         f"on the numeric bounds, got {bounds_share!r}")
+    return float(bounds_share)
+
+
+def private_pipeline(frame: Any, *, label: str, epsilon: float,
+                     categories: Mapping | None = None, task: str = "classification",
+                     bounds_share: float = DEFAULT_BOUNDS_SHARE, alpha: Any = "auto",
+                     fill: Mapping | None = None, estimator_params: Mapping | None = None,
+                     path: Any = None, accountant: Any = None,
+                     random_state: Any = None) -> Any:
+    """Fit a private model on a table from nothing but public category lists.
+
+    Parameters
+    ----------
+    frame : pandas DataFrame
+        The private table: the label column and the feature columns (every other
+        column).  Columns named in ``categories`` are one-hot encoded; the others are
+        numeric, with bounds released privately.
+    label : str
+        The label column.
+    epsilon : float > 0
+        The total budget (pure epsilon-DP, replace one row): bounds and fit together.
+    categories : mapping column -> list, optional
+        The PUBLIC category list of each categorical column; for a classification the
+        label's entry is the public class list (required there: ``[negative, positive]``
+        for two classes).
+    task : {"classification", "regression"}, default "classification"
+    bounds_share : float in (0, 1), default 0.1
+        The share of epsilon spent on the bounds (see the module docstring); the fit
+        gets the rest, all of epsilon when there is nothing to bound.
+    alpha : "auto" (default), "select" or float > 0
+        The estimator's Lambda (``"select"``: chosen privately within the fit's share).
+    fill : mapping column -> value, optional
+        PUBLIC replacements of missing values (PublicSchema's ``fill``).
+    estimator_params : mapping, optional
+        Other parameters of the estimator (e.g. ``{"loss": "huber"}``); not ``epsilon``,
+        ``delta``, ``classes``, ``label_bounds``, ``accountant`` or ``random_state``.
+    path : str or os.PathLike, optional
+        Where to write the model file (:func:`dperm.save_model`; read it back with
+        :func:`dperm.load_model`).
+    accountant : BudgetAccountant, optional
+        Charged each part; default a new ``BudgetAccountant(epsilon)`` (none with a
+        ``random_state``: a seeded fit is not charged).
+    random_state : None, int or numpy Generator
+        None (default) draws fresh OS entropy; a seed is for tests and benchmarks only
+        (it voids the guarantee and warns; refused with an accountant).
+
+    Returns
+    -------
+    sklearn.pipeline.Pipeline
+        Fitted: ``("bounds", PublicBoundsTransformer)`` then ``("model", estimator)``;
+        its ``predict`` takes a frame with the feature columns.  The parts of the budget
+        are the accountant's ``history`` (``bounds``, then the estimator's fit).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import dperm
+    >>> rng = np.random.default_rng(0)
+    >>> frame = pd.DataFrame({"age": rng.integers(18, 80, 5000).astype(float),
+    ...                       "colour": rng.choice(["red", "blue"], 5000)})
+    >>> frame["y"] = np.where(frame["age"] + 20 * (frame["colour"] == "red") > 55, "yes", "no")
+    >>> budget = dperm.BudgetAccountant(1.0)
+    >>> model = dperm.private_pipeline(frame, label="y", epsilon=1.0, accountant=budget,
+    ...     categories={"colour": ["red", "blue"], "y": ["no", "yes"]})
+    >>> len(budget.history), budget.spent           # bounds, then the fit
+    (2, 1.0)
+    >>> model[-1].privacy_["epsilon"]
+    0.9
+    """
+    import numpy as np
+    from sklearn.pipeline import Pipeline
+
+    from dperm.data.validation import check_epsilon
+    from dperm.privacy.accountant import BudgetAccountant, PureEvent
+    from dperm.privacy.noise import warn_if_seeded
+    from dperm.privacy.quantiles import estimate_bounds
+    from dperm.schema import PublicSchema
+    from dperm.sklearn.classifier import PrivateLinearClassifier
+    from dperm.sklearn.regressor import PrivateLinearRegression
+    from dperm.sklearn.transformer import PublicBoundsTransformer
+
+    epsilon = check_epsilon(epsilon, "epsilon")
+    share = _check_share(bounds_share)
+    if task not in ("classification", "regression"):
+        raise ValueError(f"task: must be 'classification' or 'regression', got {task!r}")
+    columns = getattr(frame, "columns", None)
+    if columns is None or not hasattr(frame, "loc"):
+        raise TypeError(f"frame: expected a pandas DataFrame, got {type(frame).__name__}")
+    columns = list(columns)
+    if label not in columns:
+        raise ValueError(f"label: no column {label!r} in the frame (columns: {columns[:12]})")
+    categories = {} if categories is None else dict(categories)
+    unknown = [c for c in categories if c not in columns]
+    if unknown:
+        raise ValueError(f"categories: no column(s) {unknown} in the frame")
+    regression = task == "regression"
+    if regression:
+        if label in categories:
+            raise ValueError(f"categories: {label!r} is the label of a regression (numeric); "
+                             "leave it out of categories")
+        classes = None
+    else:
+        if label not in categories:
+            raise ValueError(f"categories: give the label's PUBLIC classes, e.g. "
+                             f"categories={{{label!r}: [negative, positive], ...}} (a class "
+                             "list read from the data would not be covered by epsilon)")
+        classes = list(categories.pop(label))
+    numeric = [c for c in columns if c != label and c not in categories]
+    params = dict(estimator_params or {})
+    taken = sorted(set(params) & {"epsilon", "delta", "classes", "label_bounds",
+                                  "label_bound", "accountant", "random_state", "alpha"})
+    if taken:
+        raise ValueError(f"estimator_params: {taken} are set by private_pipeline (epsilon "
+                         "and its split, the public classes, the released label range, "
+                         "the accountant, random_state and alpha are its own arguments)")
+    if accountant is None and random_state is None:
+        accountant = BudgetAccountant(epsilon)
+    elif accountant is not None and not isinstance(accountant, BudgetAccountant):
+        raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
+                        f"{type(accountant).__name__}")
+    if accountant is not None:
+        accountant.check(PureEvent(epsilon))    # the whole budget, before any data are read
+    bounded = numeric + ([label] if regression else [])
+    eps_bounds = share * epsilon if bounded else 0.0
+    eps_fit = epsilon - eps_bounds
+    warn_if_seeded(random_state, accountant=accountant)
+    # one stream for both parts (an int seed becomes a Generator: no reused noise)
+    rng = np.random.default_rng(int(random_state)) \
+        if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) \
+        else random_state
+    label_bounds: tuple[float, float] | None = None
+    numeric_bounds: dict = {}
+    if bounded:
+        data = {c: frame[c].to_numpy() for c in bounded}
+        bounds = estimate_bounds(data, eps_bounds, columns=bounded, accountant=accountant,
+                                 random_state=rng)
+        numeric_bounds = {c: tuple(bounds[c]) for c in numeric}
+        if regression:
+            low, high = bounds[label]
+            label_bounds = (float(low), float(high))
+    schema = PublicSchema(numeric=numeric_bounds, categorical=categories, fill=fill or None)
+    if regression:
+        est = PrivateLinearRegression(epsilon=eps_fit, alpha=alpha, label_bounds=label_bounds,
+                                      accountant=accountant, random_state=rng, **params)
+    else:
+        est = PrivateLinearClassifier(epsilon=eps_fit, alpha=alpha, classes=classes,
+                                      accountant=accountant, random_state=rng, **params)
+    model = Pipeline([("bounds", PublicBoundsTransformer.from_schema(schema)), ("model", est)])
+    model.fit(frame[[c for c in columns if c != label]], frame[label].to_numpy())
+    if path is not None:
+        from dperm.model_io import save_model
+
+        save_model(model, path)
+    return model
