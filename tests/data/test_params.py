@@ -179,7 +179,7 @@ def test_a_mechanism_call_checks_its_parameters_once(monkeypatch, fn):
 
 def test_a_failed_check_names_the_parameter_before_the_data_are_read():
     X = np.full((3, 2), np.nan)            # invalid rows: never reached
-    with pytest.raises(ValueError, match="^alpha: must be 'auto' or a single positive number"):
+    with pytest.raises(ValueError, match="^alpha: must be 'auto' or 'select' or a single positive number"):
         dperm.PrivateLinearClassifier(alpha=[0.1, 1.0], classes=[-1, 1]).fit(X, [1, -1, 1])
     with pytest.raises(ValueError, match="^alpha: must be a positive finite number or"):
         dperm.objective_perturbation(X, [1, -1, 1], alpha="auto", epsilon=1.0)
