@@ -208,11 +208,13 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         The PUBLIC label set: two labels ([negative, positive]) or every one of
         K > 2 classes, in the order of the model's scores. If None, it is read
         from y and a PrivacyLeakWarning says so.
-    tol, max_iter, n_threads : solver controls (gradient-norm tolerance; see dperm.optim.erm.minimize).
-    solver : {"auto", "lbfgs", "newton"}
-        Batched L-BFGS or trust-region Newton-CG (dperm.optim.erm.minimize); "auto" is
-        L-BFGS today (BENCHMARKS.md). Every solver meets the same tolerance, so
-        the guarantee does not depend on the choice.
+    tol : float > 0 or None, default None
+        The solver's gradient-norm tolerance (None: dperm.optim.erm.minimize's default).
+    max_iter : int >= 1 or None, default None
+        The solver's iteration cap (None: its default).
+    n_threads : int or None, default None
+        OpenMP threads for each pass over X (None: every core this process may use);
+        the result depends on it, never on the machine's load.
     random_state : None, int or numpy Generator
         None (the default) draws fresh OS entropy on every fit. An int seed is
         for reproducible experiments only: the guarantee does not hold for a
@@ -222,6 +224,10 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     accountant : None or BudgetAccountant
         If given, each fit checks its privacy events (epsilon, or the Gaussian
         mechanism's) against it before touching the data, and spends them.
+    solver : {"auto", "lbfgs", "newton"}
+        Batched L-BFGS or trust-region Newton-CG (dperm.optim.erm.minimize); "auto" is
+        L-BFGS today (BENCHMARKS.md). Every solver meets the same tolerance, so
+        the guarantee does not depend on the choice.
 
     Attributes
     ----------
@@ -698,8 +704,18 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         """log of predict_proba, (n, K) (logistic loss only); finite for every finite score.
 
         log sigmoid(s) = -log(1 + e^-s) = -logaddexp(0, -s), exact where
-        log(predict_proba) would give -inf.  X as for `predict_proba`; returns an (n, K)
-        array (a lazy Dask array for a Dask X).
+        log(predict_proba) would give -inf.
+
+        Parameters
+        ----------
+        X : array_like (n, n_features), sparse matrix, DataFrame or Dask collection
+            As for `predict_proba`.
+
+        Returns
+        -------
+        numpy.ndarray or dask.array.Array
+            (n, K) log-probabilities, columns in the order of ``classes_`` (a lazy
+            Dask array for a Dask X).
         """
         s = self.decision_function(X)
         if s.ndim == 1:

@@ -177,20 +177,34 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     label_bound : None or float > 0
         Public bound B on abs(y); targets beyond it are clipped to [-B, B] (ClippingWarning).
         None (default): 1.0, or the half-width of label_bounds.
+    data_norm : float > 0
+        Public bound R on the Euclidean norm of a row.
+    norm_policy : {"clip", "error"}
+        Rows with norm above data_norm: clipped onto the sphere (a ClippingWarning
+        with the count, for the analyst) or refused.
+    fit_intercept : bool
+        The public constant column of PrivateLinearClassifier (dperm.data.design).
+    tol : float > 0 or None, default None
+        The solver's gradient-norm tolerance (None: dperm.optim.erm.minimize's default).
+    max_iter : int >= 1 or None, default None
+        The solver's iteration cap (None: its default).
+    n_threads : int or None, default None
+        OpenMP threads for each pass over X (None: every core this process may use).
+    random_state : None, int or numpy Generator
+        None (the default) draws fresh OS entropy on every fit; an int seed is for
+        reproducible experiments only and voids the guarantee (PrivacyLeakWarning).
+    accountant : None or BudgetAccountant
+        If given, each fit checks its privacy events against it before touching the
+        data, and spends them.
+    solver : {"auto", "lbfgs", "newton"}
+        Batched L-BFGS or trust-region Newton-CG (dperm.optim.erm.minimize); every
+        solver meets the same tolerance.
     label_bounds : None or (low, high)
         Public range of y (e.g. released by ``dperm.estimate_bounds`` or ``dperm bounds
         --label``): the targets are centred on c = (low + high) / 2 and fitted as y - c with
         label_bound B = (high - low) / 2 (the privacy constants are those of label_bound=B);
         predictions are on the original scale (c is added to ``intercept_``, a public shift).
         Not together with label_bound.
-    data_norm : float > 0
-        Public bound R on the Euclidean norm of a row.
-    norm_policy : {"clip", "error"}
-    fit_intercept : bool
-        The public constant column of PrivateLinearClassifier (dperm.data.design).
-    tol, max_iter, n_threads, solver : solver controls (dperm.optim.erm.minimize).
-    random_state : None, int or numpy Generator (an int voids the guarantee).
-    accountant : None or BudgetAccountant
 
     Attributes
     ----------
