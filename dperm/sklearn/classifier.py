@@ -531,22 +531,35 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             return [np.where(codes == 1, 1.0, -1.0)]
         return [np.where(codes == k, 1.0, -1.0) for k in range(plan.K)]
 
+    def _binary_rows(self, Xa: Any, codes: np.ndarray | None, plan: _Plan,
+                     designs: Sequence[Any] | None) -> list[tuple[Any, np.ndarray | None]]:
+        """(rows, +-1 labels) of each binary model: Xa with each of `_targets`, or each of
+        `designs`, rows that carry their model's labels themselves (dperm.spark's, one per
+        class), with labels None."""
+        if designs is not None:
+            return [(D, None) for D in designs]
+        assert codes is not None
+        return [(Xa, t) for t in self._targets(codes, plan)]
+
     def _solver_args(self, plan: _Plan) -> dict[str, Any]:
         return dict(alpha=plan.alpha, h=float(self.h), tol=self.tol, max_iter=self.max_iter,
                     n_threads=self.n_threads, solver=self.solver)
 
-    def _fit_nonprivate(self, Xa: Any, codes: np.ndarray,
-                        plan: _Plan) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
-        """perturbation='none': the exact minimiser(s), no noise, no guarantee."""
+    def _fit_nonprivate(self, Xa: Any, codes: np.ndarray | None, plan: _Plan,
+                        designs: Sequence[Any] | None = None
+                        ) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
+        """perturbation='none': the exact minimiser(s), no noise, no guarantee.  `designs`:
+        the binary models' rows with their labels on them (`_binary_rows`; codes not read)."""
         if plan.mode == "multinomial":
             from dperm.optim.softmax import minimize_multinomial
 
+            assert codes is not None
             res = minimize_multinomial(Xa, codes, plan.K, alpha=plan.alpha, tol=self.tol,
                                        max_iter=self.max_iter, n_threads=self.n_threads)
             W, results = res.coef[0], [res]
         else:
-            results = [erm._minimize(Xa, yk, loss=plan.loss.name, **self._solver_args(plan))
-                       for yk in self._targets(codes, plan)]
+            results = [erm._minimize(Xk, yk, loss=plan.loss.name, **self._solver_args(plan))
+                       for Xk, yk in self._binary_rows(Xa, codes, plan, designs)]
             W = np.stack([r.coef for r in results])
         R = plan.R
         record = ReleaseRecord(
@@ -562,11 +575,12 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
                        "n_iter": int(np.max(first.n_iter))}
         return W, record, diagnostics
 
-    def _fit_private(self, Xa: Any, codes: np.ndarray, plan: _Plan,
-                     rng: np.random.Generator | None
+    def _fit_private(self, Xa: Any, codes: np.ndarray | None, plan: _Plan,
+                     rng: np.random.Generator | None, designs: Sequence[Any] | None = None
                      ) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
         """The mechanism on checked parameters: one multinomial model, or one binary
-        model per target, all drawing from one generator (independent noise draws)."""
+        model per target, all drawing from one generator (independent noise draws).
+        `designs`: as for `_fit_nonprivate`."""
         mech = _output if self.perturbation == "output" else _objective
         extra = {} if self.perturbation == "output" else {"perturbation": self.perturbation}
         kw = dict(epsilon=plan.eps_fit, data_norm=plan.R, norm_policy="clip", n_draws=1,
@@ -577,7 +591,8 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
             fits = [mech(Xa, codes, loss=MULTINOMIAL, n_classes=plan.K, **kw)]
             W = fits[0].coef[0]
         else:
-            fits = [mech(Xa, t, loss=plan.loss.name, **kw) for t in self._targets(codes, plan)]
+            fits = [mech(Xk, yk, loss=plan.loss.name, **kw)
+                    for Xk, yk in self._binary_rows(Xa, codes, plan, designs)]
             W = np.stack([f.coef[0] for f in fits])
         diags = [f.diagnostics() for f in fits]
         diagnostics = {"grad_norm": max(d["grad_norm"] for d in diags),

@@ -433,7 +433,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         self._set_fitted(X.shape[1], feature_names, plan.alpha, record, diagnostics)
         return self
 
-    # the steps of fit, in order
+    # the steps of fit, in order (dperm.spark's fit calls them too, yc None: its rows carry their targets)
     def _rows_and_targets(self, X: Any, y: Any) -> tuple[Any, np.ndarray, bool]:
         """(rows, targets on the fit's scale, distributed): rows checked once (a Dask
         collection's stay on the workers), targets finite and, with label_bounds, moved
@@ -491,7 +491,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         self.accountant.check_all(events)
         return events
 
-    def _fit_adassp(self, Xa: Any, yc: np.ndarray,
+    def _fit_adassp(self, Xa: Any, yc: np.ndarray | None,
                     plan: _Plan) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
         """AdaSSP: ridge regression from noisy sufficient statistics.  They are sums:
         AdaSSP needs no count, and under add_remove records only a PUBLIC one
@@ -509,7 +509,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         return dict(alpha=plan.alpha, h=plan.h, tol=self.tol, max_iter=self.max_iter,
                     n_threads=self.n_threads, solver=self.solver)
 
-    def _fit_nonprivate(self, Xa: Any, yc: np.ndarray,
+    def _fit_nonprivate(self, Xa: Any, yc: np.ndarray | None,
                         plan: _Plan) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
         """method='none': the exact minimiser, no noise, no guarantee."""
         res = erm._minimize(Xa, yc, loss=LOSS, **self._solver_args(plan))
@@ -522,7 +522,7 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
                        "n_iter": int(res.n_iter)}
         return res.coef, record, diagnostics
 
-    def _fit_private(self, Xa: Any, yc: np.ndarray,
+    def _fit_private(self, Xa: Any, yc: np.ndarray | None,
                      plan: _Plan) -> tuple[np.ndarray, ReleaseRecord, dict[str, Any]]:
         """Objective or output perturbation on checked parameters."""
         mech = _output if plan.method == "output" else _objective

@@ -7,6 +7,7 @@ record -- so `model.privacy` is the dict the local estimator's `privacy_` would 
 `model.localModel` is a fitted dperm estimator (for numpy and pandas rows).
 """
 import json
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -35,13 +36,10 @@ from pyspark.ml.util import (
 from dperm.data.design import WithInterceptColumn
 from dperm.data.spark_rows import SparkRows
 from dperm.data.validation import bound_rows
-from dperm.losses import get_loss
 from dperm.optim import erm
-from dperm.privacy.mechanisms import _objective, _output, normalising_count, warn_if_count_private
-from dperm.privacy.record import ReleaseRecord, public_count
 from dperm.sklearn import classifier as _clf
 from dperm.sklearn import regressor as _reg
-from dperm.sklearn._base import _warn_clipped, split_intercept
+from dperm.sklearn._base import _warn_clipped
 
 __all__ = ["PrivateLinearClassifier", "PrivateLinearClassificationModel",
            "PrivateLinearRegression", "PrivateLinearRegressionModel"]
@@ -177,148 +175,71 @@ def _init(self, kwargs):
 
 # ------------------------------------------------------------------ the fits
 def _fit_classifier(local, rows):
-    """The binary and one-vs-rest branches of dperm.PrivateLinearClassifier.fit on rows
-    whose labels (+-1, or the class indices) are on the executors; sets local's fitted
-    attributes.  K > 2 classes: K binary fits, each with epsilon / K (and delta / K), one
-    generator for the K noise draws, as locally."""
-    local._start_fit({}, "perturbation")
+    """dperm.PrivateLinearClassifier.fit's steps (the count warning and the privacy split
+    of `_plan`, Lambda, the mechanism, the record, the intercept) on rows whose labels
+    (+-1, or the class indices) are on the executors; sets local's fitted attributes.
+    K > 2 classes: K binary fits, one design per class (`SparkRows.for_class`), each
+    with epsilon / K (and delta / K), one generator for the K noise draws, as locally."""
+    local._start_fit({}, "perturbation")     # the parameters, checked once
     n = rows.shape[0]
     if n < 2:
         raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
     classes = np.asarray(local.classes, dtype=np.float64)
     K = classes.size
-    mode = local._multiclass_mode(K)
-    if mode == "multinomial":
+    if local._multiclass_mode(K) == "multinomial":
         raise ValueError(
             f"classes: {K} classes with loss='logistic' and delta > 0 (or no noise) are fitted "
             "as one multinomial (softmax) model by dperm.PrivateLinearClassifier, which does "
             "not run on Spark yet; on Spark use delta=0 or loss='huber' (one-vs-rest), or fit "
             "the local estimator")
-    n_fits = K if mode == "ovr" else 1
-    # the parameters were checked once, in _start_fit
-    warn_if_count_private(local.neighbouring, local.n_public)
-    delta, nb, n_norm = float(local.delta), local.neighbouring, normalising_count(local.n_public, n)
-    eps_fit = float(local.epsilon) / n_fits if local.perturbation != "none" else float("inf")
-    lo = get_loss(local.loss)
-    R = float(local.data_norm)
-    X, clipped = bound_rows(rows, R, local.norm_policy, return_clipped=True)
-    targets = [X] if mode == "binary" else [X.for_class(k) for k in range(K)]
-    designs = [WithInterceptColumn(t, R) if local.fit_intercept else t for t in targets]
+    plan = local._plan(n, K, False)
+    X, clipped = bound_rows(rows, plan.R, local.norm_policy, return_clipped=True)
+    targets = [X] if plan.mode == "binary" else [X.for_class(k) for k in range(K)]
+    designs = [WithInterceptColumn(t, plan.R) if local.fit_intercept else t for t in targets]
     d = designs[0].shape[1]
-    alpha = local._resolve_alpha(int(n_norm), d, lo, eps_fit, delta / n_fits, nb, 2)
-    _warn_clipped(clipped, n, R)
-    common = dict(alpha=alpha, h=float(local.h), tol=local.tol, max_iter=local.max_iter,
-                  n_threads=local.n_threads, solver=local.solver)
+    plan = replace(plan, alpha=local._plan_alpha(plan, d))
+    _warn_clipped(clipped, n, plan.R)
     rng = local._fit_generator()
     if local.perturbation == "none":
-        res = [erm._minimize(Xa, None, loss=lo.name, **common) for Xa in designs]
-        W = np.stack([r.coef for r in res])
-        record = ReleaseRecord(
-            layout="mechanism", mechanism="none", loss=lo.name, neighbouring=nb,
-            epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=alpha, data_norm=R,
-            h=float(local.h), n_samples=public_count(nb, local.n_public, n),
-            curvature=lo.curvature(local.h, R), n_classes=K)
-        diagnostics = {"grad_norm": float(np.max(res[0].grad_norm)),
-                       "converged": bool(np.all(res[0].converged)),
-                       "n_iter": int(np.max(res[0].n_iter))}
+        W, record, diagnostics = local._fit_nonprivate(designs[0], None, plan, designs)
     else:
-        mech = _output if local.perturbation == "output" else _objective
-        extra = {} if local.perturbation == "output" else {"perturbation": local.perturbation}
-        fits = []
-        for Xa in designs:      # one generator for all K fits: K independent draws
-            fits.append(mech(Xa, None, loss=lo.name, epsilon=eps_fit, data_norm=R,
-                             norm_policy="clip", n_draws=1, random_state=rng,
-                             delta=delta / n_fits, neighbouring=nb, n_public=n_norm,
-                             **extra, **common))
-        W = np.stack([f.coef[0] for f in fits])
-        record = fits[0].record()
-        diags = [f.diagnostics() for f in fits]
-        diagnostics = {"grad_norm": max(dg["grad_norm"] for dg in diags),
-                       "converged": all(dg["converged"] for dg in diags),
-                       "n_iter": max(dg["n_iter"] for dg in diags)}
-    # the estimator's release: the mechanism's record and the split over K classes, as
-    # the local estimator's
-    record = record.replace(
-        layout="classifier", n_classes=K, multiclass=None if mode == "binary" else "ovr",
-        epsilon_total=float(local.epsilon) if local.perturbation != "none" else float("inf"),
-        delta_total=delta if local.perturbation != "none" else 0.0)
+        W, record, diagnostics = local._fit_private(designs[0], None, plan, rng, designs)
     diagnostics["rows_clipped"] = int(clipped)
-    W = np.asarray(W, dtype=np.float64).reshape(-1, d)
-    coef, intercept = split_intercept(W, R) if local.fit_intercept else (W, np.zeros(W.shape[0]))
+    coef, intercept = local._coef_intercept(W, plan, d)
     local.classes_ = classes
     local.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1, X.shape[1])
     local.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(-1)
-    local._set_fitted(X.shape[1], None, alpha, record, diagnostics)
+    local._set_fitted(X.shape[1], None, plan.alpha, local._classifier_record(record, plan),
+                      diagnostics)
     return local
 
 
 def _fit_regression(local, rows):
-    """dperm.PrivateLinearRegression.fit (objective, output, AdaSSP or none) on rows whose
-    targets (minus the public centre of label_bounds, clipped to the label bound) are on
-    the executors; sets local's fitted attributes."""
-    local._start_fit({}, "method")
+    """dperm.PrivateLinearRegression.fit's steps (`_plan`: the mechanism, the count
+    warning, Lambda; objective, output, AdaSSP or none; the record; the intercept and the
+    public centre) on rows whose targets (minus the public centre of label_bounds, clipped
+    to the label bound) are on the executors, so the steps get no targets (yc None); sets
+    local's fitted attributes."""
+    local._start_fit({}, "method")     # the parameters, checked once
     n = rows.shape[0]
     if n < 2:
         raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
     B, centre = local._label()
-    h = local._h()
-    # the parameters were checked once, in _start_fit
-    delta, nb, n_norm = float(local.delta), local.neighbouring, normalising_count(local.n_public, n)
     R = float(local.data_norm)
     X, clipped = bound_rows(rows, R, local.norm_policy, return_clipped=True)
     Xa = WithInterceptColumn(X, R) if local.fit_intercept else X
-    d = Xa.shape[1]
-    method = _reg.resolve_method(local.method, n=int(n_norm), d=d, epsilon=float(local.epsilon),
-                                 delta=delta)
-    if method not in ("adassp", "none"):
-        warn_if_count_private(local.neighbouring, local.n_public)
-    eps = float(local.epsilon) if method != "none" else float("inf")
-    alpha = None if method == "adassp" else \
-        local._resolve_alpha(int(n_norm), d, method, eps, delta, nb, h)
+    plan = local._plan(n, Xa.shape[1], B, centre)
     _warn_clipped(clipped, n, R)
     _reg._warn_labels_clipped(rows.labels_clipped, n, B, centre)
-    common = dict(alpha=alpha, h=h, tol=local.tol, max_iter=local.max_iter,
-                  n_threads=local.n_threads, solver=local.solver)
-    lo = get_loss(_reg.LOSS)
-    if method == "adassp":
-        from dperm.privacy.adassp import adassp
-
-        # X^T X and X^T y in one pass on the executors (SparkRows.sufficient_statistics)
-        W, raw = adassp(Xa, None, epsilon=eps, delta=delta, data_norm=R, label_bound=B,
-                        neighbouring=nb, random_state=local._fit_generator())
-        raw = dict(raw, n_samples=public_count(nb, local.n_public, n, needs_count=False))
-        record = ReleaseRecord(layout="adassp", noise="gaussian", **raw)
-        diagnostics = {}
-    elif method == "none":
-        res = erm._minimize(Xa, None, loss=_reg.LOSS, **common)
-        W = res.coef
-        record = ReleaseRecord(
-            layout="mechanism", mechanism="none", loss=_reg.LOSS, neighbouring=nb,
-            epsilon=float("inf"), delta=0.0, extra_l2=0.0, alpha=alpha, data_norm=R, h=h,
-            n_samples=public_count(nb, local.n_public, n), curvature=lo.curvature(h, R))
-        diagnostics = {"grad_norm": float(res.grad_norm), "converged": bool(res.converged),
-                       "n_iter": int(res.n_iter)}
-    else:
-        mech = _output if method == "output" else _objective
-        fit = mech(Xa, None, loss=_reg.LOSS, epsilon=eps, data_norm=R, norm_policy="clip",
-                   n_draws=1, random_state=local._fit_generator(), delta=delta,
-                   neighbouring=nb, n_public=n_norm, **common)
-        W = fit.coef[0]
-        record = fit.record().replace(n_classes=None)
-        diagnostics = fit.diagnostics()
-    record = record.replace(
-        layout="adassp" if method == "adassp" else "regression", method=method,
-        task="regression", label_bound=B, label_centre=centre,
-        gradient_bound=None if method == "adassp" else lo.gradient_bound(R, h),
-        epsilon_total=eps, delta_total=delta if method != "none" else 0.0)
+    step = {"adassp": local._fit_adassp, "none": local._fit_nonprivate}.get(
+        plan.method, local._fit_private)
+    W, record, diagnostics = step(Xa, None, plan)
     diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(rows.labels_clipped))
-    W = np.asarray(W, dtype=np.float64).reshape(-1)
-    coef, intercept = split_intercept(W, R) if local.fit_intercept else (W, 0.0)
-    if centre is not None:     # predictions on the original scale: + the public centre
-        intercept = float(intercept) + centre
+    coef, intercept = local._coef_intercept(W, plan)
     local.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1)
     local.intercept_ = float(intercept)
-    local._set_fitted(X.shape[1], None, alpha, record, diagnostics)
+    local._set_fitted(X.shape[1], None, plan.alpha, local._regression_record(record, plan),
+                      diagnostics)
     return local
 
 
