@@ -260,7 +260,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
     from dperm.cli._io import model_to_json
     from dperm.exceptions import PrivacyLeakWarning
     from dperm.model_io import model_file
-    from dperm.sklearn.classifier import PrivateLinearClassifier, split_intercept
+    from dperm.sklearn.classifier import PrivateLinearClassifier
 
     classes = list(schema.classes)
     if args.perturbation == "none":
@@ -298,15 +298,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
         warnings.filterwarnings("ignore", message="y: every label is")
         clf.fit(Xa, y)
     seconds = time.perf_counter() - t0
-    W = np.asarray(clf.coef_, dtype=np.float64)          # (1, d') for two classes, (K, d')
-    if args.no_intercept:
-        coef, intercept = W, np.zeros(W.shape[0])
-    else:
-        coef, intercept = split_intercept(W, 1.0)
-    coef = np.asarray(coef, dtype=np.float64).reshape(W.shape[0], -1)
-    intercept = np.asarray(intercept, dtype=np.float64).reshape(-1)
-    if K == 2:
-        coef, intercept = coef[0], float(intercept[0])
+    coef, intercept = _classifier_coef(clf, args.no_intercept, K)
     rec = clf.privacy_
     # No accuracy on the training rows is printed: it is a statistic of the private data
     # computed outside the mechanism, so publishing it would not be covered by epsilon.
@@ -328,6 +320,26 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
     if args.holdout:
         _report_holdout(args.holdout, schema, coef, intercept, args)
     return 0
+
+
+def _classifier_coef(clf, no_intercept, K):
+    """The fitted model as (coef, intercept): (d,) and a float for two classes, (K, d)
+    and (K,) for K; the last column of the rows is the intercept's constant unless
+    --no-intercept."""
+    import numpy as np
+
+    from dperm.sklearn.classifier import split_intercept
+
+    W = np.asarray(clf.coef_, dtype=np.float64)          # (1, d') for two classes, (K, d')
+    if no_intercept:
+        coef, intercept = W, np.zeros(W.shape[0])
+    else:
+        coef, intercept = split_intercept(W, 1.0)
+    coef = np.asarray(coef, dtype=np.float64).reshape(W.shape[0], -1)
+    intercept = np.asarray(intercept, dtype=np.float64).reshape(-1)
+    if K == 2:
+        return coef[0], float(intercept[0])
+    return coef, intercept
 
 
 # ----------------------------------------------------------------------------- streaming
