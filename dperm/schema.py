@@ -158,6 +158,172 @@ def _default_where(i: int) -> str:
     return f"row index {i}"
 
 
+# ----------------------------------------------------------------------------- the constructor's steps
+def _mapping(value: Mapping | None, what: str, expected: str) -> Mapping:
+    """``value`` ({} for None), which must be a mapping."""
+    value = {} if value is None else value
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{what} must map {expected}, got {type(value).__name__}")
+    return value
+
+
+def _numeric_range(c: Any, b: Any) -> tuple[float, float]:
+    """The public (low, high) of numeric column c: two finite numbers, low < high (a
+    single number H is (0, H))."""
+    _column_name(c, "numeric")
+    b = plain_list(b)
+    if _is_real(b):
+        b = [0.0, b]  # a single number is the upper bound of [0, high]
+    if not (isinstance(b, (list, tuple)) and len(b) == 2 and all(_is_real(v) for v in b)):
+        raise ValueError(f"numeric[{c!r}] must be [low, high] (two numbers), got {b!r}")
+    lo, hi = float(b[0]), float(b[1])
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"numeric[{c!r}] = {list(b)!r} needs finite low < high")
+    return lo, hi
+
+
+def _category_list(c: Any, cats: Any) -> tuple[Any, ...]:
+    """The public categories of column c: a non-empty list of distinct scalars."""
+    _column_name(c, "categorical")
+    cats = plain_list(cats)
+    if isinstance(cats, (str, bytes)) or not isinstance(cats, (list, tuple)) or not cats:
+        raise ValueError(f"categorical[{c!r}] must be a non-empty list of categories, "
+                         f"got {cats!r}")
+    cats = tuple(normalize_category(_scalar(v, f"categorical[{c!r}]")) for v in cats)
+    if len(set(cats)) != len(cats):
+        raise ValueError(f"categorical[{c!r}]: categories {_repeated(cats)} are listed more "
+                         "than once")
+    return cats
+
+
+def _repeated(items: tuple[Any, ...]) -> list[Any]:
+    """The items listed more than once, each once, in order of their second listing."""
+    seen: set[Any] = set()
+    dup: list[Any] = []
+    for v in items:
+        if v in seen and v not in dup:
+            dup.append(v)
+        seen.add(v)
+    return dup
+
+
+def _check_feature_columns(num: Mapping[str, Any], cat: Mapping[str, Any]) -> None:
+    """At least one feature column, none both numeric and categorical."""
+    both = [c for c in num if c in cat]
+    if both:
+        raise ValueError(f"column(s) {both} are both numeric and categorical")
+    if not num and not cat:
+        raise ValueError("no feature columns (give 'numeric' and/or 'categorical')")
+
+
+def _check_label_column(label: Any, num: Mapping[str, Any], cat: Mapping[str, Any]) -> None:
+    """The label (when given) is a column name that is not a feature."""
+    if label is None:
+        return
+    if not (isinstance(label, str) and label):
+        raise ValueError(f"label must be a column name, got {label!r}")
+    if label in num or label in cat:
+        raise ValueError(f"the label column {label!r} is also listed as a feature")
+
+
+def _label_range(label_bounds: Any, label: str | None) -> tuple[float, float]:
+    """The public (low, high) of a regression label: two finite numbers, low < high."""
+    if label is None:
+        raise ValueError("label_bounds need a label column (label=...)")
+    label_bounds = plain_list(label_bounds)
+    if not (isinstance(label_bounds, (list, tuple)) and len(label_bounds) == 2
+            and all(_is_real(v) for v in label_bounds)):
+        raise ValueError(f"label_bounds must be [low, high] (two numbers), got "
+                         f"{label_bounds!r}")
+    lo, hi = float(label_bounds[0]), float(label_bounds[1])
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"label_bounds = {list(label_bounds)!r} needs finite "
+                         "low < high")
+    return lo, hi
+
+
+def _fill_value(c: Any, v: Any, num: Mapping[str, Any],
+                cat: Mapping[str, tuple[Any, ...]]) -> Any:
+    """The public fill value of feature column c: a finite number for a numeric
+    column, one of the listed categories (as listed) for a categorical one."""
+    v = _plain(v)
+    if c in num:
+        if not (_is_real(v) and math.isfinite(v)):
+            raise ValueError(f"fill[{c!r}] must be a finite number for the numeric "
+                             f"column {c!r}, got {v!r}")
+        return float(v)
+    if c in cat:
+        v = normalize_category(v)
+        if _is_na(v) or not isinstance(v, (str, numbers.Real)) or v not in cat[c]:
+            raise ValueError(f"fill[{c!r}] = {v!r} must be one of the categories of "
+                             f"column {c!r}: {_short(cat[c])}")
+        return cat[c][cat[c].index(v)]
+    raise ValueError(f"fill names column {c!r}, which is not a feature column of "
+                     "the schema")
+
+
+# ----------------------------------------------------------------------------- from_dict's steps
+def _json_sections(obj: dict, where: str) -> tuple[dict, dict, dict, dict]:
+    """The JSON form's numeric, categorical, label and fill objects ({} when absent)."""
+    extra = set(obj) - set(_SCHEMA_KEYS)
+    if extra:
+        raise ValueError(f"{where}: unknown key(s) {sorted(extra)}; expected "
+                         f"{sorted(_SCHEMA_KEYS)}")
+    sections = [obj.get(k, {}) or {} for k in _SCHEMA_KEYS]
+    for value, expected in zip(sections, (
+            "'numeric' must map column -> [low, high]",
+            "'categorical' must map column -> list of categories",
+            "'label' must be an object {\"column\": ..., \"classes\": [...]}",
+            "'fill' must map column -> public fill value")):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: {expected}")
+    numeric, categorical, label, fill = sections
+    return numeric, categorical, label, fill
+
+
+def _json_label(label: dict, where: str) -> tuple[Any, Any, Any]:
+    """The JSON label object's column, classes and bounds (each None when absent)."""
+    extra = set(label) - {"column", "classes", "bounds"}
+    if extra:
+        raise ValueError(f"{where}: label has unknown key(s) {sorted(extra)}; expected "
+                         "'column', 'classes', 'bounds'")
+    label_bounds = label.get("bounds")
+    if label_bounds is not None and not (
+            isinstance(label_bounds, list) and len(label_bounds) == 2
+            and all(_is_real(v) and not isinstance(v, bool) for v in label_bounds)):
+        raise ValueError(f"{where}: label.bounds must be [low, high] (two numbers), got "
+                         f"{label_bounds!r}")
+    column = label.get("column")
+    if column is not None and not (isinstance(column, str) and column):
+        raise ValueError(f"{where}: label.column must be a column name, got {column!r}")
+    classes = label.get("classes")
+    if classes is not None and not isinstance(classes, list):
+        raise ValueError(f"{where}: label.classes must be a list of at least two different "
+                         f"labels, got {classes!r}")
+    return column, classes, label_bounds
+
+
+def _check_json_numeric(numeric: dict) -> None:
+    """Each JSON bound is a number or a list (never true/false)."""
+    for c, b in numeric.items():
+        if isinstance(b, bool) or not (_is_real(b) or isinstance(b, list)):
+            raise ValueError(f"numeric[{c!r}] must be [low, high] (two numbers), got {b!r}")
+
+
+def _json_categories_as_text(categorical: dict, classes: list | None,
+                             fill: dict) -> tuple[dict, list | None, dict]:
+    """Categories, classes and categorical fill values as strings (the command line,
+    which reads every cell as text; JSON integers become strings)."""
+    categorical = {c: ([_text(v, f"categorical[{c!r}]") for v in cats]
+                       if isinstance(cats, list) else cats)
+                   for c, cats in categorical.items()}
+    if classes is not None:
+        classes = [_text(v, "label.classes") for v in classes]
+    fill = {c: (_text(v, f"fill[{c!r}]") if c in categorical else v)
+            for c, v in fill.items()}
+    return categorical, classes, fill
+
+
 # ----------------------------------------------------------------------------- schema
 class PublicSchema:
     """Public preprocessing of a table: bounds, category lists, label, fill values.
@@ -218,92 +384,22 @@ class PublicSchema:
 
     __slots__ = ("_numeric", "_categorical", "_label", "_classes", "_fill", "_label_bounds")
 
-    def __init__(self, numeric: Mapping | None = None,  # noqa: C901
+    def __init__(self, numeric: Mapping | None = None,
                  categorical: Mapping | None = None, *, label: str | None = None,
                  classes: Any = None, fill: Mapping | None = None,
                  label_bounds: Any = None) -> None:
-        numeric = {} if numeric is None else numeric
-        categorical = {} if categorical is None else categorical
-        fill = {} if fill is None else fill
-        if not isinstance(numeric, Mapping):
-            raise ValueError("numeric must map column -> [low, high], got "
-                             f"{type(numeric).__name__}")
-        if not isinstance(categorical, Mapping):
-            raise ValueError("categorical must map column -> list of categories, got "
-                             f"{type(categorical).__name__}")
-        if not isinstance(fill, Mapping):
-            raise ValueError("fill must map column -> public fill value, got "
-                             f"{type(fill).__name__}")
-        num = {}
-        for c, b in numeric.items():
-            _column_name(c, "numeric")
-            b = plain_list(b)
-            if _is_real(b):
-                b = [0.0, b]  # a single number is the upper bound of [0, high]
-            if not (isinstance(b, (list, tuple)) and len(b) == 2 and all(_is_real(v) for v in b)):
-                raise ValueError(f"numeric[{c!r}] must be [low, high] (two numbers), got {b!r}")
-            lo, hi = float(b[0]), float(b[1])
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                raise ValueError(f"numeric[{c!r}] = {list(b)!r} needs finite low < high")
-            num[c] = (lo, hi)
-        cat = {}
-        for c, cats in categorical.items():
-            _column_name(c, "categorical")
-            cats = plain_list(cats)
-            if isinstance(cats, (str, bytes)) or not isinstance(cats, (list, tuple)) or not cats:
-                raise ValueError(f"categorical[{c!r}] must be a non-empty list of categories, "
-                                 f"got {cats!r}")
-            cats = tuple(normalize_category(_scalar(v, f"categorical[{c!r}]")) for v in cats)
-            if len(set(cats)) != len(cats):
-                seen, dup = set(), []
-                for v in cats:
-                    if v in seen and v not in dup:
-                        dup.append(v)
-                    seen.add(v)
-                raise ValueError(f"categorical[{c!r}]: categories {dup} are listed more than once")
-            cat[c] = cats
-        both = [c for c in num if c in cat]
-        if both:
-            raise ValueError(f"column(s) {both} are both numeric and categorical")
-        if not num and not cat:
-            raise ValueError("no feature columns (give 'numeric' and/or 'categorical')")
-        if label is not None:
-            if not (isinstance(label, str) and label):
-                raise ValueError(f"label must be a column name, got {label!r}")
-            if label in num or label in cat:
-                raise ValueError(f"the label column {label!r} is also listed as a feature")
+        numeric = _mapping(numeric, "numeric", "column -> [low, high]")
+        categorical = _mapping(categorical, "categorical", "column -> list of categories")
+        fill = _mapping(fill, "fill", "column -> public fill value")
+        num = {c: _numeric_range(c, b) for c, b in numeric.items()}
+        cat = {c: _category_list(c, cats) for c, cats in categorical.items()}
+        _check_feature_columns(num, cat)
+        _check_label_column(label, num, cat)
         if classes is not None:
             classes = _check_classes(classes, "classes")
         if label_bounds is not None:
-            if label is None:
-                raise ValueError("label_bounds need a label column (label=...)")
-            label_bounds = plain_list(label_bounds)
-            if not (isinstance(label_bounds, (list, tuple)) and len(label_bounds) == 2
-                    and all(_is_real(v) for v in label_bounds)):
-                raise ValueError(f"label_bounds must be [low, high] (two numbers), got "
-                                 f"{label_bounds!r}")
-            lo, hi = float(label_bounds[0]), float(label_bounds[1])
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                raise ValueError(f"label_bounds = {list(label_bounds)!r} needs finite "
-                                 "low < high")
-            label_bounds = (lo, hi)
-        fil = {}
-        for c, v in fill.items():
-            v = _plain(v)
-            if c in num:
-                if not (_is_real(v) and math.isfinite(v)):
-                    raise ValueError(f"fill[{c!r}] must be a finite number for the numeric "
-                                     f"column {c!r}, got {v!r}")
-                fil[c] = float(v)
-            elif c in cat:
-                v = normalize_category(v)
-                if _is_na(v) or not isinstance(v, (str, numbers.Real)) or v not in cat[c]:
-                    raise ValueError(f"fill[{c!r}] = {v!r} must be one of the categories of "
-                                     f"column {c!r}: {_short(cat[c])}")
-                fil[c] = cat[c][cat[c].index(v)]
-            else:
-                raise ValueError(f"fill names column {c!r}, which is not a feature column of "
-                                 "the schema")
+            label_bounds = _label_range(label_bounds, label)
+        fil = {c: _fill_value(c, v, num, cat) for c, v in fill.items()}
         self._numeric = types.MappingProxyType(num)
         self._categorical = types.MappingProxyType(cat)
         self._label = label
@@ -522,55 +618,15 @@ class PublicSchema:
         ValueError
             An invalid schema.
         """
-        def bad(msg: str) -> ValueError:
-            return ValueError(f"{where}: {msg}")
-
         if not isinstance(obj, dict):
-            raise bad("must be a JSON object with keys 'numeric', 'categorical', 'label' "
-                      "(and optionally 'fill')")
-        extra = set(obj) - set(_SCHEMA_KEYS)
-        if extra:
-            raise bad(f"unknown key(s) {sorted(extra)}; expected {sorted(_SCHEMA_KEYS)}")
-        numeric = obj.get("numeric", {}) or {}
-        categorical = obj.get("categorical", {}) or {}
-        label = obj.get("label", {}) or {}
-        fill = obj.get("fill", {}) or {}
-        if not isinstance(numeric, dict):
-            raise bad("'numeric' must map column -> [low, high]")
-        if not isinstance(categorical, dict):
-            raise bad("'categorical' must map column -> list of categories")
-        if not isinstance(label, dict):
-            raise bad("'label' must be an object {\"column\": ..., \"classes\": [...]}")
-        if not isinstance(fill, dict):
-            raise bad("'fill' must map column -> public fill value")
-        extra = set(label) - {"column", "classes", "bounds"}
-        if extra:
-            raise bad(f"label has unknown key(s) {sorted(extra)}; expected 'column', 'classes', "
-                      "'bounds'")
-        label_bounds = label.get("bounds")
-        if label_bounds is not None and not (
-                isinstance(label_bounds, list) and len(label_bounds) == 2
-                and all(_is_real(v) and not isinstance(v, bool) for v in label_bounds)):
-            raise bad(f"label.bounds must be [low, high] (two numbers), got {label_bounds!r}")
-        column = label.get("column")
-        if column is not None and not (isinstance(column, str) and column):
-            raise bad(f"label.column must be a column name, got {column!r}")
-        classes = label.get("classes")
-        if classes is not None and not isinstance(classes, list):
-            raise bad(f"label.classes must be a list of at least two different labels, got "
-                      f"{classes!r}")
+            raise ValueError(f"{where}: must be a JSON object with keys 'numeric', "
+                             "'categorical', 'label' (and optionally 'fill')")
+        numeric, categorical, label, fill = _json_sections(obj, where)
+        column, classes, label_bounds = _json_label(label, where)
         try:
-            for c, b in numeric.items():
-                if isinstance(b, bool) or not (_is_real(b) or isinstance(b, list)):
-                    raise ValueError(f"numeric[{c!r}] must be [low, high] (two numbers), got {b!r}")
+            _check_json_numeric(numeric)
             if categories_as_text:
-                categorical = {c: ([_text(v, f"categorical[{c!r}]") for v in cats]
-                                   if isinstance(cats, list) else cats)
-                               for c, cats in categorical.items()}
-                if classes is not None:
-                    classes = [_text(v, "label.classes") for v in classes]
-                fill = {c: (_text(v, f"fill[{c!r}]") if c in categorical else v)
-                        for c, v in fill.items()}
+                categorical, classes, fill = _json_categories_as_text(categorical, classes, fill)
             elif classes is not None:
                 classes = [_scalar(v, "label.classes") for v in classes]
             if classes is not None:
@@ -578,7 +634,7 @@ class PublicSchema:
             return cls(numeric, categorical, label=column, classes=classes, fill=fill,
                        label_bounds=label_bounds)
         except ValueError as exc:
-            raise bad(str(exc)) from None
+            raise ValueError(f"{where}: {exc}") from None
 
     # ------------------------------------------------------------------ encoding
     def _column_arrays(self, columns: Any) -> tuple[dict[str, Any], int]:

@@ -54,17 +54,9 @@ def _numbers(table, c):
 
 
 def cmd_bounds(args):
-    from dperm.cli._io import (
-        CLIError,
-        header_hint,
-        infer_schema,
-        load_schema,
-        model_to_json,
-        read_csv,
-    )
+    from dperm.cli._io import load_schema, model_to_json, read_csv
     from dperm.exceptions import PrivacyLeakWarning
     from dperm.privacy.quantiles import estimate_bounds
-    from dperm.schema import PublicSchema
 
     if not args.output:
         raise _UsageError("-o/--output SCHEMA.json is required")
@@ -72,6 +64,35 @@ def cmd_bounds(args):
     bounds_range = None if args.range is None else _pair(args.range, "--range")
     base = load_schema(args.schema) if args.schema is not None else None
     table = read_csv(args.data, delimiter=args.delimiter)
+    label, regression = _label_column(args, base, table)
+    leaks = []
+    columns, inferred = _numeric_columns(args, base, table, label, leaks)
+    categorical = _categories(args, base, table, label, columns, inferred, leaks)
+    data = {c: _numbers(table, c) for c in columns}     # every check before the release
+    released = list(columns)
+    if regression:     # the label: one more column of the same mechanism and split
+        data[label] = _numbers(table, label)
+        released.append(label)
+    if leaks:
+        warnings.warn(
+            f"{' and '.join(leaks)} were read from the private data, outside the privacy "
+            "guarantee (which covers the numeric bounds only); name the numeric columns "
+            "with --columns and give PUBLIC category lists in --schema BASE.json",
+            PrivacyLeakWarning, stacklevel=2)
+    bounds = estimate_bounds(data, args.epsilon, columns=released, quantiles=quantiles,
+                             bounds_range=bounds_range, random_state=args.seed)
+    schema = _output_schema(base, bounds, columns, categorical, label, regression)
+    _write_text(args.output, model_to_json(schema.to_dict()), "schema", atomic=True)
+    _print_bounds(bounds, released, label)
+    _note(f"schema written to {args.output}")
+    return 0
+
+
+def _label_column(args, base, table):
+    """The label column (--label, else the base schema's) and whether its range is
+    released too (--task regression)."""
+    from dperm.cli._io import CLIError, header_hint
+
     label = args.label if args.label is not None else (base.label if base else None)
     regression = getattr(args, "task", "classification") == "regression"
     if regression and label is None:
@@ -80,7 +101,15 @@ def cmd_bounds(args):
     if label is not None and label not in table.header:
         raise CLIError(f"{table.name}: no label column {label!r} (columns: "
                        f"{', '.join(table.header[:12])}){header_hint(table.header)}")
-    leaks = []
+    return label, regression
+
+
+def _numeric_columns(args, base, table, label, leaks):
+    """The columns whose bounds are released: --columns, else the base schema's numeric
+    columns, else those the data's cells look numeric in (a leak, appended to leaks).
+    Returns them and the schema inferred from the data (None when not read)."""
+    from dperm.cli._io import CLIError, header_hint, infer_schema
+
     inferred = None
     if args.columns is not None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
@@ -100,6 +129,14 @@ def cmd_bounds(args):
                        f"{', '.join(table.header[:12])}){header_hint(table.header)}")
     if label in columns:
         raise _UsageError(f"--columns: {label!r} is the label column")
+    return columns, inferred
+
+
+def _categories(args, base, table, label, columns, inferred, leaks):
+    """The category lists: the base schema's (public) for the columns not released as
+    numeric, with --categories-from-data those the data show too (a leak)."""
+    from dperm.cli._io import infer_schema
+
     categorical = {c: list(v) for c, v in (base.categorical.items() if base else ())
                    if c not in columns}
     if args.categories_from_data:
@@ -108,31 +145,29 @@ def cmd_bounds(args):
             if c not in columns and c not in categorical:
                 categorical[c] = list(cats)
         leaks.append("category lists")
-    data = {c: _numbers(table, c) for c in columns}     # every check before the release
-    released = list(columns)
-    if regression:     # the label: one more column of the same mechanism and split
-        data[label] = _numbers(table, label)
-        released.append(label)
+    return categorical
+
+
+def _output_schema(base, bounds, columns, categorical, label, regression):
+    """The written schema: the released bounds, and the base schema's public fill values
+    and classes (the classes only for the same label, and not for a regression)."""
+    from dperm.cli._io import CLIError
+    from dperm.schema import PublicSchema
+
     fill = {c: v for c, v in (base.fill.items() if base else ())
             if c in columns or c in categorical}
     classes = list(base.classes) if base is not None and base.classes is not None \
         and (base.label == label) and not regression else None
-    if leaks:
-        warnings.warn(
-            f"{' and '.join(leaks)} were read from the private data, outside the privacy "
-            "guarantee (which covers the numeric bounds only); name the numeric columns "
-            "with --columns and give PUBLIC category lists in --schema BASE.json",
-            PrivacyLeakWarning, stacklevel=2)
-    bounds = estimate_bounds(data, args.epsilon, columns=released, quantiles=quantiles,
-                             bounds_range=bounds_range, random_state=args.seed)
     label_bounds = bounds[label] if regression else None
     try:
-        schema = PublicSchema(numeric={c: bounds[c] for c in columns},
-                              categorical=categorical, label=label,
-                              classes=classes, fill=fill, label_bounds=label_bounds)
+        return PublicSchema(numeric={c: bounds[c] for c in columns},
+                            categorical=categorical, label=label,
+                            classes=classes, fill=fill, label_bounds=label_bounds)
     except ValueError as exc:
         raise CLIError(f"the output schema: {exc}") from None
-    _write_text(args.output, model_to_json(schema.to_dict()), "schema", atomic=True)
+
+
+def _print_bounds(bounds, released, label):
     rec = bounds.privacy_
     print(f"private bounds: epsilon = {rec['epsilon']:g} (pure epsilon-DP), "
           f"{len(released)} column(s), each one joint draw of its quantiles "
@@ -141,5 +176,3 @@ def cmd_bounds(args):
     for c in released:
         lo, hi = bounds[c]
         print(f"  {c}{' (label)' if c == label else ''}: [{lo:.6g}, {hi:.6g}]")
-    _note(f"schema written to {args.output}")
-    return 0

@@ -260,7 +260,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
     from dperm.cli._io import model_to_json
     from dperm.exceptions import PrivacyLeakWarning
     from dperm.model_io import model_file
-    from dperm.sklearn.classifier import PrivateLinearClassifier, split_intercept
+    from dperm.sklearn.classifier import PrivateLinearClassifier
 
     classes = list(schema.classes)
     if args.perturbation == "none":
@@ -298,15 +298,7 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
         warnings.filterwarnings("ignore", message="y: every label is")
         clf.fit(Xa, y)
     seconds = time.perf_counter() - t0
-    W = np.asarray(clf.coef_, dtype=np.float64)          # (1, d') for two classes, (K, d')
-    if args.no_intercept:
-        coef, intercept = W, np.zeros(W.shape[0])
-    else:
-        coef, intercept = split_intercept(W, 1.0)
-    coef = np.asarray(coef, dtype=np.float64).reshape(W.shape[0], -1)
-    intercept = np.asarray(intercept, dtype=np.float64).reshape(-1)
-    if K == 2:
-        coef, intercept = coef[0], float(intercept[0])
+    coef, intercept = _classifier_coef(clf, args.no_intercept, K)
     rec = clf.privacy_
     # No accuracy on the training rows is printed: it is a statistic of the private data
     # computed outside the mechanism, so publishing it would not be covered by epsilon.
@@ -328,6 +320,26 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
     if args.holdout:
         _report_holdout(args.holdout, schema, coef, intercept, args)
     return 0
+
+
+def _classifier_coef(clf, no_intercept, K):
+    """The fitted model as (coef, intercept): (d,) and a float for two classes, (K, d)
+    and (K,) for K; the last column of the rows is the intercept's constant unless
+    --no-intercept."""
+    import numpy as np
+
+    from dperm.sklearn.classifier import split_intercept
+
+    W = np.asarray(clf.coef_, dtype=np.float64)          # (1, d') for two classes, (K, d')
+    if no_intercept:
+        coef, intercept = W, np.zeros(W.shape[0])
+    else:
+        coef, intercept = split_intercept(W, 1.0)
+    coef = np.asarray(coef, dtype=np.float64).reshape(W.shape[0], -1)
+    intercept = np.asarray(intercept, dtype=np.float64).reshape(-1)
+    if K == 2:
+        return coef[0], float(intercept[0])
+    return coef, intercept
 
 
 # ----------------------------------------------------------------------------- streaming
@@ -832,32 +844,14 @@ def _fit_regression(args):
     """`dperm fit --task regression`: PrivateLinearRegression on the encoded rows (in
     memory, or streamed from a CSV larger than memory with --memory-budget / --work-dir),
     the model file with task "regression" (format version 3)."""
-    import numpy as np
-
     from dperm.cli._io import (
         model_to_json,
         schema_to_json,
     )
     from dperm.exceptions import PrivacyLeakWarning
-    from dperm.model_io import model_file
-    from dperm.sklearn.classifier import split_intercept
     from dperm.sklearn.regressor import PrivateLinearRegression, resolve_method
 
-    if args.label_bound is None and args.schema is None:
-        raise _UsageError("fit: --task regression needs --label-bound B, a PUBLIC bound on "
-                          "|label|, or a --schema with the label's public bounds (dperm bounds "
-                          "--task regression --label COLUMN writes them)")
-    if args.perturbation == "amp":
-        raise _UsageError("--perturbation amp is not available for --task regression "
-                          "(objective, output or none)")
-    if args.positive is not None:
-        raise _UsageError("--positive is for classification")
-    if args.from_binary is not None or args.keep_binary is not None:
-        raise _UsageError("--keep-binary and --from-binary are for classification (--task "
-                          "regression streams a CSV file with --memory-budget / --work-dir)")
-    if args.data is None:
-        raise _UsageError("fit: --task regression needs DATA.csv (the shipped Adult data has "
-                          "a class label)")
+    _check_regression_args(args)
     Xa, y, schema, names, shape, shown, leaks, n_read = (
         _streamed_regression_rows if _streaming(args) else _regression_rows)(args)
     if leaks:
@@ -873,24 +867,7 @@ def _fit_regression(args):
         warnings.warn("--perturbation none fits WITHOUT privacy (a non-private baseline)",
                       PrivacyLeakWarning, stacklevel=2)
     delta = args.delta if args.perturbation != "none" else 0.0
-    # the label's public range: --label-bound B ([-B, B], no centre), else the schema's
-    # label.bounds (dperm bounds --task regression): centre (low + high) / 2, bound
-    # (high - low) / 2 (PrivateLinearRegression(label_bounds=...))
-    label_bounds = schema.label_bounds
-    if args.label_bound is not None:
-        if label_bounds is not None:
-            _note(f"--label-bound {args.label_bound:g} overrides the schema's label bounds "
-                  f"[{label_bounds[0]:g}, {label_bounds[1]:g}] (no centring)")
-        label_bounds = None
-        label_bound = args.label_bound
-    elif label_bounds is None:
-        raise _UsageError(f"fit: --task regression needs --label-bound B, a PUBLIC bound on "
-                          f"|label|: the schema {args.schema} has no label bounds (write them "
-                          f"with dperm bounds --task regression --label COLUMN, or add "
-                          f"\"bounds\": [low, high] to its label)")
-    else:
-        label_bound = None
-        label_bounds = [float(v) for v in label_bounds]
+    label_bound, label_bounds = _regression_label_range(args, schema)
     B = label_bound if label_bound is not None else (label_bounds[1] - label_bounds[0]) / 2.0
     h = args.h if args.h is not None else B
     method = resolve_method(args.perturbation, n=int(Xa.shape[0]), d=int(Xa.shape[1]),
@@ -912,12 +889,70 @@ def _fit_regression(args):
             PrivacyLeakWarning, stacklevel=2)
     est.fit(Xa, y)
     seconds = time.perf_counter() - t0
+    coef, intercept = _regression_coef(est, args.no_intercept)
+    _print_regression(est, shown, shape, seconds)
+    model = _regression_model(args, est, coef, intercept, schema, leaks, delta=delta, h=h,
+                              label_bound=label_bound, label_bounds=label_bounds)
+    _write_text(args.output, model_to_json(model), "model", atomic=True)
+    print(f"model written to {args.output} ({len(names)} features"
+          f"{' + intercept' if not args.no_intercept else ''})")
+    return 0
+
+
+def _check_regression_args(args):
+    """The options --task regression refuses (before any data is read)."""
+    if args.label_bound is None and args.schema is None:
+        raise _UsageError("fit: --task regression needs --label-bound B, a PUBLIC bound on "
+                          "|label|, or a --schema with the label's public bounds (dperm bounds "
+                          "--task regression --label COLUMN writes them)")
+    if args.perturbation == "amp":
+        raise _UsageError("--perturbation amp is not available for --task regression "
+                          "(objective, output or none)")
+    if args.positive is not None:
+        raise _UsageError("--positive is for classification")
+    if args.from_binary is not None or args.keep_binary is not None:
+        raise _UsageError("--keep-binary and --from-binary are for classification (--task "
+                          "regression streams a CSV file with --memory-budget / --work-dir)")
+    if args.data is None:
+        raise _UsageError("fit: --task regression needs DATA.csv (the shipped Adult data has "
+                          "a class label)")
+
+
+def _regression_label_range(args, schema):
+    """The label's public range as (label_bound, label_bounds), one of them None:
+    --label-bound B ([-B, B], no centre), else the schema's label.bounds (dperm bounds
+    --task regression), centred on (low + high) / 2 with bound (high - low) / 2
+    (PrivateLinearRegression(label_bounds=...))."""
+    label_bounds = schema.label_bounds
+    if args.label_bound is not None:
+        if label_bounds is not None:
+            _note(f"--label-bound {args.label_bound:g} overrides the schema's label bounds "
+                  f"[{label_bounds[0]:g}, {label_bounds[1]:g}] (no centring)")
+        return args.label_bound, None
+    if label_bounds is None:
+        raise _UsageError(f"fit: --task regression needs --label-bound B, a PUBLIC bound on "
+                          f"|label|: the schema {args.schema} has no label bounds (write them "
+                          f"with dperm bounds --task regression --label COLUMN, or add "
+                          f"\"bounds\": [low, high] to its label)")
+    return None, [float(v) for v in label_bounds]
+
+
+def _regression_coef(est, no_intercept):
+    """The fitted model as (coef, intercept): the last column of the rows is the
+    intercept's constant (unless --no-intercept), plus the public label centre."""
+    import numpy as np
+
+    from dperm.sklearn.classifier import split_intercept
+
     W = np.asarray(est.coef_, dtype=np.float64)
-    if args.no_intercept:     # est.intercept_: 0.0, or the public label centre
-        coef, intercept = W, float(est.intercept_)
-    else:
-        coef, intercept = split_intercept(W, 1.0)
-        intercept = float(intercept) + est.intercept_
+    if no_intercept:     # est.intercept_: 0.0, or the public label centre
+        return W, float(est.intercept_)
+    coef, intercept = split_intercept(W, 1.0)
+    return coef, float(intercept) + est.intercept_
+
+
+def _print_regression(est, shown, shape, seconds):
+    """The privacy record, the label bound and the analyst-only diagnostics."""
     rec = est.privacy_
     _print_privacy(rec, shown, shape)
     if rec.get("label_centre") is None:
@@ -931,7 +966,16 @@ def _fit_regression(args):
     diag = dict(est.fit_diagnostics_)
     _print_diagnostics(diag, seconds)
     print(f"  {'labels clipped':<17} {_fmt(diag.get('labels_clipped'))}")
-    model = model_file(
+
+
+def _regression_model(args, est, coef, intercept, schema, leaks, *, delta, h, label_bound,
+                      label_bounds):
+    """The model file's content (task "regression")."""
+    import numpy as np
+
+    from dperm.model_io import model_file
+
+    return model_file(
         task="regression",
         estimator={"class": "PrivateLinearRegression", "loss": "pseudo_huber",
                    "method": args.perturbation, "epsilon": args.epsilon, "delta": delta,
@@ -942,7 +986,3 @@ def _fit_regression(args):
         record=est.release_record_, coef=np.asarray(coef, dtype=np.float64).reshape(-1),
         intercept=float(intercept), schema=schema, data=os.path.basename(args.data),
         read_from_data=leaks)
-    _write_text(args.output, model_to_json(model), "model", atomic=True)
-    print(f"model written to {args.output} ({len(names)} features"
-          f"{' + intercept' if not args.no_intercept else ''})")
-    return 0

@@ -265,7 +265,7 @@ def _procedure_delta(base: Any, grid: list[dict[str, Any]]) -> float:
     return max(deltas, default=0.0)
 
 
-def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any,  # noqa: C901
+def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any,
                    epsilon: float, random_state: Any = None) -> PrivateTuningResult:
     """Choose among parameter settings with epsilon-differential privacy (Algorithm 4).
 
@@ -345,14 +345,55 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
     (True, 2)
     >>> model = res.best_estimator_                         # publish this, and res.params
     """
-    from sklearn.base import clone
-
     epsilon = check_epsilon(epsilon, "epsilon")
     if not hasattr(estimator, "get_params") or not hasattr(estimator, "set_params"):
         raise TypeError(f"estimator: expected a scikit-learn estimator, got {type(estimator).__name__}")
     grid = _check_grid(param_grid)
     base = estimator.get_params(deep=True)
+    eps_keys, class_keys = _check_private_estimator(base)
+    delta = _procedure_delta(base, grid)
+    _check_grid_keys(grid, base, type(estimator).__name__)
 
+    # a Dask array: rows stay on the workers; the labels (n values, needed to check them
+    # against the public label set and to score the validation part) are read here, as
+    # in PrivateLinearClassifier.fit
+    X, y, n = _labelled_rows(X, y, base, class_keys, len(grid))
+    m = len(grid)
+
+    accountants = _accountants(base)
+    warn_if_seeded(random_state, accountant=accountants[0] if accountants else None)
+    event = ApproxEvent(epsilon, delta) if delta > 0 else epsilon
+    for a in accountants:
+        a.check(event)
+
+    rng = check_random_state(random_state)
+    parts = random_split(n, m + 1, rng)
+    val = parts[-1]
+    # a Dask array's parts are cut out of its chunks on the workers
+    part = _oracle.row_parts(X, y, parts)
+    X_val, y_val = part(m)
+    estimators, mistakes = _fit_candidates(estimator, grid, base, eps_keys[0], epsilon, rng,
+                                           part, X_val, y_val)
+
+    # mistakes change by at most 1 when one validation row changes: sensitivity 1
+    best, probabilities = exponential_mechanism(mistakes, epsilon, 1.0, rng)
+    for a in accountants:
+        a.spend(event, label=f"private_tuning({type(estimator).__name__}, m={m})")
+    sizes = [len(p) for p in parts[:-1]]
+    record = ReleaseRecord(layout="tuning", mechanism="private_tuning", epsilon=epsilon,
+                           delta=delta, neighbouring="replace_one", n_candidates=m,
+                           train_sizes=tuple(sizes), validation_size=len(val))
+    return PrivateTuningResult(
+        best_estimator_=estimators[best], best_params_=dict(grid[best]), best_index_=best,
+        params=grid, train_sizes=np.array(sizes),
+        validation_size=len(val), epsilon=epsilon, delta=delta, estimators_=estimators,
+        fit_diagnostics_={"mistakes": mistakes, "probabilities": probabilities},
+        release_record_=record)
+
+
+def _check_private_estimator(base: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The estimator's (nested) parameters: exactly one epsilon, a private perturbation,
+    public label sets.  Returns the epsilon and classes parameter names."""
     eps_keys = _keys(base, "epsilon")
     if len(eps_keys) != 1:
         raise ValueError(
@@ -369,16 +410,21 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
                 f"estimator: {k}=None would read the label set from the private data of one part; "
                 "pass the public label set, e.g. classes=[-1, 1]")
     if not class_keys:
+        # stacklevel 3: the caller of private_tuning
         warnings.warn("estimator: has no 'classes' parameter, so private_tuning cannot check that "
-                      "its label set is public", PrivacyLeakWarning, stacklevel=2)
+                      "its label set is public", PrivacyLeakWarning, stacklevel=3)
+    return eps_keys, class_keys
 
+
+def _check_grid_keys(grid: list[dict[str, Any]], base: Mapping[str, Any], name: str) -> None:
+    """Every key of every setting is a parameter of the estimator (named ``name``) that
+    the grid may choose: neither one private_tuning sets nor a public bound."""
     valid = set(base)
-    delta = _procedure_delta(base, grid)
     for i, p in enumerate(grid):
         for k in p:
             if k not in valid:
                 raise ValueError(f"param_grid: entry {i} sets {k!r}, which is not a parameter of "
-                                 f"{type(estimator).__name__} (valid: {sorted(valid)[:20]})")
+                                 f"{name} (valid: {sorted(valid)[:20]})")
             if k.split("__")[-1] in _RESERVED:
                 raise ValueError(f"param_grid: entry {i} sets {k!r}; private_tuning controls "
                                  f"{', '.join(_RESERVED)} itself")
@@ -387,9 +433,12 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
                                  f"({', '.join(_PUBLIC_BOUNDS)}) must be fixed on the estimator "
                                  "before seeing the data, not chosen by a grid")
 
-    # a Dask array: rows stay on the workers; the labels (n values, needed to check them
-    # against the public label set and to score the validation part) are read here, as
-    # in PrivateLinearClassifier.fit
+
+def _labelled_rows(X: Any, y: Any, base: Mapping[str, Any], class_keys: list[str],
+                   m: int) -> tuple[Any, np.ndarray, int]:
+    """X (rows kept where they are), the labels as a 1-D array and the row count n:
+    one label per row, enough rows for m + 1 parts of 2, every label in the public
+    label sets."""
     X, y, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False, frames=True)
     n = _oracle.n_rows(X)
     y = np.asarray(y)
@@ -397,7 +446,6 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
         y = y.ravel()
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y: expected {n} labels (one per row of X), got shape {y.shape}")
-    m = len(grid)
     if n // (m + 1) < 2:
         raise ValueError(f"param_grid: {m} settings need m + 1 = {m + 1} parts of at least 2 rows, "
                          f"but X has only {n} rows; use a smaller grid")
@@ -407,36 +455,38 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
         if bad.any():
             raise ValueError(f"y: values {np.unique(y[bad])[:5].tolist()} are not in {k}="
                              f"{classes.tolist()}")
+    return X, y, n
 
-    accountants: list = []
+
+def _accountants(base: Mapping[str, Any]) -> list[Any]:
+    """The distinct BudgetAccountants among the estimator's parameters, in order."""
+    accountants: list[Any] = []
     for k in _keys(base, "accountant"):
         a = base[k]
         if a is not None and all(a is not b for b in accountants):
             accountants.append(a)
-    warn_if_seeded(random_state, accountant=accountants[0] if accountants else None)
-    event = ApproxEvent(epsilon, delta) if delta > 0 else epsilon
-    for a in accountants:
-        a.check(event)
+    return accountants
 
-    rng = check_random_state(random_state)
-    parts = random_split(n, m + 1, rng)
-    val = parts[-1]
-    # a Dask array's parts are cut out of its chunks on the workers
-    part = _oracle.row_parts(X, y, parts)
-    X_val, y_val = part(m)
+
+def _fit_candidates(estimator: Any, grid: list[dict[str, Any]], base: Mapping[str, Any],
+                    eps_key: str, epsilon: float, rng: np.random.Generator, part: Any,
+                    X_val: Any, y_val: Any) -> tuple[list[Any], np.ndarray]:
+    """Fit a clone per setting on its part (epsilon, its own child stream, no
+    accountant) and count its mistakes on the validation part."""
+    from sklearn.base import clone
+
     rs_keys = _keys(base, "random_state")
-
-    estimators, mistakes = [], np.empty(m, dtype=np.int64)
+    estimators, mistakes = [], np.empty(len(grid), dtype=np.int64)
     for i, p in enumerate(grid):
         est = clone(estimator)
         settings = dict(p)
-        settings[eps_keys[0]] = epsilon
+        settings[eps_key] = epsilon
         for k in rs_keys:
             # an independent child stream per model: fresh entropy when random_state is
             # None, reproducible children of the seed otherwise
             settings[k] = spawn_generator(rng)
         for k in _keys(base, "accountant"):
-            settings[k] = None  # charged once for the whole procedure below
+            settings[k] = None  # charged once for the whole procedure
         est.set_params(**settings)
         est.fit(*part(i))
         # a generator (or any seed) left in a released estimator's parameters would
@@ -444,18 +494,4 @@ def private_tuning(estimator: Any, X: ArrayLike, y: ArrayLike, param_grid: Any, 
         est.set_params(**{k: None for k in rs_keys})
         mistakes[i] = _oracle.count_mistakes(est, X_val, y_val)
         estimators.append(est)
-
-    # mistakes change by at most 1 when one validation row changes: sensitivity 1
-    best, probabilities = exponential_mechanism(mistakes, epsilon, 1.0, rng)
-    for a in accountants:
-        a.spend(event, label=f"private_tuning({type(estimator).__name__}, m={m})")
-    sizes = [len(p) for p in parts[:-1]]
-    record = ReleaseRecord(layout="tuning", mechanism="private_tuning", epsilon=epsilon,
-                           delta=delta, neighbouring="replace_one", n_candidates=m,
-                           train_sizes=tuple(sizes), validation_size=len(val))
-    return PrivateTuningResult(
-        best_estimator_=estimators[best], best_params_=dict(grid[best]), best_index_=best,
-        params=grid, train_sizes=np.array(sizes),
-        validation_size=len(val), epsilon=epsilon, delta=delta, estimators_=estimators,
-        fit_diagnostics_={"mistakes": mistakes, "probabilities": probabilities},
-        release_record_=record)
+    return estimators, mistakes
