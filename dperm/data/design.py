@@ -119,10 +119,16 @@ class DesignRows:
 
     def toarray(self) -> np.ndarray:
         """The materialized rows (a dense float64 copy: for small problems only)."""
-        X = self.X.toarray() if hasattr(self.X, "toarray") else np.asarray(self.X)
+        return self.block(0, self.X.shape[0])
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        """Rows start:stop materialized (a dense float64 copy); the same values as those
+        rows of `toarray` (every step is row by row), without forming the others."""
+        part = self.X[start:stop]
+        X = part.toarray() if hasattr(part, "toarray") else np.asarray(part)
         X = X.astype(np.float64)
         if self.factor is not None:
-            X = X * self.factor[:, None]
+            X = X * self.factor[start:stop, None]
         if self.constant is not None:
             X = np.hstack([X, np.full((X.shape[0], 1), self.constant)])
         return X * self.scale

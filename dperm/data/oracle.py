@@ -18,6 +18,8 @@ rows", whatever the storage:
 Solvers (dperm.optim), mechanisms (dperm.privacy) and the estimators (dperm.sklearn)
 call these and never test a storage type themselves.
 """
+from typing import Any
+
 import numpy as np
 
 from dperm.data import dask_rows, spark_rows
@@ -184,7 +186,8 @@ def dense_matrix(X):
     """The rows of validated local X (dense, mapped, CSR or a DesignRows, with its
     clipping factors and constant column applied) as a dense float64 array: for the
     sufficient-statistics method, which needs X^T X (d x d) anyway.  Rows on the Dask
-    workers or the Spark executors are returned as they are: `sufficient_statistics` reads them there."""
+    workers or the Spark executors are returned as they are: `sufficient_statistics` reads them there.
+    (`sufficient_statistics` reads large local rows by blocks instead.)"""
     if isinstance(X, dask_rows.DaskRows) or spark_rows.is_spark_rows(X):
         return X
     if isinstance(X, DesignRows):
@@ -207,8 +210,58 @@ def sufficient_statistics(X, y, data_norm, label_bound, check_local):
     if isinstance(X, dask_rows.DaskRows) or spark_rows.is_spark_rows(X):
         gram, xty = X.sufficient_statistics(data_norm, label_bound)
         return gram, xty, X.shape
-    Xa, ya = check_local(X, y)
-    return Xa.T @ Xa, Xa.T @ ya, Xa.shape
+    n, d = _local_shape(X)
+    if n is None or d is None or n <= statistics_block_rows(d):
+        # one block: the whole matrix, as always (and any other array-like, whole)
+        Xa, ya = check_local(dense_matrix(X), y)
+        return Xa.T @ Xa, Xa.T @ ya, Xa.shape
+    # Blocks of rows, summed in order: a memory map (dperm fit's streamed binary) or a
+    # CSR matrix is never materialized, and the sums do not depend on how X is stored
+    if hasattr(X, "tocsr") and not isinstance(X, DesignRows):
+        X = X.tocsr()                     # (slices of rows: CSR)
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape != (n,):
+        raise ValueError(f"y: must be 1-D with one value per row of X ({n}), got shape {y.shape}")
+    rows = statistics_block_rows(d)
+    gram, xty = np.zeros((d, d)), np.zeros(d)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        Xb, yb = check_local(_dense_block(X, start, stop), y[start:stop])
+        gram += Xb.T @ Xb
+        xty += Xb.T @ yb
+    return gram, xty, (n, d)
+
+
+#: entries (rows x columns) per block of the local sufficient statistics: 32 MiB of
+#: float64 rows at a time
+STATISTICS_BLOCK_ENTRIES = 1 << 22
+
+
+def statistics_block_rows(n_columns: int) -> int:
+    """Rows per block of `sufficient_statistics` on local rows: a function of the number
+    of columns only (public), so the sums, and the release, are the same bits whether the
+    rows are an array in memory, a memory map or a CSR matrix."""
+    return max(1, STATISTICS_BLOCK_ENTRIES // max(1, int(n_columns)))
+
+
+def _local_shape(X: Any) -> tuple[int | None, int | None]:
+    """(n, d) of local rows that can be read by blocks, or (None, None) for any other
+    array-like (a list, say: converted whole by the caller's check, as before)."""
+    if isinstance(X, DesignRows) or (isinstance(X, np.ndarray) and X.ndim == 2) \
+            or (hasattr(X, "tocsr") and len(getattr(X, "shape", ())) == 2):
+        n, d = X.shape
+        return int(n), int(d)
+    return None, None
+
+
+def _dense_block(X: Any, start: int, stop: int) -> np.ndarray:
+    """Rows start:stop of local X as dense float64 (the rows `dense_matrix` would give)."""
+    if isinstance(X, DesignRows):
+        return X.block(start, stop)
+    part = X[start:stop]
+    if hasattr(part, "toarray"):
+        return np.asarray(part.toarray(), dtype=np.float64)
+    return np.asarray(part, dtype=np.float64)
 
 
 # ------------------------------------------------------------------ the softmax model

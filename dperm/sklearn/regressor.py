@@ -498,7 +498,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         (n_public), never the row count."""
         from dperm.privacy.adassp import adassp
 
-        W, raw = adassp(_oracle.dense_matrix(Xa), yc, epsilon=plan.eps, delta=plan.delta,
+        # the rows as stored (a memory map, CSR, a DesignRows): the statistics are summed
+        # by blocks of rows (dperm.data.oracle.sufficient_statistics), never materialized
+        W, raw = adassp(Xa, yc, epsilon=plan.eps, delta=plan.delta,
                         data_norm=plan.R, label_bound=plan.B, neighbouring=plan.neighbouring,
                         random_state=self._fit_generator())
         raw = dict(raw, n_samples=public_count(plan.neighbouring, self.n_public, plan.n,

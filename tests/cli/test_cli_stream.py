@@ -545,3 +545,27 @@ def test_streamed_regression_options(reg, capsys):
                        *SMALL, "-o", "m.json")
     assert code == 2 and "--memory-budget: streaming needs --schema" in err
     assert not (reg / "m.json").exists()
+
+
+@pytest.mark.parametrize("sparse", ["no", "yes"])
+def test_streamed_adassp_reads_the_binary_by_blocks(reg, capsys, monkeypatch, sparse):
+    """AdaSSP's X^T X and X^T y are sums over blocks of rows (a number fixed by the column
+    count): with blocks of a few rows, the streamed fit never materializes the design
+    (DesignRows.toarray would: it raises here) and writes the in-memory fit's model file
+    byte for byte, itself read by the same blocks."""
+    from dperm.data import design, oracle
+
+    monkeypatch.setattr(oracle, "STATISTICS_BLOCK_ENTRIES", 64)     # blocks of 5-6 rows
+
+    def refuse(self):
+        raise AssertionError("the design was materialized")
+
+    monkeypatch.setattr(design.DesignRows, "toarray", refuse)
+    opts = ("--sparse", sparse, "--perturbation", "adassp", "--delta", "1e-6")
+    code, _, err = fit(capsys, *REG, *opts, "-o", "mem.json")
+    assert code == 0, err
+    work = reg / "work"
+    work.mkdir()
+    code, _, err = fit(capsys, *REG, *opts, *SMALL, "--work-dir", work, "-o", "stream.json")
+    assert code == 0, err and "streaming reg.csv in chunks of" in err
+    assert (reg / "stream.json").read_bytes() == (reg / "mem.json").read_bytes()

@@ -500,3 +500,46 @@ def test_ridge_comes_from_the_noisy_lambda_min():
     assert rec["lambda_min_noisy"] == lam
     assert rec["ridge"] == ridge
     np.testing.assert_allclose(coef, np.linalg.solve(G + ridge * np.eye(d), v), rtol=1e-12)
+
+
+def test_statistics_by_blocks_do_not_depend_on_the_storage(monkeypatch, tmp_path):
+    """Local rows read by blocks (dperm.data.oracle.sufficient_statistics): the same bits
+    from an array, a memory map, a CSR matrix and a DesignRows over each, equal to the
+    one-block sums up to rounding; one block (n <= the block rows) is X^T X itself."""
+    import scipy.sparse as sp
+
+    from dperm.data import oracle
+    from dperm.data.design import DesignRows
+
+    rng = np.random.default_rng(3)
+    n, d = 203, 5
+    X = rng.uniform(-1, 1, (n, d)) / np.sqrt(d)
+    X[rng.random((n, d)) < 0.4] = 0.0
+    y = rng.uniform(-1, 1, n)
+    check = lambda A, b: adassp_module._data(A, b, 1.0, 1.0)      # noqa: E731
+    whole = oracle.sufficient_statistics(X, y, 1.0, 1.0, check)
+    assert np.array_equal(whole[0], X.T @ X) and np.array_equal(whole[1], X.T @ y)
+    monkeypatch.setattr(oracle, "STATISTICS_BLOCK_ENTRIES", 7 * d)      # blocks of 7 rows
+    mm = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float64,
+                                   shape=X.shape)
+    mm[:] = X
+    forms = [X, mm, sp.csr_array(X), sp.coo_matrix(X)]
+    out = [oracle.sufficient_statistics(A, y, 1.0, 1.0, check) for A in forms]
+    for gram, xty, shape in out:
+        assert shape == (n, d)
+        assert np.array_equal(gram, out[0][0]) and np.array_equal(xty, out[0][1])
+    np.testing.assert_allclose(out[0][0], whole[0], rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(out[0][1], whole[1], rtol=1e-13, atol=1e-13)
+    factor = rng.uniform(0.5, 1.0, n)
+    designs = [DesignRows(A, factor, 0.7, 0.9) for A in (X, mm, sp.csr_array(X))]
+    out = [oracle.sufficient_statistics(D, y, 2.0, 1.0,
+                                        lambda A, b: adassp_module._data(A, b, 2.0, 1.0))
+           for D in designs]
+    full = DesignRows(X, factor, 0.7, 0.9).toarray()
+    assert all(np.array_equal(o[0], out[0][0]) for o in out)
+    np.testing.assert_allclose(out[0][0], full.T @ full, rtol=1e-13, atol=1e-13)
+    # a row over the bound is refused from its block too
+    Xbad = X.copy()
+    Xbad[150] *= 10
+    with pytest.raises(ValueError, match="norm above data_norm"):
+        oracle.sufficient_statistics(Xbad, y, 1.0, 1.0, check)
