@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["private_pipeline", "DEFAULT_BOUNDS_SHARE"]
+__all__ = ["private_pipeline", "DEFAULT_BOUNDS_SHARE", "split_budget", "release_bounds",
+           "budget_record"]
 
 #: the share of epsilon spent on the numeric columns' (and a regression label's) bounds
 DEFAULT_BOUNDS_SHARE = 0.1
@@ -88,7 +89,9 @@ def private_pipeline(frame: Any, *, label: str, epsilon: float,
     sklearn.pipeline.Pipeline
         Fitted: ``("bounds", PublicBoundsTransformer)`` then ``("model", estimator)``;
         its ``predict`` takes a frame with the feature columns.  The parts of the budget
-        are the accountant's ``history`` (``bounds``, then the estimator's fit).
+        are the accountant's ``history`` (``bounds``, then the estimator's fit); the
+        split is its ``budget_`` (a ReleaseRecord of public values, :func:`budget_record`),
+        which the model file holds as ``"budget"``.
 
     Examples
     --------
@@ -105,18 +108,92 @@ def private_pipeline(frame: Any, *, label: str, epsilon: float,
     (2, 1.0)
     >>> model[-1].privacy_["epsilon"]
     0.9
+    >>> model.budget_["epsilon_bounds"], model.budget_["columns"]
+    (0.1, ['age'])
     """
-    import numpy as np
     from sklearn.pipeline import Pipeline
 
-    from dperm.data.validation import check_epsilon
-    from dperm.privacy.accountant import BudgetAccountant, PureEvent
-    from dperm.privacy.noise import warn_if_seeded
-    from dperm.privacy.quantiles import estimate_bounds
-    from dperm.schema import PublicSchema
-    from dperm.sklearn.classifier import PrivateLinearClassifier
-    from dperm.sklearn.regressor import PrivateLinearRegression
     from dperm.sklearn.transformer import PublicBoundsTransformer
+
+    epsilon, share, columns = _check_arguments(frame, label, epsilon, task, bounds_share)
+    regression = task == "regression"
+    categories, classes = _split_categories(categories, label, columns, regression)
+    numeric = [c for c in columns if c != label and c not in categories]
+    params = _estimator_params(estimator_params)
+    accountant = _resolve_accountant(accountant, random_state, epsilon)
+    bounded = numeric + ([label] if regression else [])
+    eps_bounds, eps_fit = split_budget(epsilon, share, bounded)
+    rng = _noise_stream(random_state, accountant)
+    numeric_bounds, label_bounds = release_bounds(
+        {c: frame[c].to_numpy() for c in bounded}, numeric, label if regression else None,
+        eps_bounds, accountant=accountant, random_state=rng)
+    schema = _schema(numeric_bounds, categories, fill)
+    est = _estimator(regression, eps_fit, alpha, classes, label_bounds, accountant, rng, params)
+    model = Pipeline([("bounds", PublicBoundsTransformer.from_schema(schema)), ("model", est)])
+    model.fit(frame[[c for c in columns if c != label]], frame[label].to_numpy())
+    model.budget_ = budget_record(epsilon=epsilon, bounds_share=share, epsilon_bounds=eps_bounds,
+                                  epsilon_fit=eps_fit, columns=bounded, label=label, task=task)
+    if path is not None:
+        from dperm.model_io import save_model
+
+        save_model(model, path)
+    return model
+
+
+# ----------------------------------------------------------------------------- the steps
+def split_budget(epsilon: float, bounds_share: float,
+                 bounded: Sequence[str]) -> tuple[float, float]:
+    """THE budget rule (private_pipeline and ``dperm fit --bounds-share``): (epsilon of
+    the bounds, epsilon of the fit) = (bounds_share x epsilon, the rest), or (0, epsilon)
+    when no column is bounded.  `bounds_share` is checked (a number in (0, 1))."""
+    share = _check_share(bounds_share)
+    eps_bounds = share * epsilon if bounded else 0.0
+    return eps_bounds, epsilon - eps_bounds
+
+
+def release_bounds(data: Mapping[str, Any], numeric: Sequence[str], label: str | None,
+                   epsilon: float, *, accountant: Any = None, random_state: Any = None,
+                   **bounds_params: Any) -> tuple[dict, tuple[float, float] | None]:
+    """The private step of the rule: :func:`dperm.estimate_bounds` at `epsilon` over the
+    `numeric` columns of `data` (column -> values) and, for a regression, the `label`
+    last (one more column of the same even split).  Returns ({column: (low, high)} of the
+    numeric columns, the label's (low, high) or None); nothing is drawn or charged when
+    there is no column.  `bounds_params`: estimate_bounds' other parameters."""
+    from dperm.privacy.quantiles import estimate_bounds
+
+    bounded = list(numeric) + ([label] if label is not None else [])
+    if not bounded:
+        return {}, None
+    bounds = estimate_bounds({c: data[c] for c in bounded}, epsilon, columns=bounded,
+                             accountant=accountant, random_state=random_state,
+                             **bounds_params)
+    numeric_bounds = {c: tuple(bounds[c]) for c in numeric}
+    if label is None:
+        return numeric_bounds, None
+    low, high = bounds[label]
+    return numeric_bounds, (float(low), float(high))
+
+
+def budget_record(*, epsilon: float, bounds_share: float, epsilon_bounds: float,
+                  epsilon_fit: float, columns: Sequence[str], label: str,
+                  task: str) -> Any:
+    """The split as a publishable ReleaseRecord (layout "budget"): every value is a public
+    input or a function of public inputs (the column names, epsilon, the share)."""
+    from dperm.privacy.record import ReleaseRecord
+
+    columns = list(columns)
+    return ReleaseRecord(
+        layout="budget", mechanism="basic_composition", epsilon=epsilon, delta=0.0,
+        task=task, label=label, bounds_share=bounds_share, epsilon_bounds=epsilon_bounds,
+        columns=tuple(columns),
+        epsilon_per_column=epsilon_bounds / len(columns) if columns else None,
+        epsilon_fit=epsilon_fit)
+
+
+def _check_arguments(frame: Any, label: str, epsilon: float, task: str,
+                     bounds_share: float) -> tuple[float, float, list]:
+    """(epsilon, the share, the frame's columns), checked."""
+    from dperm.data.validation import check_epsilon
 
     epsilon = check_epsilon(epsilon, "epsilon")
     share = _check_share(bounds_share)
@@ -128,23 +205,30 @@ def private_pipeline(frame: Any, *, label: str, epsilon: float,
     columns = list(columns)
     if label not in columns:
         raise ValueError(f"label: no column {label!r} in the frame (columns: {columns[:12]})")
+    return epsilon, share, columns
+
+
+def _split_categories(categories: Mapping | None, label: str, columns: list,
+                      regression: bool) -> tuple[dict, list | None]:
+    """(the features' category lists, the public classes or None for a regression)."""
     categories = {} if categories is None else dict(categories)
     unknown = [c for c in categories if c not in columns]
     if unknown:
         raise ValueError(f"categories: no column(s) {unknown} in the frame")
-    regression = task == "regression"
     if regression:
         if label in categories:
             raise ValueError(f"categories: {label!r} is the label of a regression (numeric); "
                              "leave it out of categories")
-        classes = None
-    else:
-        if label not in categories:
-            raise ValueError(f"categories: give the label's PUBLIC classes, e.g. "
-                             f"categories={{{label!r}: [negative, positive], ...}} (a class "
-                             "list read from the data would not be covered by epsilon)")
-        classes = list(categories.pop(label))
-    numeric = [c for c in columns if c != label and c not in categories]
+        return categories, None
+    if label not in categories:
+        raise ValueError(f"categories: give the label's PUBLIC classes, e.g. "
+                         f"categories={{{label!r}: [negative, positive], ...}} (a class "
+                         "list read from the data would not be covered by epsilon)")
+    classes = list(categories.pop(label))
+    return categories, classes
+
+
+def _estimator_params(estimator_params: Mapping | None) -> dict:
     params = dict(estimator_params or {})
     taken = sorted(set(params) & {"epsilon", "delta", "classes", "label_bounds",
                                   "label_bound", "accountant", "random_state", "alpha"})
@@ -152,6 +236,14 @@ def private_pipeline(frame: Any, *, label: str, epsilon: float,
         raise ValueError(f"estimator_params: {taken} are set by private_pipeline (epsilon "
                          "and its split, the public classes, the released label range, "
                          "the accountant, random_state and alpha are its own arguments)")
+    return params
+
+
+def _resolve_accountant(accountant: Any, random_state: Any, epsilon: float) -> Any:
+    """The accountant charged (a new one of epsilon unless seeded), checked for the whole
+    epsilon before any data are read."""
+    from dperm.privacy.accountant import BudgetAccountant, PureEvent
+
     if accountant is None and random_state is None:
         accountant = BudgetAccountant(epsilon)
     elif accountant is not None and not isinstance(accountant, BudgetAccountant):
@@ -159,35 +251,35 @@ def private_pipeline(frame: Any, *, label: str, epsilon: float,
                         f"{type(accountant).__name__}")
     if accountant is not None:
         accountant.check(PureEvent(epsilon))    # the whole budget, before any data are read
-    bounded = numeric + ([label] if regression else [])
-    eps_bounds = share * epsilon if bounded else 0.0
-    eps_fit = epsilon - eps_bounds
-    warn_if_seeded(random_state, accountant=accountant)
-    # one stream for both parts (an int seed becomes a Generator: no reused noise)
-    rng = np.random.default_rng(int(random_state)) \
-        if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) \
-        else random_state
-    label_bounds: tuple[float, float] | None = None
-    numeric_bounds: dict = {}
-    if bounded:
-        data = {c: frame[c].to_numpy() for c in bounded}
-        bounds = estimate_bounds(data, eps_bounds, columns=bounded, accountant=accountant,
-                                 random_state=rng)
-        numeric_bounds = {c: tuple(bounds[c]) for c in numeric}
-        if regression:
-            low, high = bounds[label]
-            label_bounds = (float(low), float(high))
-    schema = PublicSchema(numeric=numeric_bounds, categorical=categories, fill=fill or None)
-    if regression:
-        est = PrivateLinearRegression(epsilon=eps_fit, alpha=alpha, label_bounds=label_bounds,
-                                      accountant=accountant, random_state=rng, **params)
-    else:
-        est = PrivateLinearClassifier(epsilon=eps_fit, alpha=alpha, classes=classes,
-                                      accountant=accountant, random_state=rng, **params)
-    model = Pipeline([("bounds", PublicBoundsTransformer.from_schema(schema)), ("model", est)])
-    model.fit(frame[[c for c in columns if c != label]], frame[label].to_numpy())
-    if path is not None:
-        from dperm.model_io import save_model
+    return accountant
 
-        save_model(model, path)
-    return model
+
+def _noise_stream(random_state: Any, accountant: Any) -> Any:
+    """One stream for both parts (an int seed becomes a Generator: no reused noise)."""
+    import numpy as np
+
+    from dperm.privacy.noise import warn_if_seeded
+
+    warn_if_seeded(random_state, accountant=accountant)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return np.random.default_rng(int(random_state))
+    return random_state
+
+
+def _schema(numeric_bounds: dict, categories: dict, fill: Mapping | None) -> Any:
+    from dperm.schema import PublicSchema
+
+    return PublicSchema(numeric=numeric_bounds, categorical=categories, fill=fill or None)
+
+
+def _estimator(regression: bool, eps_fit: float, alpha: Any, classes: list | None,
+               label_bounds: tuple[float, float] | None, accountant: Any, rng: Any,
+               params: dict) -> Any:
+    from dperm.sklearn.classifier import PrivateLinearClassifier
+    from dperm.sklearn.regressor import PrivateLinearRegression
+
+    if regression:
+        return PrivateLinearRegression(epsilon=eps_fit, alpha=alpha, label_bounds=label_bounds,
+                                       accountant=accountant, random_state=rng, **params)
+    return PrivateLinearClassifier(epsilon=eps_fit, alpha=alpha, classes=classes,
+                                   accountant=accountant, random_state=rng, **params)

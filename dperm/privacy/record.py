@@ -60,6 +60,11 @@ LAYOUTS = {
     "bounds": ("mechanism", "epsilon", "delta", "epsilon_per_column", "epsilon_per_quantile",
                "quantiles", "columns", "range", "grid", "grid_points", "width_prior",
                "rank_sensitivity", "neighbouring"),
+    # dperm.private_pipeline (and `dperm fit --bounds-share`): how the whole release's
+    # epsilon was split (basic composition), public values only; each part has its own
+    # record (the bounds' in the accountant's history, the fit's as "privacy")
+    "budget": ("mechanism", "epsilon", "delta", "task", "label", "bounds_share",
+               "epsilon_bounds", "columns", "epsilon_per_column", "epsilon_fit"),
 }
 
 
@@ -100,7 +105,10 @@ class ReleaseRecord(Mapping[str, Any]):
     failure_probability and the released lambda_min_noisy and ridge; private bounds:
     epsilon_per_column, epsilon_per_quantile, quantiles, columns, range, grid (a
     description), grid_points, width_prior, rank_sensitivity; private tuning:
-    n_candidates, train_sizes, validation_size.
+    n_candidates, train_sizes, validation_size; a pipeline's budget (layout "budget"):
+    epsilon (the total), task, label (the label column), bounds_share, epsilon_bounds,
+    columns (those whose bounds were released, a regression's label last),
+    epsilon_per_column, epsilon_fit.
     """
 
     layout: str
@@ -153,6 +161,10 @@ class ReleaseRecord(Mapping[str, Any]):
     n_candidates: int | None = None
     train_sizes: tuple | None = None
     validation_size: int | None = None
+    label: str | None = None
+    bounds_share: float | None = None
+    epsilon_bounds: float | None = None
+    epsilon_fit: float | None = None
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
