@@ -120,7 +120,8 @@ def model_file(*, task: str, estimator: dict, record: ReleaseRecord, coef: Any, 
                schema: PublicSchema | None, classes: Iterable[Any] | None = None,
                feature_names: Sequence[str] | None = None,
                row_norm_bound: float = 1.0, data: str | None = None,
-               read_from_data: Iterable[str] = ()) -> dict:
+               read_from_data: Iterable[str] = (),
+               budget: ReleaseRecord | None = None) -> dict:
     """THE model file's content, from public parts only (the one place it is assembled,
     for ``dperm fit`` and :func:`save_model` alike).
 
@@ -131,12 +132,18 @@ def model_file(*, task: str, estimator: dict, record: ReleaseRecord, coef: Any, 
     schema : the PublicSchema (with label and classes), or None (format version 4: rows
     are the features, clipped to row_norm_bound); data : the training file's name
     (None from Python); read_from_data : what was read from the private data (a leak,
-    warned about when fitting).
+    warned about when fitting); budget : the split of a whole release's epsilon (a
+    "budget" ReleaseRecord: dperm.private_pipeline, ``dperm fit --bounds-share``), written
+    as "budget" after "privacy" (absent otherwise, so other files are unchanged; a reader
+    that predates it ignores the key).
     """
     from dperm._core._build_info import VERSION
 
     if not isinstance(record, ReleaseRecord):
         raise TypeError(f"record: expected a ReleaseRecord, got {type(record).__name__}")
+    if budget is not None and not (isinstance(budget, ReleaseRecord)
+                                   and budget.layout == "budget"):
+        raise TypeError(f"budget: expected a ReleaseRecord of layout 'budget', got {budget!r}")
     coef = np.asarray(coef, dtype=np.float64)
     regression = task == "regression"
     if schema is None:
@@ -173,6 +180,7 @@ def model_file(*, task: str, estimator: dict, record: ReleaseRecord, coef: Any, 
         "schema_from_data": bool(read_from_data),
         "read_from_data": list(read_from_data),
         "privacy": record_to_dict(record),
+        **({} if budget is None else {"budget": record_to_dict(budget)}),
         # public sizes only: no seed (it regenerates the noise), no wall time (a side
         # channel on the data), no solver diagnostics (they differ between neighbours);
         # n_samples is the record's PUBLIC count, never the rows actually fitted
@@ -259,7 +267,7 @@ def model_to_dict(model: Any) -> dict:
     return model_file(task="classification" if classifier else "regression",
                       estimator=params, record=record, coef=coef, intercept=intercept,
                       schema=schema, classes=classes, feature_names=names,
-                      row_norm_bound=R_e)
+                      row_norm_bound=R_e, budget=getattr(model, "budget_", None))
 
 
 def save_model(model: Any, path: str | os.PathLike) -> None:
@@ -501,7 +509,9 @@ class LoadedModel:
     Attributes: ``schema`` (PublicSchema, or None), ``coef_`` and ``intercept_`` (on the
     encoded rows), ``classes_`` (None for a regression), ``task``, ``feature_names``,
     ``estimator_params`` (the public parameters of the fit), ``release_record_`` (the
-    ReleaseRecord read back) and ``privacy_`` (its serialised dict), ``training``.
+    ReleaseRecord read back) and ``privacy_`` (its serialised dict), ``budget_`` (the
+    split of the whole release's epsilon, a "budget" ReleaseRecord, or None when the file
+    has none), ``training``.
     """
 
     def __init__(self, obj: dict, unknown: str = "error") -> None:
@@ -521,6 +531,9 @@ class LoadedModel:
         rec = obj.get("privacy")
         self.release_record_ = None if not isinstance(rec, dict) else \
             record_from_dict(rec, _layout(obj))
+        budget = obj.get("budget")
+        self.budget_ = None if not isinstance(budget, dict) else \
+            record_from_dict(budget, "budget")
 
     @property
     def privacy_(self) -> dict[str, Any] | None:

@@ -40,6 +40,13 @@ def test_classification_spends_the_documented_split_and_saves(tmp_path):
     loaded = dperm.load_model(tmp_path / "m.json")
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     assert loaded.privacy_ == model[-1].privacy_
+    # the whole release's cost, public values only: total, the bounds' part, the fit's
+    assert loaded.budget_ == model.budget_
+    assert dict(model.budget_) == {
+        "mechanism": "basic_composition", "epsilon": 1.0, "delta": 0.0,
+        "task": "classification", "label": "y", "bounds_share": 0.1,
+        "epsilon_bounds": pytest.approx(0.1), "columns": ["age", "hours"],
+        "epsilon_per_column": pytest.approx(0.05), "epsilon_fit": pytest.approx(0.9)}
     assert set(loaded.schema.numeric) == {"age", "hours"}
     assert list(loaded.schema.categorical) == ["colour"]
     with pytest.raises(BudgetExceededError):        # checked before any data are read

@@ -57,11 +57,26 @@ def _release(frame, task, path):
         # the popped values are public functions of the released range
         assert noisy["label_centre"] == pytest.approx((lo + hi) / 2)
         assert noisy["label_bound"] == pytest.approx((hi - lo) / 2)
+    _check_whole_cost(obj, acc, task)
     released = {"model file": obj, "events": [(lbl.split("(")[0], e if isinstance(e, float)
                                                 else e.epsilon) for lbl, e in acc.history],
                 "params": {k: v for k, v in model[-1].get_params().items()
                            if k not in ("accountant", "label_bounds")}}
     return released, noisy
+
+
+def _check_whole_cost(obj, acc, task):
+    """The model file says what the whole release cost: its "budget" holds the total, the
+    bounds' epsilon (the accountant's first charge), the fit's (the file's own record)
+    and the columns bounded privately (a regression's label last)."""
+    budget = obj["budget"]
+    events = [e if isinstance(e, float) else e.epsilon for _, e in acc.history]
+    assert budget["epsilon"] == pytest.approx(acc.spent) == pytest.approx(1.0)
+    assert budget["epsilon_bounds"] == pytest.approx(events[0]) == pytest.approx(0.1)
+    assert budget["epsilon_fit"] == pytest.approx(obj["privacy"]["epsilon_total"])
+    assert budget["epsilon_bounds"] + budget["epsilon_fit"] == pytest.approx(budget["epsilon"])
+    assert budget["columns"] == (["age"] if task == "classification" else ["age", "w"])
+    assert budget["bounds_share"] == 0.1 and budget["task"] == task
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
@@ -82,6 +97,50 @@ def test_pipeline_comparison_catches_a_leak(tmp_path):
     b, _ = _release(g, "classification", tmp_path / "b.json")
     a["model file"]["range"], b["model file"]["range"] = f.age.max(), g.age.max()
     assert a != b
+
+
+@pytest.mark.parametrize("broken", ["epsilon_bounds", "record"])
+def test_whole_cost_check_catches_a_missing_bounds_epsilon(tmp_path, monkeypatch, broken):
+    """Deliberately broken variants (the bounds' epsilon left out of the record, or no
+    record in the file: only the fit's cost published) fail the check."""
+    import dperm.model_io as M
+    import dperm.pipeline as P
+
+    real = P.budget_record
+    if broken == "epsilon_bounds":
+        monkeypatch.setattr(P, "budget_record",
+                            lambda **kw: real(**kw).replace(epsilon_bounds=None))
+    else:
+        monkeypatch.setattr(M, "model_file", _without_budget(M.model_file))
+    f, _ = _frames("replace")
+    with pytest.raises((AssertionError, KeyError, TypeError)):
+        _release(f, "classification", tmp_path / "a.json")
+
+
+def _without_budget(model_file):
+    def broken(**kw):
+        kw["budget"] = None
+        return model_file(**kw)
+    return broken
+
+
+def test_loaded_model_reads_the_budget(tmp_path):
+    f, _ = _frames("replace")
+    acc = BudgetAccountant(1.0)
+    model = dperm.private_pipeline(f.drop(columns=["w"]), label="y", epsilon=1.0,
+                                   categories=dict(CATS, y=["no", "yes"]), accountant=acc,
+                                   bounds_share=0.25, path=tmp_path / "m.json")
+    loaded = dperm.load_model(tmp_path / "m.json")
+    assert loaded.budget_ == model.budget_
+    assert loaded.budget_["epsilon_bounds"] == pytest.approx(0.25)
+    assert loaded.budget_["epsilon_fit"] == pytest.approx(0.75)
+    plain = PrivateLinearClassifier(classes=["no", "yes"], epsilon=1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain.fit(np.c_[f["age"].to_numpy() / 100], f["y"])
+    dperm.save_model(plain, tmp_path / "p.json")         # no split: no "budget" key
+    assert "budget" not in json.loads((tmp_path / "p.json").read_text())
+    assert dperm.load_model(tmp_path / "p.json").budget_ is None
 
 
 @pytest.mark.parametrize("regression", [False, True])
