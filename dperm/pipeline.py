@@ -176,14 +176,15 @@ def release_bounds(data: Mapping[str, Any], numeric: Sequence[str], label: str |
 
 def budget_record(*, epsilon: float, bounds_share: float, epsilon_bounds: float,
                   epsilon_fit: float, columns: Sequence[str], label: str,
-                  task: str) -> Any:
+                  task: str, delta: float = 0.0) -> Any:
     """The split as a publishable ReleaseRecord (layout "budget"): every value is a public
-    input or a function of public inputs (the column names, epsilon, the share)."""
+    input or a function of public inputs (the column names, epsilon, the share); `delta`
+    is the fit's (the bounds are pure epsilon-DP)."""
     from dperm.privacy.record import ReleaseRecord
 
     columns = list(columns)
     return ReleaseRecord(
-        layout="budget", mechanism="basic_composition", epsilon=epsilon, delta=0.0,
+        layout="budget", mechanism="basic_composition", epsilon=epsilon, delta=delta,
         task=task, label=label, bounds_share=bounds_share, epsilon_bounds=epsilon_bounds,
         columns=tuple(columns),
         epsilon_per_column=epsilon_bounds / len(columns) if columns else None,

@@ -176,3 +176,172 @@ def _print_bounds(bounds, released, label):
     for c in released:
         lo, hi = bounds[c]
         print(f"  {c}{' (label)' if c == label else ''}: [{lo:.6g}, {hi:.6g}]")
+
+
+# ------------------------------------------------------------- dperm fit --bounds-share
+def check_bounds_share_args(args):
+    """`dperm fit --bounds-share`: the options it cannot be combined with, refused
+    before any data is read."""
+    given = [o for o, on in (
+        ("--memory-budget/--work-dir/--keep-binary",
+         any(getattr(args, k, None) is not None
+             for k in ("memory_budget", "work_dir", "keep_binary"))),
+        ("--from-binary", getattr(args, "from_binary", None) is not None),
+        ("--label-bound", getattr(args, "label_bound", None) is not None)) if on]
+    if given:
+        raise _UsageError(f"--bounds-share cannot be combined with {', '.join(given)}: it "
+                          "releases the numeric bounds (and a regression label's range) from "
+                          "the data in memory; drop " + " and ".join(given) + " or run "
+                          "`dperm bounds` then `dperm fit --schema` instead")
+    if args.data is None:
+        raise _UsageError("--bounds-share needs DATA.csv (the shipped Adult data has public "
+                          "bounds already: drop --bounds-share)")
+    if args.categories_from_data and args.bounds_share is None:
+        raise _UsageError("--categories-from-data is for --bounds-share (without it, dperm "
+                          "fit reads a schema's PUBLIC lists)")
+
+
+def _categorical_option(specs):
+    """--categorical (repeatable): COLUMN=V1,V2,... (a PUBLIC list) or A,B (column names
+    whose lists come from --schema). Returns {column: list or None}."""
+    out = {}
+    for spec in specs or ():
+        if "=" in spec:
+            column, _, values = spec.partition("=")
+            column = column.strip()
+            cats = [v.strip() for v in values.split(",") if v.strip()]
+            if not column or not cats:
+                raise _UsageError(f"--categorical {spec!r}: give COLUMN=V1,V2,... (the "
+                                  "column's PUBLIC category list) or column names A,B")
+            out[column] = cats
+        else:
+            for column in (c.strip() for c in spec.split(",")):
+                if column:
+                    out.setdefault(column, None)
+    return out
+
+
+def _fit_categories(args, base, table, label, regression, leaks):
+    """The PUBLIC category lists of `dperm fit --bounds-share` ({column: list}, the
+    label's entry is the classes): --categorical's, else the base schema's; a column
+    named without a list is read from the data only with --categories-from-data (a
+    leak); anything else is an error naming the fix."""
+    from dperm.cli._io import CLIError, header_hint, infer_schema
+
+    given = _categorical_option(args.categorical)
+    lists = {c: list(v) for c, v in (base.categorical.items() if base else ())}
+    if base is not None and base.classes is not None and base.label in (None, label) \
+            and not regression:
+        lists.setdefault(label, list(base.classes))
+    cats = dict(lists)
+    cats.update({c: v for c, v in given.items() if v is not None})
+    missing = [c for c, v in given.items() if v is None and c not in cats]
+    if not regression and label not in cats:
+        missing.append(label)
+    lacking = [c for c in list(cats) + missing if c not in table.header]
+    if lacking:
+        raise CLIError(f"--categorical: no column(s) {lacking} in {table.name} (columns: "
+                       f"{', '.join(table.header[:12])}){header_hint(table.header)}")
+    if regression and label in cats:
+        raise _UsageError(f"--categorical: {label!r} is the label of a regression (numeric); "
+                          "leave it out")
+    if missing and not args.categories_from_data:
+        what = ", ".join(f"--categorical {c}=V1,V2,..." for c in missing)
+        raise _UsageError(
+            f"--bounds-share: no PUBLIC category list for {missing} (the label's entry is its "
+            f"classes, [negative, positive] for two): give {what}, or the lists in --schema "
+            "BASE.json; --categories-from-data reads them from the private data, outside the "
+            "guarantee (a PrivacyLeakWarning)")
+    if missing:
+        from dperm.cli._io import distinct_values, resolve_label
+
+        inferred = infer_schema(table, label)
+        for c in missing:
+            if c == label:
+                cats[c] = sorted(distinct_values(resolve_label(table, label)))
+            elif c in inferred.categorical:
+                cats[c] = list(inferred.categorical[c])
+            else:
+                raise CLIError(f"--categorical {c}: the column's cells are numbers; give its "
+                               f"PUBLIC list as --categorical {c}=V1,V2,... or leave it out "
+                               "(a numeric column, bounded privately)")
+        leaks.append("category lists")
+    return cats
+
+
+def _fit_numbers(table, c):
+    from dperm.cli._io import CLIError, numeric_cells
+
+    out, i = numeric_cells(table, c, finite=False)
+    if i is not None:
+        raise CLIError(f"{table.name}: non-numeric value {table.columns[c][i].as_py()!r} in "
+                       f"column {c!r} ({table.where(i)}): with --bounds-share every column "
+                       f"that is neither the label nor --categorical is numeric (its bounds "
+                       f"are released); declare it with --categorical {c}=V1,V2,..., correct "
+                       "the cell or leave it blank (a missing value)")
+    return np.asarray(out, dtype=np.float64)
+
+
+def release_for_fit(args, table, leaks):
+    """`dperm fit DATA.csv --bounds-share S`: the PUBLIC schema of the fit, its numeric
+    bounds (and a regression label's range) released from the same --epsilon by
+    dperm.private_pipeline's rule (:func:`dperm.pipeline.split_budget`,
+    :func:`dperm.pipeline.release_bounds`): S x epsilon on the bounds, the rest on the
+    fit.  What is read from the data outside the guarantee (--categories-from-data) is
+    warned about and appended to `leaks`.  Sets ``args.epsilon`` to the fit's share,
+    ``args.budget`` to the split's record (written to the model file) and, with --seed S, seeds the fit with S + 1 (the
+    bounds drew from S: no reused noise), so the model equals that of ``dperm bounds
+    --seed S --epsilon (share) ...`` then ``dperm fit --seed S+1 --epsilon (rest)``."""
+    from dperm.cli._io import CLIError, load_schema
+    from dperm.exceptions import PrivacyLeakWarning
+    from dperm.pipeline import budget_record, release_bounds, split_budget
+    from dperm.schema import PublicSchema
+
+    base = load_schema(args.schema) if args.schema is not None else None
+    if base is not None and (base.numeric or base.label_bounds is not None):
+        raise _UsageError(f"--bounds-share releases the numeric bounds, but --schema "
+                          f"{args.schema} gives them (numeric: {list(base.numeric)[:5]}"
+                          f"{', label bounds' if base.label_bounds is not None else ''}): drop "
+                          "--bounds-share to fit with those PUBLIC bounds, or keep only the "
+                          "categorical, label and fill entries in the schema")
+    label, regression = _label_column(args, base, table)
+    if label is None:
+        raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
+    cats = _fit_categories(args, base, table, label, regression, leaks)
+    classes = None if regression else cats.pop(label)
+    numeric = [c for c in table.header if c != label and c not in cats]
+    bounded = numeric + ([label] if regression else [])
+    eps_bounds, eps_fit = split_budget(args.epsilon, args.bounds_share, bounded)
+    data = {c: _fit_numbers(table, c) for c in bounded}    # every check before the release
+    if leaks:
+        warnings.warn("category lists were read from the private data (--categories-from-"
+                      "data), outside the privacy guarantee (which covers the numeric bounds "
+                      "and the fit only); give PUBLIC lists with --categorical COLUMN=V1,V2,... "
+                      "or in --schema BASE.json", PrivacyLeakWarning, stacklevel=2)
+    numeric_bounds, label_bounds = release_bounds(data, numeric, label if regression else None,
+                                                  eps_bounds, random_state=args.seed)
+    fill = {c: v for c, v in (base.fill.items() if base else ()) if c in numeric or c in cats}
+    try:
+        schema = PublicSchema(numeric=numeric_bounds, categorical=cats, label=label,
+                              classes=classes, fill=fill, label_bounds=label_bounds)
+    except ValueError as exc:
+        raise CLIError(f"the released schema: {exc}") from None
+    args.budget = budget_record(epsilon=args.epsilon, bounds_share=args.bounds_share,
+                                epsilon_bounds=eps_bounds, epsilon_fit=eps_fit, columns=bounded,
+                                label=label, task="regression" if regression else
+                                "classification", delta=args.delta)
+    _print_split(args.budget, numeric_bounds, label, label_bounds)
+    args.epsilon = eps_fit
+    if args.seed is not None:
+        args.seed = args.seed + 1
+    return schema
+
+
+def _print_split(budget, numeric_bounds, label, label_bounds):
+    print(f"budget: epsilon {budget['epsilon']:g} = {budget['epsilon_bounds']:.6g} on the "
+          f"bounds of {len(budget['columns'])} column(s) (share {budget['bounds_share']:g}) "
+          f"+ {budget['epsilon_fit']:.6g} on the fit (basic composition)")
+    for c, (lo, hi) in numeric_bounds.items():
+        print(f"  {c}: [{lo:.6g}, {hi:.6g}]")
+    if label_bounds is not None:
+        print(f"  {label} (label): [{label_bounds[0]:.6g}, {label_bounds[1]:.6g}]")

@@ -185,6 +185,19 @@ def _check_privacy_args(args):
         _note("--delta is not used by --perturbation none (no noise, no privacy)")
 
 
+def _given_schema(args, table, leaks):
+    """The schema of an in-memory fit: --schema's, or with --bounds-share the one whose
+    bounds are released from --epsilon's share (dperm.cli.bounds.release_for_fit), or
+    None (read from the data, a leak). What --bounds-share read from the data outside
+    the guarantee (--categories-from-data, warned about there) is appended to leaks."""
+    from dperm.cli._io import load_schema
+    from dperm.cli.bounds import release_for_fit
+
+    if getattr(args, "bounds_share", None) is not None:
+        return release_for_fit(args, table, leaks)
+    return load_schema(args.schema) if args.schema is not None else None
+
+
 def _streaming(args):
     return any(v is not None for v in (args.memory_budget, args.work_dir, args.keep_binary))
 
@@ -203,6 +216,11 @@ def cmd_fit(args):
 
     _check_output(args)
     _check_privacy_args(args)
+    if getattr(args, "bounds_share", None) is not None \
+            or getattr(args, "categories_from_data", False):
+        from dperm.cli.bounds import check_bounds_share_args
+
+        check_bounds_share_args(args)
     if getattr(args, "task", "classification") == "regression":
         return _fit_regression(args)
     if args.h is None:
@@ -225,12 +243,12 @@ def cmd_fit(args):
         source = "adult"
     else:
         table = read_csv(args.data, delimiter=args.delimiter)
-        schema = load_schema(args.schema) if args.schema is not None else None
+        schema = _given_schema(args, table, leaks)
         source = os.path.basename(args.data)
     table, schema, label, n_read = _labelled_table(args, table, schema, leaks)
     classes = _resolve_classes(args, table, label, schema, leaks)
     schema = schema.replace(label=label, classes=classes)
-    if leaks:
+    if leaks and getattr(args, "bounds_share", None) is None:   # else warned already
         warnings.warn(
             f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete one): "
             "the released "
@@ -313,7 +331,8 @@ def _fit_and_write(args, Xa, y, schema, names, leaks, source, shown_name, shape,
                    "n_public": args.n_public, "alpha": args.alpha, "h": args.h,
                    "fit_intercept": not args.no_intercept, "data_norm": 1.0},
         record=clf.release_record_, coef=coef, intercept=intercept, schema=schema,
-        classes=classes, data=source, read_from_data=leaks)
+        classes=classes, data=source, read_from_data=leaks,
+        budget=getattr(args, "budget", None))
     _write_text(args.output, model_to_json(model), "model", atomic=True)
     print(f"model written to {args.output} ({len(names)} features"
           f"{' + intercept' if not args.no_intercept else ''})")
@@ -804,12 +823,12 @@ def _regression_labels(table, label):
 def _regression_rows(args):
     """The in-memory regression fit's rows: (design rows, targets, schema, feature names,
     (n, d), the data's name, what was read from the data)."""
-    from dperm.cli._io import CLIError, encode_rows, load_schema, read_csv
+    from dperm.cli._io import CLIError, encode_rows, read_csv
     from dperm.cli._stream import design_rows
 
     leaks = []
     table = read_csv(args.data, delimiter=args.delimiter)
-    schema = load_schema(args.schema) if args.schema is not None else None
+    schema = _given_schema(args, table, leaks)
     table, schema, label, n_read = _labelled_table(args, table, schema, leaks)
     schema = schema.replace(label=label, classes=None)
     y = _regression_labels(table, label)
@@ -854,7 +873,7 @@ def _fit_regression(args):
     _check_regression_args(args)
     Xa, y, schema, names, shape, shown, leaks, n_read = (
         _streamed_regression_rows if _streaming(args) else _regression_rows)(args)
-    if leaks:
+    if leaks and getattr(args, "bounds_share", None) is None:   # else warned already
         warnings.warn(
             f"{', '.join(leaks)} were read from the private data (no --schema or an incomplete "
             "one): the released model is NOT differentially private with respect to them. "
@@ -901,10 +920,12 @@ def _fit_regression(args):
 
 def _check_regression_args(args):
     """The options --task regression refuses (before any data is read)."""
-    if args.label_bound is None and args.schema is None:
+    if args.label_bound is None and args.schema is None \
+            and getattr(args, "bounds_share", None) is None:
         raise _UsageError("fit: --task regression needs --label-bound B, a PUBLIC bound on "
                           "|label|, or a --schema with the label's public bounds (dperm bounds "
-                          "--task regression --label COLUMN writes them)")
+                          "--task regression --label COLUMN writes them), or --bounds-share S "
+                          "to release the label's range from --epsilon")
     if args.perturbation == "amp":
         raise _UsageError("--perturbation amp is not available for --task regression "
                           "(objective, output or none)")
@@ -985,4 +1006,4 @@ def _regression_model(args, est, coef, intercept, schema, leaks, *, delta, h, la
                    **({} if label_bounds is None else {"label_bounds": label_bounds})},
         record=est.release_record_, coef=np.asarray(coef, dtype=np.float64).reshape(-1),
         intercept=float(intercept), schema=schema, data=os.path.basename(args.data),
-        read_from_data=leaks)
+        read_from_data=leaks, budget=getattr(args, "budget", None))

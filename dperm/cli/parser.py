@@ -200,6 +200,17 @@ def _delta(s):
     return v
 
 
+def _share(s):
+    try:
+        v = float(s)
+    except ValueError:
+        v = float("nan")
+    if not (0.0 < v < 1.0):
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), the share of --epsilon "
+                                         f"spent on the bounds (e.g. 0.1), got {s!r}")
+    return v
+
+
 def _positive_int(s):
     try:
         v = int(s)
@@ -320,6 +331,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "dperm.PrivateLinearRegression (pseudo-Huber ERM; --perturbation "
                         "objective, output or none); a CSV larger than memory streams with "
                         "--memory-budget / --work-dir (--schema required; no --keep-binary)")
+    f.add_argument("--bounds-share", type=_share, default=None, metavar="S",
+                   help="from nothing in one command: no --schema bounds needed; the numeric "
+                        "columns' bounds (every column that is neither the label nor "
+                        "--categorical) and, with --task regression, the label's range are "
+                        "released privately from S x --epsilon (S in (0, 1), e.g. 0.1; "
+                        "dperm.private_pipeline's rule), the fit gets the rest; the model file "
+                        "records the split (\"budget\"). With --seed N the bounds draw from N "
+                        "and the fit from N+1 (as dperm bounds --seed N, then dperm fit --seed "
+                        "N+1). See docs/user_guide/from_nothing.md")
+    f.add_argument("--categorical", action="append", default=None, metavar="SPEC",
+                   help="with --bounds-share (repeatable): COLUMN=V1,V2,... a column's PUBLIC "
+                        "category list (for a classification the label's entry is its "
+                        "classes, [negative, positive] for two), or column names A,B whose "
+                        "lists --schema gives")
+    f.add_argument("--categories-from-data", action="store_true",
+                   help="with --bounds-share: read the lists of the --categorical columns "
+                        "named without one (and the classes) from the private data, OUTSIDE "
+                        "the privacy guarantee (a PrivacyLeakWarning)")
     f.add_argument("--label-bound", type=_positive_float, default=None, metavar="B",
                    help="--task regression: the PUBLIC bound B on |label| (labels beyond it "
                         "are clipped to [-B, B], with a warning); required")
