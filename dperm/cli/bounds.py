@@ -289,9 +289,10 @@ def release_for_fit(args, table, leaks):
     :func:`dperm.pipeline.release_bounds`): S x epsilon on the bounds, the rest on the
     fit.  What is read from the data outside the guarantee (--categories-from-data) is
     warned about and appended to `leaks`.  Sets ``args.epsilon`` to the fit's share,
-    ``args.budget`` to the split's record (written to the model file) and, with --seed S, seeds the fit with S + 1 (the
-    bounds drew from S: no reused noise), so the model equals that of ``dperm bounds
-    --seed S --epsilon (share) ...`` then ``dperm fit --seed S+1 --epsilon (rest)``."""
+    ``args.budget`` to the split's record (written to the model file) and, with --seed
+    S, seeds the fit with S + 1 (the bounds drew from S: no reused noise), so the model
+    equals that of ``dperm bounds --seed S --epsilon (share) ...`` then ``dperm fit
+    --seed S+1 --epsilon (rest)``, plus the split's record."""
     from dperm.cli._io import CLIError, load_schema
     from dperm.exceptions import PrivacyLeakWarning
     from dperm.pipeline import budget_record, release_bounds, split_budget
