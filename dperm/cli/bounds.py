@@ -226,25 +226,10 @@ def _fit_categories(args, base, table, label, regression, leaks):
     label's entry is the classes): --categorical's, else the base schema's; a column
     named without a list is read from the data only with --categories-from-data (a
     leak); anything else is an error naming the fix."""
-    from dperm.cli._io import CLIError, header_hint, infer_schema
+    from dperm.exceptions import PrivacyLeakWarning
 
-    given = _categorical_option(args.categorical)
-    lists = {c: list(v) for c, v in (base.categorical.items() if base else ())}
-    if base is not None and base.classes is not None and base.label in (None, label) \
-            and not regression:
-        lists.setdefault(label, list(base.classes))
-    cats = dict(lists)
-    cats.update({c: v for c, v in given.items() if v is not None})
-    missing = [c for c, v in given.items() if v is None and c not in cats]
-    if not regression and label not in cats:
-        missing.append(label)
-    lacking = [c for c in list(cats) + missing if c not in table.header]
-    if lacking:
-        raise CLIError(f"--categorical: no column(s) {lacking} in {table.name} (columns: "
-                       f"{', '.join(table.header[:12])}){header_hint(table.header)}")
-    if regression and label in cats:
-        raise _UsageError(f"--categorical: {label!r} is the label of a regression (numeric); "
-                          "leave it out")
+    cats, missing = _given_lists(args, base, label, regression)
+    _check_category_columns(table, cats, missing, label, regression)
     if missing and not args.categories_from_data:
         what = ", ".join(f"--categorical {c}=V1,V2,..." for c in missing)
         raise _UsageError(
@@ -253,20 +238,60 @@ def _fit_categories(args, base, table, label, regression, leaks):
             "BASE.json; --categories-from-data reads them from the private data, outside the "
             "guarantee (a PrivacyLeakWarning)")
     if missing:
-        from dperm.cli._io import distinct_values, resolve_label
-
-        inferred = infer_schema(table, label)
-        for c in missing:
-            if c == label:
-                cats[c] = sorted(distinct_values(resolve_label(table, label)))
-            elif c in inferred.categorical:
-                cats[c] = list(inferred.categorical[c])
-            else:
-                raise CLIError(f"--categorical {c}: the column's cells are numbers; give its "
-                               f"PUBLIC list as --categorical {c}=V1,V2,... or leave it out "
-                               "(a numeric column, bounded privately)")
+        cats.update(_lists_from_data(table, label, missing))
         leaks.append("category lists")
+        warnings.warn("category lists were read from the private data (--categories-from-"
+                      "data), outside the privacy guarantee (which covers the numeric bounds "
+                      "and the fit only); give PUBLIC lists with --categorical COLUMN=V1,V2,... "
+                      "or in --schema BASE.json", PrivacyLeakWarning, stacklevel=3)
     return cats
+
+
+def _given_lists(args, base, label, regression):
+    """({column: PUBLIC list} from --categorical and the base schema, [columns named
+    without a list, and a classification's label without classes])."""
+    given = _categorical_option(args.categorical)
+    cats = {c: list(v) for c, v in (base.categorical.items() if base else ())}
+    if base is not None and base.classes is not None and base.label in (None, label) \
+            and not regression:
+        cats.setdefault(label, list(base.classes))
+    cats.update({c: v for c, v in given.items() if v is not None})
+    missing = [c for c, v in given.items() if v is None and c not in cats]
+    if not regression and label not in cats and label not in missing:
+        missing.append(label)
+    return cats, missing
+
+
+def _check_category_columns(table, cats, missing, label, regression):
+    from dperm.cli._io import CLIError, header_hint
+
+    lacking = [c for c in list(cats) + missing if c not in table.header]
+    if lacking:
+        raise CLIError(f"--categorical: no column(s) {lacking} in {table.name} (columns: "
+                       f"{', '.join(table.header[:12])}){header_hint(table.header)}")
+    if regression and (label in cats or label in missing):
+        raise _UsageError(f"--categorical: {label!r} is the label of a regression (numeric); "
+                          "leave it out")
+
+
+def _lists_from_data(table, label, missing):
+    """--categories-from-data: the lists of the `missing` columns read from the private
+    data (the caller warns): the label's distinct values, the others' as infer_schema
+    reads them."""
+    from dperm.cli._io import CLIError, distinct_values, infer_schema, resolve_label
+
+    inferred = infer_schema(table, label)
+    out = {}
+    for c in missing:
+        if c == label:
+            out[c] = sorted(distinct_values(resolve_label(table, label)))
+        elif c in inferred.categorical:
+            out[c] = list(inferred.categorical[c])
+        else:
+            raise CLIError(f"--categorical {c}: the column's cells are numbers; give its "
+                           f"PUBLIC list as --categorical {c}=V1,V2,... or leave it out "
+                           "(a numeric column, bounded privately)")
+    return out
 
 
 def _fit_numbers(table, c):
@@ -293,18 +318,9 @@ def release_for_fit(args, table, leaks):
     S, seeds the fit with S + 1 (the bounds drew from S: no reused noise), so the model
     equals that of ``dperm bounds --seed S --epsilon (share) ...`` then ``dperm fit
     --seed S+1 --epsilon (rest)``, plus the split's record."""
-    from dperm.cli._io import CLIError, load_schema
-    from dperm.exceptions import PrivacyLeakWarning
     from dperm.pipeline import budget_record, release_bounds, split_budget
-    from dperm.schema import PublicSchema
 
-    base = load_schema(args.schema) if args.schema is not None else None
-    if base is not None and (base.numeric or base.label_bounds is not None):
-        raise _UsageError(f"--bounds-share releases the numeric bounds, but --schema "
-                          f"{args.schema} gives them (numeric: {list(base.numeric)[:5]}"
-                          f"{', label bounds' if base.label_bounds is not None else ''}): drop "
-                          "--bounds-share to fit with those PUBLIC bounds, or keep only the "
-                          "categorical, label and fill entries in the schema")
+    base = _base_without_bounds(args)
     label, regression = _label_column(args, base, table)
     if label is None:
         raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
@@ -314,28 +330,51 @@ def release_for_fit(args, table, leaks):
     bounded = numeric + ([label] if regression else [])
     eps_bounds, eps_fit = split_budget(args.epsilon, args.bounds_share, bounded)
     data = {c: _fit_numbers(table, c) for c in bounded}    # every check before the release
-    if leaks:
-        warnings.warn("category lists were read from the private data (--categories-from-"
-                      "data), outside the privacy guarantee (which covers the numeric bounds "
-                      "and the fit only); give PUBLIC lists with --categorical COLUMN=V1,V2,... "
-                      "or in --schema BASE.json", PrivacyLeakWarning, stacklevel=2)
     numeric_bounds, label_bounds = release_bounds(data, numeric, label if regression else None,
                                                   eps_bounds, random_state=args.seed)
     fill = {c: v for c, v in (base.fill.items() if base else ()) if c in numeric or c in cats}
-    try:
-        schema = PublicSchema(numeric=numeric_bounds, categorical=cats, label=label,
-                              classes=classes, fill=fill, label_bounds=label_bounds)
-    except ValueError as exc:
-        raise CLIError(f"the released schema: {exc}") from None
-    args.budget = budget_record(epsilon=args.epsilon, bounds_share=args.bounds_share,
-                                epsilon_bounds=eps_bounds, epsilon_fit=eps_fit, columns=bounded,
-                                label=label, task="regression" if regression else
-                                "classification", delta=args.delta)
-    _print_split(args.budget, numeric_bounds, label, label_bounds)
-    args.epsilon = eps_fit
+    schema = _released_schema(numeric_bounds, cats, label, classes, fill, label_bounds)
+    budget = budget_record(epsilon=args.epsilon, bounds_share=args.bounds_share,
+                           epsilon_bounds=eps_bounds, epsilon_fit=eps_fit, columns=bounded,
+                           label=label, task=args.task, delta=args.delta)
+    _print_split(budget, numeric_bounds, label, label_bounds)
+    _hand_to_fit(args, budget)
+    return schema
+
+
+def _hand_to_fit(args, budget):
+    """The fit's part: --epsilon becomes its share, the split goes to the model file,
+    and a seed N becomes N + 1 (the bounds drew from N)."""
+    args.budget = budget
+    args.epsilon = budget.epsilon_fit
     if args.seed is not None:
         args.seed = args.seed + 1
-    return schema
+
+
+def _base_without_bounds(args):
+    """--schema BASE.json of --bounds-share: its categories, label, classes and fill;
+    one that gives numeric bounds (or the label's) is refused."""
+    from dperm.cli._io import load_schema
+
+    base = load_schema(args.schema) if args.schema is not None else None
+    if base is not None and (base.numeric or base.label_bounds is not None):
+        raise _UsageError(f"--bounds-share releases the numeric bounds, but --schema "
+                          f"{args.schema} gives them (numeric: {list(base.numeric)[:5]}"
+                          f"{', label bounds' if base.label_bounds is not None else ''}): drop "
+                          "--bounds-share to fit with those PUBLIC bounds, or keep only the "
+                          "categorical, label and fill entries in the schema")
+    return base
+
+
+def _released_schema(numeric_bounds, cats, label, classes, fill, label_bounds):
+    from dperm.cli._io import CLIError
+    from dperm.schema import PublicSchema
+
+    try:
+        return PublicSchema(numeric=numeric_bounds, categorical=cats, label=label,
+                            classes=classes, fill=fill, label_bounds=label_bounds)
+    except ValueError as exc:
+        raise CLIError(f"the released schema: {exc}") from None
 
 
 def _print_split(budget, numeric_bounds, label, label_bounds):
