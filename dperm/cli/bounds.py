@@ -336,7 +336,8 @@ def release_for_fit(args, table, leaks):
     schema = _released_schema(numeric_bounds, cats, label, classes, fill, label_bounds)
     budget = budget_record(epsilon=args.epsilon, bounds_share=args.bounds_share,
                            epsilon_bounds=eps_bounds, epsilon_fit=eps_fit, columns=bounded,
-                           label=label, task=args.task, delta=args.delta)
+                           label=label, task=args.task,
+                           delta=args.delta if args.perturbation != "none" else 0.0)
     _print_split(budget, numeric_bounds, label, label_bounds)
     _hand_to_fit(args, budget)
     return schema

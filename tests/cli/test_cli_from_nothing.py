@@ -149,3 +149,44 @@ def test_categories_from_data_is_explicit_and_warned(tmp_path, capsys):
     assert model["schema"]["categorical"] == {"color": ["blue", "red"]}
     assert model["classes"] == ["no", "yes"]
     assert model["schema_from_data"] is True and model["read_from_data"] == ["category lists"]
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_neighbouring_files_differ_only_in_noisy_outputs(tmp_path, task):
+    """One row replaced by an extreme one: the one command's model files (unseeded) are
+    identical but for the coefficients, the released bounds and their public functions;
+    the "budget" record is compared too."""
+    full = _data(tmp_path / "full.csv", n=1500)
+    label, drop = ("y", "w") if task == "classification" else ("w", "y")
+    data = _frame_without(full, drop, tmp_path / "d.csv")
+    rows = data.read_text().splitlines()
+    header = rows[0].split(",")
+    cells = rows[1].split(",")
+    for c, v in (("a", "1e6"), ("b", "-1e6"), ("color", "blue"),
+                 (label, "-1e6" if task == "regression" else
+                  ("yes" if cells[header.index("y")] == "no" else "no"))):
+        cells[header.index(c)] = v
+    (tmp_path / "n.csv").write_text("\n".join([rows[0], ",".join(cells), *rows[2:]]) + "\n")
+    out = []
+    for name in ("d.csv", "n.csv"):
+        model = tmp_path / f"{name}.json"
+        assert main(["fit", str(tmp_path / name), "--label", label, "--task", task,
+                     "--epsilon", "1", "--bounds-share", "0.2", "--missing", "drop",
+                     "--categorical", "color=red,blue",
+                     *(["--categorical", "y=no,yes"] if task == "classification" else []),
+                     "-o", str(model)]) == 0
+        obj = json.loads(model.read_text())
+        noisy = [obj.pop("coef"), obj.pop("intercept"), obj["schema"].pop("numeric")]
+        if task == "regression":
+            noisy.append(obj["schema"].pop("label"))
+            for k in ("label_bound", "label_centre", "h", "gradient_bound", "alpha", "beta",
+                      "epsilon_prime", "extra_l2"):
+                noisy.append(obj["privacy"].pop(k))
+            for k in ("label_bounds", "h", "label_bound"):
+                obj["estimator"].pop(k, None)
+            noisy.append(obj["preprocessing"].pop("label_centre", None))
+        obj["training"].pop("data")
+        out.append((obj, noisy))
+    assert out[0][0] == out[1][0]
+    assert out[0][0]["budget"]["epsilon_bounds"] == pytest.approx(0.2)
+    assert out[0][1][0] != out[1][1][0]
