@@ -70,6 +70,8 @@ SELECT_VARIANTS = {
     "select refit 0.2 EK 20": (S.SELECT_FACTORS, 0.2, 20.0),
     "select refit 0.35": (S.SELECT_FACTORS, 0.35, S.SELECT_EXPECTED_RUNS),
     "select refit 0.5": (S.SELECT_FACTORS, 0.5, S.SELECT_EXPECTED_RUNS),
+    # held out, the best Lambda is often 5-10x from auto's: a wider grid of 3
+    "select wide": ((0.2, 1.0, 5.0), S.SELECT_REFIT_SHARE, S.SELECT_EXPECTED_RUNS),
 }
 
 
