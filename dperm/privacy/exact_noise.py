@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, Union
@@ -93,6 +94,9 @@ _I64_MAX = np.iinfo(np.int64).max
 #: the samplers' rational parameters must have numerator and denominator <= 2**52
 _MAX_PARAM = 2 ** 52
 _DEFAULT_BITS = 20
+#: bits of a mechanism's release grid below its noise scale (`grid_for`): the grid of every
+#: coefficient release of dperm.privacy.mechanisms and dperm.privacy.gaussian_release
+GRID_BITS = 20
 
 # the samplers' random source: a numpy Generator, an int seed or None (OS entropy); the
 # helpers also take any object with a Generator-like ``integers`` (tests wrap one)
@@ -743,3 +747,17 @@ def calibrate_on_grid(sigma_for: Callable[[float], float], sensitivity: float, d
         "calibrate_on_grid: did not settle: the grid term sqrt(d) * g, with g about "
         "sigma * 2**-bits, keeps raising sigma (d too large for bits: raise bits), or "
         "sigma_for is not non-decreasing")
+
+
+def warn_if_grid_clamps(g: float, scale: float) -> None:
+    """Warn (from public numbers only: the grid and a public bound on the coefficients'
+    size) when the release's grid range is below that size: larger coefficients are
+    clamped to +-grid_range(g), which keeps the guarantee but may cost accuracy.
+    The warning points at the caller of the mechanism step that calls this (stacklevel 3)."""
+    limit = grid_range(g)
+    if limit < scale:
+        warnings.warn(
+            f"the release grid (step {g:.3g}, set by the noise scale) represents "
+            f"coefficients up to +-{limit:.3g} only, below the public bound {scale:.3g} on "
+            "their size: larger ones are clamped (the guarantee holds). The noise is tiny: "
+            "raise tol (perturbation='amp') or alpha.", UserWarning, stacklevel=3)

@@ -2,8 +2,12 @@
 with the corrections of docs/specification.md (pure epsilon-DP, ``delta=0``), and their (epsilon, delta)
 Gaussian counterparts (``delta > 0``); approximate minima perturbation.
 
-Every privacy constant is computed here (pure epsilon: `output_perturbation_constants`,
-`objective_perturbation_constants`; Gaussian: dperm.privacy.calibration) and recorded on the
+This module holds the public entry points, their parameter checks, the pure-epsilon steps
+and the dispatch; the (epsilon, delta) steps (the Gaussian calibrations per Lambda, the
+objective's Gaussian noise, AMP's output release, output perturbation's Gaussian draw) are
+in dperm.privacy.gaussian_release.  Every privacy constant is computed in one of the two
+(pure epsilon: `output_perturbation_constants`, `objective_perturbation_constants`;
+Gaussian: dperm.privacy.calibration, called from gaussian_release) and recorded on the
 result.  The derivations are in docs/privacy_analysis.md.
 
 Rows satisfy ||x_i|| <= R (`data_norm`, public).  The loss gradient bound is L = l R
@@ -40,7 +44,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -72,6 +76,14 @@ from dperm.losses import (
     softmax_curvature,
 )
 from dperm.optim import erm
+from dperm.privacy import exact_noise
+from dperm.privacy.exact_noise import GRID_BITS, warn_if_grid_clamps
+from dperm.privacy.gaussian_release import (
+    amp_release,
+    gaussian_calibrations,
+    gaussian_objective_noise,
+    gaussian_output_on_grid,
+)
 from dperm.privacy.neighbouring import NEIGHBOURING, sensitivity_factor
 from dperm.privacy.noise import sample_l2_laplace, warn_if_seeded
 
@@ -85,11 +97,6 @@ __all__ = ["output_perturbation", "objective_perturbation", "PrivateFit", "add_o
            "output_perturbation_constants", "objective_perturbation_constants",
            "NEIGHBOURING", "MULTINOMIAL", "check_privacy_params", "privacy_events",
            "normalising_count", "warn_if_count_private"]
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-#: bits of the exact-noise grid below the noise scale (dperm.privacy.exact_noise.grid_for)
-GRID_BITS = 20
 
 
 @dataclass
@@ -499,21 +506,6 @@ def privacy_events(record: Mapping[str, Any], n_fits: int = 1) -> list[Event]:
     return [ev] * int(n_fits)
 
 
-def _warn_if_grid_clamps(g: float, scale: float) -> None:
-    """Warn (from public numbers only: the grid and a public bound on the coefficients'
-    size) when the release's grid range is below that size: larger coefficients are
-    clamped to +-grid_range(g), which keeps the guarantee but may cost accuracy."""
-    from dperm.privacy import exact_noise
-
-    limit = exact_noise.grid_range(g)
-    if limit < scale:
-        warnings.warn(
-            f"the release grid (step {g:.3g}, set by the noise scale) represents "
-            f"coefficients up to +-{limit:.3g} only, below the public bound {scale:.3g} on "
-            "their size: larger ones are clamped (the guarantee holds). The noise is tiny: "
-            "raise tol (perturbation='amp') or alpha.", UserWarning, stacklevel=3)
-
-
 def _check_loss(value: Any, name: str) -> None:
     """A registered loss (get_loss's error names the choices) or "multinomial"."""
     if value != MULTINOMIAL:
@@ -621,46 +613,6 @@ def _normalised_alpha(alphas: np.ndarray, n: int, n_norm: float) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- mechanisms
-_COMMON_DOC = """
-    Parameters
-    ----------
-    X : (n, d) rows with ||x_i|| <= data_norm (clipped or refused per norm_policy): dense,
-        CSR, float32/float64, a memory map, or (binary losses) a Dask array.
-    y : (n,) labels in {-1, +1}; with loss="multinomial", class indices 0..n_classes-1;
-        real, finite targets with loss="pseudo_huber".
-    loss : "logistic", "huber", "smooth_hinge", "multinomial" (softmax over
-        n_classes classes; coefficients (K, d) per fit), or the regression loss
-        "pseudo_huber" (gradient bound h R, curvature R^2; local rows only).
-    alpha : Lambda > 0, a scalar or a sequence (one fit per value, solved as one batch).
-    epsilon : > 0; each released coefficient vector is (epsilon, delta)-DP.
-    delta : 0 (default: the paper's pure epsilon-DP mechanism, Laplace-type noise) or in
-        (0, 1): Gaussian noise calibrated by dperm.privacy.calibration (the tight analysis of
-        docs/privacy_analysis.md).  loss="multinomial" needs delta > 0.
-    neighbouring : "replace_one" (default; n public) or "add_remove".
-    n_public : the public count that normalises the objective (add_remove: makes the
-        data set's size private; replace_one: optional, the public size of a data set
-        that a data-dependent rule, e.g. dropping rows with a missing value, filtered
-        down to X; default the row count of X).
-    n_classes : loss="multinomial" only: the public number of classes K >= 3 (two classes: a
-        binary loss).
-    h : Huber / smoothed-hinge / pseudo-Huber width.
-    n_draws : independent noise draws per alpha (each one a separate release).
-    random_state : None (fresh OS entropy, the default), int or numpy Generator.
-        An int seed makes the run reproducible and voids the guarantee
-        (PrivacyLeakWarning): for experiments and tests only.
-    tol, max_iter, n_threads, solver : passed to dperm.optim.erm.minimize ("lbfgs",
-        "newton" or "auto"; every solver meets the same gradient-norm tolerance).
-"""
-
-
-def _common_parameters(fn: _F) -> _F:
-    """The mechanisms' shared Parameters section, put in place of the `{parameters}` line
-    of fn's docstring."""
-    fn.__doc__ = (fn.__doc__ or "").replace("    {parameters}\n", _COMMON_DOC.lstrip("\n") + "\n")
-    return fn
-
-
-@_common_parameters
 @validate_params(MECHANISM_PARAMETERS)
 def output_perturbation(X: ArrayLike, y: ArrayLike, *, loss: str = "logistic",
                         alpha: float | ArrayLike, epsilon: float, delta: float = 0.0,
@@ -778,8 +730,6 @@ def _output(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLike,
             n_threads: int | None = None, solver: str = "auto") -> PrivateFit:
     """`output_perturbation` on checked parameters (no warning of the caller's: the
     count and the seed were dealt with where the caller took them)."""
-    from dperm.privacy import calibration, exact_noise
-
     X, y, lo, alphas, scalar = _inputs(X, y, loss, alpha, data_norm, norm_policy, n_classes)
     n = X.shape[0]
     epsilon, delta, h, R, nb = float(epsilon), float(delta), float(h), float(data_norm), neighbouring
@@ -810,20 +760,11 @@ def _output(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLike,
     for a in range(alphas.size):
         c_a = np.broadcast_to(center[a], (n_draws,) + center.shape[1:])
         if delta > 0:
-            sigma, g = exact_noise.calibrate_on_grid(
-                lambda s: calibration.analytic_gaussian_sigma(epsilon, delta, s),
-                sens[a], dim, bits=GRID_BITS)
-            coef[a], g = exact_noise.gaussian_on_grid(c_a, sigma, rng, bits=GRID_BITS)
+            coef[a], sigma, g = gaussian_output_on_grid(c_a, sens[a], epsilon, delta, dim, rng)
         else:
-            # Laplace scale 1/beta covering the rounded center's sensitivity sens + sqrt(d) g
-            sigma, g = exact_noise.calibrate_on_grid(lambda s: s / epsilon, sens[a], dim,
-                                                     bits=GRID_BITS)
-            b = sample_l2_laplace(1.0 / sigma, dim, size=n_draws, random_state=rng)
-            # clamped (1-Lipschitz) so that no center aborts the release
-            rounded = exact_noise.round_to_grid(exact_noise.clamp_to_range(c_a, g), g)
-            coef[a] = exact_noise.round_to_grid(
-                exact_noise.clamp_to_range(rounded + b.reshape(c_a.shape), g), g)
-        _warn_if_grid_clamps(g, L / alphas[a])
+            coef[a], sigma, g = _laplace_output_on_grid(c_a, sens[a], epsilon, dim, n_draws,
+                                                        rng)
+        warn_if_grid_clamps(g, L / alphas[a])
         grids[a], scales[a] = g, sigma
     consts["grid"] = grids
     if delta > 0:
@@ -834,6 +775,22 @@ def _output(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLike,
                 alphas, scalar, n_draws, coef, res, consts)
 
 
+def _laplace_output_on_grid(center: np.ndarray, sensitivity: float, epsilon: float, dim: int,
+                            n_draws: int, rng: np.random.Generator
+                            ) -> tuple[np.ndarray, float, float]:
+    """(released, 1/beta, g): Algorithm 1's noise on the public grid g, its Laplace scale
+    1/beta covering the rounded center's sensitivity plus sqrt(d) g; the center and the
+    noisy sum clamped to the grid's range and rounded to it."""
+    scale, g = exact_noise.calibrate_on_grid(lambda s: s / epsilon, sensitivity, dim,
+                                             bits=GRID_BITS)
+    b = sample_l2_laplace(1.0 / scale, dim, size=n_draws, random_state=rng)
+    # clamped (1-Lipschitz) so that no center aborts the release
+    rounded = exact_noise.round_to_grid(exact_noise.clamp_to_range(center, g), g)
+    released = exact_noise.round_to_grid(
+        exact_noise.clamp_to_range(rounded + b.reshape(center.shape), g), g)
+    return released, scale, g
+
+
 #: objective_perturbation's own parameters beside the mechanisms' shared ones
 OBJECTIVE_PARAMETERS: ParameterTable = {
     **MECHANISM_PARAMETERS,
@@ -842,7 +799,6 @@ OBJECTIVE_PARAMETERS: ParameterTable = {
 }
 
 
-@_common_parameters
 @validate_params(OBJECTIVE_PARAMETERS)
 def objective_perturbation(X: ArrayLike, y: ArrayLike, *, loss: str = "logistic",
                            alpha: float | ArrayLike, epsilon: float, delta: float = 0.0,
@@ -992,22 +948,17 @@ def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLi
     tol_used = erm.DEFAULT_TOL if tol is None else float(tol)
     shape = (d,) if lo is not None else (K, d)
     dim = int(np.prod(shape))
-    consts: dict[str, np.ndarray] = {}
     if delta == 0:
         eps_p, extra, beta = objective_perturbation_constants(n_norm, alphas, epsilon, c, L, nb)
         b = sample_l2_laplace(beta[:, None], dim, size=(alphas.size, n_draws), random_state=rng)
-        consts.update(epsilon_prime=eps_p, extra_l2=extra, beta=beta)
+        consts = {"epsilon_prime": eps_p, "extra_l2": extra, "beta": beta}
         noise = "l2_laplace"
     else:
-        cals = _gaussian_calibrations(alphas, epsilon, delta, perturbation=perturbation,
-                                      tol=tol_used, amp_output_fraction=amp_output_fraction,
-                                      n_norm=n_norm, L=L, c=c, nb=nb, K=K, lo=lo)
-        sig = np.array([getattr(cc, "sigma_objective", None) or cc.sigma for cc in cals])
-        extra = np.array([cc.extra_l2 for cc in cals])
-        b = rng.standard_normal((alphas.size, n_draws, dim)) * sig[:, None, None]
-        eps_noise = np.array([getattr(cc, "epsilon_objective", epsilon) - cc.epsilon_det
-                              for cc in cals])
-        consts.update(epsilon_prime=eps_noise, extra_l2=extra, sigma=sig)
+        cals = gaussian_calibrations(alphas, epsilon, delta, perturbation=perturbation,
+                                     tol=tol_used, amp_output_fraction=amp_output_fraction,
+                                     n_norm=n_norm, L=L, c=c, nb=nb, K=K, lo=lo)
+        b, consts = gaussian_objective_noise(cals, alphas, epsilon, n_draws, dim, rng)
+        extra = consts["extra_l2"]
         noise = "gaussian"
     k = alphas.size * n_draws
     # the objective normalised by n_norm, times n_norm / n, is the solver's mean over n rows
@@ -1018,8 +969,8 @@ def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLi
                  max_iter=max_iter, n_threads=n_threads, solver=solver)
     W = np.asarray(res.coef, dtype=np.float64).reshape((alphas.size, n_draws) + shape)
     if perturbation == "amp":
-        coef = _amp_release(W, res, cals, alphas, tol=tol_used, n=n, n_norm=n_norm, L=L,
-                            dim=dim, rng=rng, consts=consts)
+        coef = amp_release(W, res, cals, alphas, tol=tol_used, n=n, n_norm=n_norm, L=L,
+                           dim=dim, rng=rng, consts=consts)
     else:
         _require_exact_minimiser(res, tol_used)
         # released as solved: rounding a minimiser to a grid would not make the exact-
@@ -1028,30 +979,6 @@ def _objective(X: Any, y: Any, *, loss: str = "logistic", alpha: float | ArrayLi
         coef = W
     return _fit(perturbation, noise, lo, K, epsilon, delta, nb, R, h, n_norm, c, alphas, scalar,
                 n_draws, coef, res, consts)
-
-
-def _gaussian_calibrations(alphas: np.ndarray, epsilon: float, delta: float, *,
-                           perturbation: str, tol: float, amp_output_fraction: float,
-                           n_norm: float, L: float, c: float, nb: str, K: int,
-                           lo: Loss | None) -> list[Any]:
-    """One calibration per alpha: ObjectiveGaussianCalibration, or for AMP an
-    AMPCalibration (which adds the output noise's share)."""
-    from dperm.privacy import calibration
-
-    cals: list[Any] = []
-    for a in alphas:
-        # the margin losses all have loss' <= 0: the tighter one-signed bound applies
-        # (not to a regression loss, whose rho' takes both signs); the calibration's
-        # data_norm is one row's gradient bound L
-        kw: dict[str, Any] = dict(n=n_norm, alpha=float(a), data_norm=L, curvature=c,
-                                  neighbouring=nb, n_classes=K,
-                                  nonincreasing_loss=lo is not None and lo.nonincreasing)
-        if perturbation == "amp":
-            cals.append(calibration.amp_calibration(
-                epsilon, delta, grad_tol=tol, output_fraction=amp_output_fraction, **kw))
-        else:
-            cals.append(calibration.objective_gaussian_calibration(epsilon, delta, **kw))
-    return cals
 
 
 def _require_exact_minimiser(res: Any, tol: float) -> None:
@@ -1067,35 +994,3 @@ def _require_exact_minimiser(res: Any, tol: float) -> None:
             "solver='newton' (or 'auto'), a larger alpha (a better-conditioned problem), or "
             "perturbation='amp' with a positive delta (its output noise covers a "
             "minimiser approximate to tol)")
-
-
-def _amp_release(W: np.ndarray, res: Any, cals: list[Any], alphas: np.ndarray, *, tol: float,
-                 n: int, n_norm: float, L: float, dim: int, rng: np.random.Generator,
-                 consts: dict[str, np.ndarray]) -> np.ndarray:
-    """AMP's output step: the approximate minimisers W (alphas, draws, ...) plus exact
-    Gaussian noise on the grid, released only when every gradient norm is <= tol (the
-    grids and output scales go into ``consts``)."""
-    from dperm.privacy import calibration, exact_noise
-
-    gn = np.asarray(res.grad_norm).reshape(W.shape[:2]) * (n / n_norm)
-    if not np.all(gn <= tol):          # (a NaN norm is refused too)
-        raise NotConvergedError(
-            f"perturbation='amp': the solver stopped above the gradient tolerance "
-            f"tol={tol:g} that the output noise was calibrated for; nothing is "
-            "released. Raise max_iter (or tol, which raises the output noise).")
-    coef = np.empty_like(W)
-    grids, sig_out = np.empty(alphas.size), np.empty(alphas.size)
-    for a, cc in enumerate(cals):
-        shift = tol / (alphas[a] + cc.extra_l2)
-
-        def sigma_for(s: float, cc: Any = cc) -> float:
-            return float(calibration.analytic_gaussian_sigma(cc.epsilon_output,
-                                                             cc.delta_output, s))
-
-        s_out, g = exact_noise.calibrate_on_grid(sigma_for, shift, dim, bits=GRID_BITS)
-        coef[a], g = exact_noise.gaussian_on_grid(W[a], s_out, rng, bits=GRID_BITS)
-        _warn_if_grid_clamps(g, (L + cc.sigma_objective * math.sqrt(dim) / n_norm)
-                             / (alphas[a] + cc.extra_l2))
-        grids[a], sig_out[a] = g, s_out
-    consts.update(grid=grids, sigma_output=sig_out)
-    return coef
