@@ -378,93 +378,118 @@ def verdicts(result):
 
 def format_nips2008(result):
     """Every table of both versions next to the paper's numbers."""
-    L = []
-    mode = "quick" if result["quick"] else "full"
-    cfg = result["config"]
-    L.append(f"NIPS 2008 (Chaudhuri & Monteleoni), logistic regression: {mode} run, "
-             f"seed {result['random_state']}, {result['seconds']:.1f}s")
-    L.append("Noise readings: " + "; ".join(f"[{r}] {READING_LABELS[r]}" for r in READINGS)
-             + ". 'JMLR 2011' = dperm's Algorithm 2 (gamma law, 2011 calibration, eps-DP).")
-    L.append("'≤2σ': |ours - paper| <= 2 sqrt(sd_paper^2 + sd_ours^2), sd = standard deviation "
-             "over folds of the per-fold mean error (what the paper prints).")
+    return "\n".join(
+        _intro_lines(result) + _figure1_lines(result["figure1"]) + _figure2_lines(result)
+        + _verdict_lines(result) + _equivalent_epsilon_lines(result["equivalent_epsilon"])
+        + _preprocessing_lines(result) + _figure3_lines(result) + _figure4_lines(result)
+        + ["", early.format_early(result["early"])] + _solver_lines(result))
 
-    dg = result["figure1"]
-    L.append("")
-    L.append(f"Figure 1: D_d(γ), d = {dg['d']}, γ = {dg['gamma']:g}, eps = {dg['epsilon']:g}; "
+
+def _intro_lines(result):
+    mode = "quick" if result["quick"] else "full"
+    return [f"NIPS 2008 (Chaudhuri & Monteleoni), logistic regression: {mode} run, "
+            f"seed {result['random_state']}, {result['seconds']:.1f}s",
+            "Noise readings: " + "; ".join(f"[{r}] {READING_LABELS[r]}" for r in READINGS)
+            + ". 'JMLR 2011' = dperm's Algorithm 2 (gamma law, 2011 calibration, eps-DP).",
+            "'≤2σ': |ours - paper| <= 2 sqrt(sd_paper^2 + sd_ours^2), sd = standard deviation "
+            "over folds of the per-fold mean error (what the paper prints)."]
+
+
+def _figure1_lines(dg):
+    L = ["", f"Figure 1: D_d(γ), d = {dg['d']}, γ = {dg['gamma']:g}, eps = {dg['epsilon']:g}; "
              f"exact error over the 2^d points, mean ± sd over {plural(dg['n_datasets'], 'data set')}"
-             f" x {plural(dg['n_draws'], 'draw')}; the paper prints no numbers (a plot)")
+             f" x {plural(dg['n_draws'], 'draw')}; the paper prints no numbers (a plot)"]
     for lam in dg["lambdas"]:
         L.append(f" Λ = {lam:g}")
         L.extend(cm.curve_lines("n", dg["sizes"], {k: dg["errors"][(k, lam)] for k in KEYS},
                                 stat=cm.mean_std))
+    return L
 
-    L.append("")
-    L.append(f"Figure 2 (table): test error, 5-fold cross-validation ({plural(cfg['folds_run'], 'fold')}"
-             f" run), {plural(cfg['runs'], 'restart')} per fold, eps = {cfg['eps']:g}")
+
+def _figure2_lines(result):
+    cfg = result["config"]
+    L = ["", f"Figure 2 (table): test error, 5-fold cross-validation ({plural(cfg['folds_run'], 'fold')}"
+             f" run), {plural(cfg['runs'], 'restart')} per fold, eps = {cfg['eps']:g}"]
     for name, ds in result["datasets"].items():
         tb = ds["table"]
         L.append(f" {DATASET_LABELS[name]} (N = {tb['n_train']}, paper N = {PAPER_N[name]}; "
                  f"d = {ds['d']}; Λ = {tb['lambda']:g}; majority error {ds['majority_error']:.4f})")
-        rows = [(cm.column_label(k), cm.fold_mean_std(tb["errors"][k]), _paper_of(name, k),
-                 ("eps bound " + cm.fmt_bound(tb["epsilon_bound"][k])) if k in tb["epsilon_bound"]
-                 else "") for k in KEYS]
-        L.extend(cm.table_lines(rows))
+        L.extend(cm.table_lines([_table_row(name, tb, k) for k in KEYS]))
     if "pima" not in result["datasets"]:
         L.append(f" UCI Pima Diabetes: {result['pima_status']}")
+    return L
+
+
+def _table_row(name, tb, key):
+    bound = tb["epsilon_bound"]
+    return (cm.column_label(key), cm.fold_mean_std(tb["errors"][key]), _paper_of(name, key),
+            ("eps bound " + cm.fmt_bound(bound[key])) if key in bound else "")
+
+
+def _verdict_lines(result):
     v = verdicts(result)
-    for reading in READINGS:
-        keys = [k for k in KEYS if k.endswith(":" + reading)]
-        hit = [c for c in v if c[1] in keys and v[c]]
-        L.append(f" reading [{reading}]: {len(hit)} of {sum(c[1] in keys for c in v)} private "
-                 "cells within 2σ of the paper")
     npv = [c for c in v if c[1] == "nonprivate"]
-    L.append(f" non-private column: {sum(v[c] for c in npv)} of {len(npv)} within 2σ")
+    return [_reading_line(v, reading) for reading in READINGS] + [
+        f" non-private column: {sum(v[c] for c in npv)} of {len(npv)} within 2σ"]
 
-    eq = result["equivalent_epsilon"]
-    if eq:
-        L.append("")
-        L.append(" eps at which our curve (Figure 3 protocol) meets the paper's number "
-                 "(the paper's table: eps = 0.2 assumed):")
-        for (name, key), e in eq.items():
-            L.append(f"  {DATASET_LABELS[name]:<22} {cm.column_label(key):<52} "
-                     + ("outside the eps range run" if e is None else f"{e:.3g}"))
 
-    L.append("")
-    L.append("UCI preprocessing readings, non-private error (5 folds, Λ = "
-             f"{cfg['uci_lambda']:g}); used: {UCI_PREPROCESSING}")
+def _reading_line(v, reading):
+    keys = [k for k in KEYS if k.endswith(":" + reading)]
+    hit = [c for c in v if c[1] in keys and v[c]]
+    return (f" reading [{reading}]: {len(hit)} of {sum(c[1] in keys for c in v)} private "
+            "cells within 2σ of the paper")
+
+
+def _equivalent_epsilon_lines(eq):
+    if not eq:
+        return []
+    return ["", " eps at which our curve (Figure 3 protocol) meets the paper's number "
+                "(the paper's table: eps = 0.2 assumed):"] + [
+        f"  {DATASET_LABELS[name]:<22} {cm.column_label(key):<52} "
+        + ("outside the eps range run" if e is None else f"{e:.3g}")
+        for (name, key), e in eq.items()]
+
+
+def _preprocessing_lines(result):
+    L = ["", "UCI preprocessing readings, non-private error (5 folds, Λ = "
+             f"{result['config']['uci_lambda']:g}); used: {UCI_PREPROCESSING}"]
     for (name, how), e in result["preprocessing"].items():
         ms = cm.fold_mean_std(e)
         p, dtxt, w = cm.compare(ms, PAPER[name]["standard"])
         L.append(f"  {DATASET_LABELS[name]:<20} {how:<22} {ms[0]:.4f} ± {ms[1]:.4f}   paper {p}  "
                  f"diff {dtxt}  ≤2σ {w}")
+    return L
 
-    L.append("")
-    L.append(f"Figure 3: error against eps, mean ± sd over folds ({plural(cfg['runs'], 'restart')} "
-             "per fold); the paper plots margin 0.1, eps <= 0.2")
+
+def _figure3_lines(result):
+    L = ["", f"Figure 3: error against eps, mean ± sd over folds "
+             f"({plural(result['config']['runs'], 'restart')} "
+             "per fold); the paper plots margin 0.1, eps <= 0.2"]
     for name, ds in result["datasets"].items():
-        if "epsilon_curve" not in ds:
-            continue
-        ec = ds["epsilon_curve"]
-        L.append(f" {DATASET_LABELS[name]}, Λ = {ds['lambda']:g}")
-        L.extend(cm.curve_lines("eps", ec["epsilons"], ec["errors"]))
+        if "epsilon_curve" in ds:
+            ec = ds["epsilon_curve"]
+            L.append(f" {DATASET_LABELS[name]}, Λ = {ds['lambda']:g}")
+            L.extend(cm.curve_lines("eps", ec["epsilons"], ec["errors"]))
+    return L
 
-    L.append("")
-    L.append(f"Figure 4: learning curves (eps = {cfg['eps']:g}, the first N rows of each training "
-             "fold), mean ± sd over folds")
+
+def _figure4_lines(result):
+    L = ["", f"Figure 4: learning curves (eps = {result['config']['eps']:g}, the first N rows "
+             "of each training fold), mean ± sd over folds"]
     for name, ds in result["datasets"].items():
         lc = ds["learning_curve"]
         L.append(f" {DATASET_LABELS[name]}, Λ = {ds['lambda']:g}")
         L.extend(cm.curve_lines("N", lc["sizes"], lc["errors"]))
+    return L
 
-    L.append("")
-    L.append(early.format_early(result["early"]))
-    unconv = (dg["n_unconverged"] + sum(ds["n_unconverged"] for ds in result["datasets"].values())
+
+def _solver_lines(result):
+    unconv = (result["figure1"]["n_unconverged"]
+              + sum(ds["n_unconverged"] for ds in result["datasets"].values())
               + result["early"]["n_unconverged"])
-    L.append("")
-    L.append(f"Solver: {plural(unconv, 'problem')} stopped before the gradient tolerance "
-             "(1e-10); times: " + ", ".join(f"{k} {v:.1f}s"
-                                           for k, v in result["section_seconds"].items()))
-    return "\n".join(L)
+    return ["", f"Solver: {plural(unconv, 'problem')} stopped before the gradient tolerance "
+                "(1e-10); times: " + ", ".join(f"{k} {v:.1f}s"
+                                              for k, v in result["section_seconds"].items())]
 
 
 # ------------------------------------------------------------------ files
