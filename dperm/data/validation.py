@@ -165,19 +165,30 @@ def _check_mapped(X, name, min_samples):
 
 
 def _check_csr(X, name, min_samples):
-    import scipy.sparse as sp
-
     if X.ndim != 2:
         raise ValueError(f"{name}: expected a 2-D sparse matrix, got {X.ndim} dimensions")
     if X.format != "csr":
         X = X.tocsr()          # one conversion (a copy) for CSC, COO, ...
-    n, d = X.shape
-    _check_shape((n, d), name, min_samples)
-    data, indices, indptr = X.data, X.indices, X.indptr
+    _check_shape(X.shape, name, min_samples)
+    _check_csr_values(X.data, name)
+    nnz = _check_csr_structure(X, name)
+    if _csr_needs_copy(X, nnz):
+        X = _csr_copy(X, nnz, name)
+    return _scan_csr(X, name)
+
+
+def _check_csr_values(data, name):
     if np.iscomplexobj(data):
         raise ValueError(f"{name}: Complex data not supported (complex values are not supported)")
     if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
         raise ValueError(f"{name}: must be numeric, got dtype {data.dtype}")
+
+
+def _check_csr_structure(X, name):
+    """The stored-entry count nnz, after checking indptr against the shape and the
+    lengths of indices and data."""
+    n = X.shape[0]
+    data, indices, indptr = X.data, X.indices, X.indptr
     if indptr.ndim != 1 or indptr.shape[0] != n + 1:
         raise ValueError(f"{name}: malformed CSR: indptr has {indptr.shape[0]} entries for {n} rows")
     if n > 0 and (indptr[0] != 0 or np.any(np.diff(indptr) < 0)):
@@ -186,22 +197,49 @@ def _check_csr(X, name, min_samples):
     if indices.shape[0] < nnz or data.shape[0] < nnz:
         raise ValueError(f"{name}: malformed CSR: indptr says {nnz} stored entries but indices "
                          f"has {indices.shape[0]} and data {data.shape[0]}")
+    return nnz
+
+
+def _csr_dtypes(X):
+    """(value dtype, index dtype) the kernels read: float32/float64 values kept (others
+    float64), int32/int64 indices kept when indptr has the same dtype (else int64)."""
+    data, indices, indptr = X.data, X.indices, X.indptr
     vdtype = data.dtype if data.dtype in (np.float32, np.float64) else np.float64
     idtype = (indices.dtype if indices.dtype == indptr.dtype and indices.dtype in (np.int32, np.int64)
               else np.int64)
-    convert = (vdtype != data.dtype or idtype != indices.dtype or idtype != indptr.dtype
-               or data.shape[0] != nnz or indices.shape[0] != nnz
-               or not (data.flags.c_contiguous and indices.flags.c_contiguous
-                       and indptr.flags.c_contiguous))
-    if convert:
-        if nnz and not np.issubdtype(indices.dtype, np.signedinteger) and (
-                int(indices[:nnz].max()) >= d):   # before a cast could wrap it negative
-            _index_range_error(indices[:nnz], d, name)
-        X = _csr_from_parts(np.array(data[:nnz], dtype=vdtype), np.array(indices[:nnz], dtype=idtype),
-                            np.array(indptr, dtype=idtype), (n, d))
-    # finiteness, the column range and canonical order in one read of the entries
+    return vdtype, idtype
+
+
+def _csr_needs_copy(X, nnz):
+    """Whether the kernels can read X's arrays as they are (dtypes, lengths, C order)."""
+    data, indices, indptr = X.data, X.indices, X.indptr
+    vdtype, idtype = _csr_dtypes(X)
+    return (vdtype != data.dtype or idtype != indices.dtype or idtype != indptr.dtype
+            or data.shape[0] != nnz or indices.shape[0] != nnz
+            or not (data.flags.c_contiguous and indices.flags.c_contiguous
+                    and indptr.flags.c_contiguous))
+
+
+def _csr_copy(X, nnz, name):
+    """X's first nnz entries in the kernels' dtypes, C-contiguous (a copy)."""
+    indices, d = X.indices, X.shape[1]
+    if nnz and not np.issubdtype(indices.dtype, np.signedinteger) and (
+            int(indices[:nnz].max()) >= d):   # before a cast could wrap it negative
+        _index_range_error(indices[:nnz], d, name)
+    vdtype, idtype = _csr_dtypes(X)
+    return _csr_from_parts(np.array(X.data[:nnz], dtype=vdtype),
+                           np.array(indices[:nnz], dtype=idtype),
+                           np.array(X.indptr, dtype=idtype), X.shape)
+
+
+def _scan_csr(X, name):
+    """Finiteness, the column range and canonical order in one read of the entries; a
+    canonical copy (sorted indices, duplicates summed) when X is not, never the user's."""
+    import scipy.sparse as sp
+
     from dperm._core._objective import csr_scan
 
+    n, d = X.shape
     nonfinite, out_of_range, unsorted = csr_scan(X.data, X.indices, X.indptr, d)
     if out_of_range:
         _index_range_error(X.indices, d, name)
@@ -210,7 +248,6 @@ def _check_csr(X, name, min_samples):
         row = int(np.searchsorted(X.indptr, p, side="right")) - 1
         _nonfinite_error(name, row, int(X.indices[p]), X.data[p])
     if unsorted:
-        # sorted indices, duplicates summed: on a copy, never the user's matrix
         X = sp.csr_array((X.data.copy(), X.indices.copy(), X.indptr.copy()), shape=(n, d))
         X.has_canonical_format = False   # make scipy look again, not trust a cached flag
         X.sum_duplicates()
