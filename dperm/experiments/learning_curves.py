@@ -229,21 +229,11 @@ def run_learning_curves(X, y, *, quick=False, random_state=0, progress=True, n_t
     of every candidate, plus the protocol, "seconds", "timings" (seconds per
     stage) and "solver" (convergence diagnostics).
     """
-    cfg = dict(QUICK) if quick else dict(
-        private_sizes=PRIVATE_SIZES, nonprivate_sizes=NONPRIVATE_SIZES, n_permutations=5,
-        n_runs=50, test_size=25000, validation_size=25000)
-    for k, v in (("private_sizes", private_sizes), ("nonprivate_sizes", nonprivate_sizes),
-                 ("n_permutations", n_permutations), ("n_runs", n_runs),
-                 ("test_size", test_size), ("validation_size", validation_size)):
-        if v is not None:
-            cfg[k] = v
+    cfg = _protocol(quick, private_sizes=private_sizes, nonprivate_sizes=nonprivate_sizes,
+                    n_permutations=n_permutations, n_runs=n_runs, test_size=test_size,
+                    validation_size=validation_size)
     t_start = time.perf_counter()
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64).ravel()
-    if X.ndim != 2 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"X, y: expected (n, d) and (n,), got {X.shape} and {y.shape}")
-    if not np.all(np.isin(y, (-1.0, 1.0))):
-        raise ValueError("y: labels must be -1 or +1")
+    X, y = _check_data(X, y)
     n_total, d = X.shape
     n_parts = 5
     T, V = int(cfg["test_size"]), int(cfg["validation_size"])
@@ -254,6 +244,51 @@ def run_learning_curves(X, y, *, quick=False, random_state=0, progress=True, n_t
     nonprivate = tuple(sorted(nonprivate))
     eps = tuple(float(e) for e in epsilons)
     losses = tuple(losses)
+    grids = _grids(lambdas, eps, private, losses, h, n_parts)
+    np_grid = tuple(float(v) for v in (grids[max(eps)] if nonprivate_lambdas is None
+                                       else nonprivate_lambdas))
+    run = _Run(X, y, T=T, V=V, R=R, n_parts=n_parts, h=h, n_threads=n_threads, eps=eps,
+               losses=losses, grids=grids, np_grid=np_grid, rng=check_random_state(random_state),
+               shape=(len(private), len(nonprivate), P))
+    bar = Progress(P * (len(private) + len(nonprivate)), "learning curves", enabled=progress)
+    with warnings.catch_warnings():
+        # the solver's convergence is recorded in result["solver"] instead
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for p in range(P):
+            run.permutation(p, private, nonprivate, bar)
+    bar.close()
+    positive = float(np.mean(y > 0))
+    return {"errors": run.errors, "chosen": run.chosen, "errors_per_lambda": run.per_lambda,
+            "private_sizes": private, "nonprivate_sizes": nonprivate, "epsilons": eps,
+            "losses": losses, "h": h, "lambdas": grids, "nonprivate_lambdas": np_grid,
+            "n_parts": n_parts, "n_permutations": P, "n_runs": R, "test_size": T,
+            "validation_size": V, "n_total": n_total, "d": d, "quick": bool(quick),
+            "constant_error": min(positive, 1.0 - positive),
+            "seconds": time.perf_counter() - t_start, "timings": run.timings,
+            "solver": run.solver}
+
+
+def _protocol(quick, **given):
+    """The protocol's sizes and counts: QUICK or the full one, overridden by what is given."""
+    cfg = dict(QUICK) if quick else dict(
+        private_sizes=PRIVATE_SIZES, nonprivate_sizes=NONPRIVATE_SIZES, n_permutations=5,
+        n_runs=50, test_size=25000, validation_size=25000)
+    cfg.update((k, v) for k, v in given.items() if v is not None)
+    return cfg
+
+
+def _check_data(X, y):
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if X.ndim != 2 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"X, y: expected (n, d) and (n,), got {X.shape} and {y.shape}")
+    if not np.all(np.isin(y, (-1.0, 1.0))):
+        raise ValueError("y: labels must be -1 or +1")
+    return X, y
+
+
+def _grids(lambdas, eps, private, losses, h, n_parts):
+    """{epsilon: n_parts Lambdas}: the given ones, or `lambda_grid` at the smallest size."""
     if lambdas is None:
         n_min = min(private) if private else PRIVATE_SIZES[0]
         grids = {e: lambda_grid(e, n_min, losses=losses, h=h) for e in eps}
@@ -261,112 +296,130 @@ def run_learning_curves(X, y, *, quick=False, random_state=0, progress=True, n_t
         grids = {float(e): tuple(float(v) for v in lambdas[e]) for e in lambdas}
     if any(len(grids.get(e, ())) != n_parts for e in eps):
         raise ValueError(f"lambdas: need {n_parts} values for each epsilon in {eps}")
-    np_grid = tuple(float(v) for v in (grids[max(eps)] if nonprivate_lambdas is None
-                                       else nonprivate_lambdas))
+    return grids
 
-    rng = check_random_state(random_state)
-    S, Snp = len(private), len(nonprivate)
-    errors, chosen, per_lambda = {}, {}, {}
-    for lo in losses:
-        for m in METHODS:
-            for e in eps:
-                errors[(lo, m, e)] = np.zeros((S, P, R))
-                chosen[(lo, m, e)] = np.zeros((S, P, R), dtype=np.int64)
-                per_lambda[(lo, m, e)] = np.zeros((S, P, n_parts))
-        errors[(lo, "none", None)] = np.zeros((Snp, P))
-        chosen[(lo, "none", None)] = np.zeros((Snp, P), dtype=np.int64)
-        per_lambda[(lo, "none", None)] = np.zeros((Snp, P, len(np_grid)))
-    timings = dict.fromkeys(_STAGES, 0.0)
-    # convergence of the private solves (tolerance 1e-10) and of the non-private baseline
-    solver = {k: {"problems": 0, "not_converged": 0, "max_grad_norm": 0.0}
-              for k in ("private", "nonprivate")}
 
-    def _track(converged, grad_norm, kind="private"):
-        s = solver[kind]
+class _Run:
+    """One run of the protocol: the data, the grids, the random source, and the arrays the
+    result is made of (errors, chosen, per_lambda, timings, solver), filled permutation by
+    permutation.  Every draw from ``rng`` happens in the order of the original loop: the
+    permutation; per size, part, loss and epsilon the output noise then the objective
+    fits; then the selections, key by key."""
+
+    def __init__(self, X, y, *, T, V, R, n_parts, h, n_threads, eps, losses, grids, np_grid,
+                 rng, shape):
+        self.X, self.y, self.T, self.V, self.R, self.n_parts = X, y, T, V, R, n_parts
+        self.h, self.n_threads, self.eps, self.losses = h, n_threads, eps, losses
+        self.grids, self.np_grid, self.rng = grids, np_grid, rng
+        S, Snp, P = shape
+        self.errors, self.chosen, self.per_lambda = {}, {}, {}
+        for lo in losses:
+            for m in METHODS:
+                for e in eps:
+                    self.errors[(lo, m, e)] = np.zeros((S, P, R))
+                    self.chosen[(lo, m, e)] = np.zeros((S, P, R), dtype=np.int64)
+                    self.per_lambda[(lo, m, e)] = np.zeros((S, P, n_parts))
+            self.errors[(lo, "none", None)] = np.zeros((Snp, P))
+            self.chosen[(lo, "none", None)] = np.zeros((Snp, P), dtype=np.int64)
+            self.per_lambda[(lo, "none", None)] = np.zeros((Snp, P, len(np_grid)))
+        self.timings = dict.fromkeys(_STAGES, 0.0)
+        # convergence of the private solves (tolerance 1e-10) and of the non-private baseline
+        self.solver = {k: {"problems": 0, "not_converged": 0, "max_grad_norm": 0.0}
+                       for k in ("private", "nonprivate")}
+
+    def _track(self, converged, grad_norm, kind="private"):
+        s = self.solver[kind]
         s["problems"] += int(np.size(converged))
         s["not_converged"] += int(np.size(converged) - np.count_nonzero(converged))
         s["max_grad_norm"] = max(s["max_grad_norm"], float(np.max(grad_norm)))
 
-    bar = Progress(P * (S + Snp), "learning curves", enabled=progress)
-    with warnings.catch_warnings():
-        # the solver's convergence is recorded in result["solver"] instead
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for p in range(P):
+    def _time(self, stage, t):
+        now = time.perf_counter()
+        self.timings[stage] += now - t
+        return now
+
+    def permutation(self, p, private, nonprivate, bar):
+        t = time.perf_counter()
+        T, V = self.T, self.V
+        perm = self.rng.permutation(self.X.shape[0])
+        Xp, yp = self.X[perm], self.y[perm]  # every set below is a contiguous slice (a view)
+        test = Xp[_test_rows(T)], yp[_test_rows(T)]
+        validation = Xp[_validation_rows(T, V)], yp[_validation_rows(T, V)]
+        self._time("data", t)
+        for si, n in enumerate(private):
+            coefs = self._private_fits(Xp, yp, n)
+            for key, W in coefs.items():
+                self._select(key, W, si, p, test, validation)
+            bar.update(1, note=f"permutation {p + 1}, parts of {n:,}")
+        for lo in self.losses:
+            self._nonprivate(lo, p, Xp, yp, nonprivate, test)
+        bar.update(len(nonprivate), note=f"permutation {p + 1}, non-private")
+
+    def _private_fits(self, Xp, yp, n):
+        """coef[(lo, method, eps)]: (n_parts, R, d), model i trained on part i with grid[i]."""
+        coefs = {k: np.empty((self.n_parts, self.R, self.X.shape[1]))
+                 for k in self.errors if k[1] != "none"}
+        for i in range(self.n_parts):
+            rows = _part_rows(self.T, self.V, n, i)
+            for lo in self.losses:
+                self._fit_part(Xp[rows], yp[rows], lo, n, i, coefs)
+        return coefs
+
+    def _fit_part(self, Xi, yi, lo, n, i, coefs):
+        t = time.perf_counter()
+        lam_i = np.array([self.grids[e][i] for e in self.eps])
+        exact = erm.minimize(Xi, yi, loss=lo, alpha=lam_i, h=self.h, n_threads=self.n_threads,
+                             warn=False)
+        self._track(exact.converged, exact.grad_norm)
+        self._time("output_solves", t)
+        for ei, e in enumerate(self.eps):
             t = time.perf_counter()
-            perm = rng.permutation(n_total)
-            Xp, yp = X[perm], y[perm]  # every set below is a contiguous slice (a view)
-            Xte, yte = Xp[_test_rows(T)], yp[_test_rows(T)]
-            Xva, yva = Xp[_validation_rows(T, V)], yp[_validation_rows(T, V)]
-            timings["data"] += time.perf_counter() - t
-            for si, n in enumerate(private):
-                # coef[(lo, method, eps)]: (n_parts, R, d), model i trained on part i with grid[i]
-                coefs = {k: np.empty((n_parts, R, d)) for k in errors if k[1] != "none"}
-                for i in range(n_parts):
-                    rows = _part_rows(T, V, n, i)
-                    Xi, yi = Xp[rows], yp[rows]
-                    for lo in losses:
-                        t = time.perf_counter()
-                        lam_i = np.array([grids[e][i] for e in eps])
-                        exact = erm.minimize(Xi, yi, loss=lo, alpha=lam_i, h=h, n_threads=n_threads,
-                                             warn=False)
-                        _track(exact.converged, exact.grad_norm)
-                        timings["output_solves"] += time.perf_counter() - t
-                        for ei, e in enumerate(eps):
-                            t = time.perf_counter()
-                            _, c = add_output_noise(exact.coef[ei], n, lam_i[ei], e, 1.0, R, rng)
-                            coefs[(lo, "output", e)][i] = c[0]
-                            t2 = time.perf_counter()
-                            timings["output_noise"] += t2 - t
-                            obj = objective_perturbation(Xi, yi, loss=lo, alpha=float(lam_i[ei]),
-                                                         epsilon=e, h=h, n_draws=R, random_state=rng,
-                                                         n_threads=n_threads)
-                            _track(obj.converged, obj.grad_norm)
-                            coefs[(lo, "objective", e)][i] = obj.coef
-                            timings["objective_solves"] += time.perf_counter() - t2
-                for key, W in coefs.items():
-                    e = key[2]
-                    t = time.perf_counter()
-                    z = _mistakes(W, Xva, yva)                     # (n_parts, R) validation
-                    test_err = _mistakes(W, Xte, yte) / T          # (n_parts, R) test
-                    t2 = time.perf_counter()
-                    timings["scoring"] += t2 - t
-                    pick = np.array([exponential_mechanism(z[:, j], e, 1.0, rng)[0]
-                                     for j in range(R)], dtype=np.int64)
-                    timings["selection"] += time.perf_counter() - t2
-                    chosen[key][si, p] = pick
-                    errors[key][si, p] = test_err[pick, np.arange(R)]
-                    per_lambda[key][si, p] = test_err.mean(axis=1)
-                bar.update(1, note=f"permutation {p + 1}, parts of {n:,}")
-            for lo in losses:
-                W0 = None
-                for si, n in enumerate(nonprivate):
-                    t = time.perf_counter()
-                    Xtr, ytr = Xp[_nonprivate_rows(T, n)], yp[_nonprivate_rows(T, n)]
-                    res = erm.minimize(Xtr, ytr, loss=lo, alpha=np.array(np_grid), h=h,
-                                       n_threads=n_threads, coef_init=W0, tol=NONPRIVATE_TOL,
-                                       warn=False)
-                    _track(res.converged, res.grad_norm, "nonprivate")
-                    W0 = res.coef
-                    timings["nonprivate_solves"] += time.perf_counter() - t
-                    t = time.perf_counter()
-                    train_mistakes = _mistakes(res.coef, Xtr, ytr)
-                    best = int(np.argmin(train_mistakes))  # ties: the smallest Lambda
-                    test_err = _mistakes(res.coef, Xte, yte) / T
-                    timings["scoring"] += time.perf_counter() - t
-                    chosen[(lo, "none", None)][si, p] = best
-                    errors[(lo, "none", None)][si, p] = test_err[best]
-                    per_lambda[(lo, "none", None)][si, p] = test_err
-            bar.update(Snp, note=f"permutation {p + 1}, non-private")
-            del Xp, yp
-    bar.close()
-    positive = float(np.mean(y > 0))
-    return {"errors": errors, "chosen": chosen, "errors_per_lambda": per_lambda,
-            "private_sizes": private, "nonprivate_sizes": nonprivate, "epsilons": eps,
-            "losses": losses, "h": h, "lambdas": grids, "nonprivate_lambdas": np_grid,
-            "n_parts": n_parts, "n_permutations": P, "n_runs": R, "test_size": T,
-            "validation_size": V, "n_total": n_total, "d": d, "quick": bool(quick),
-            "constant_error": min(positive, 1.0 - positive),
-            "seconds": time.perf_counter() - t_start, "timings": timings, "solver": solver}
+            _, c = add_output_noise(exact.coef[ei], n, lam_i[ei], e, 1.0, self.R, self.rng)
+            coefs[(lo, "output", e)][i] = c[0]
+            t2 = self._time("output_noise", t)
+            obj = objective_perturbation(Xi, yi, loss=lo, alpha=float(lam_i[ei]), epsilon=e,
+                                         h=self.h, n_draws=self.R, random_state=self.rng,
+                                         n_threads=self.n_threads)
+            self._track(obj.converged, obj.grad_norm)
+            coefs[(lo, "objective", e)][i] = obj.coef
+            self._time("objective_solves", t2)
+
+    def _select(self, key, W, si, p, test, validation):
+        """Each run's model chosen on the validation set (exponential mechanism), scored
+        on the test set."""
+        R, e = self.R, key[2]
+        t = time.perf_counter()
+        z = _mistakes(W, *validation)                     # (n_parts, R) validation
+        test_err = _mistakes(W, *test) / self.T          # (n_parts, R) test
+        t2 = self._time("scoring", t)
+        pick = np.array([exponential_mechanism(z[:, j], e, 1.0, self.rng)[0]
+                         for j in range(R)], dtype=np.int64)
+        self._time("selection", t2)
+        self.chosen[key][si, p] = pick
+        self.errors[key][si, p] = test_err[pick, np.arange(R)]
+        self.per_lambda[key][si, p] = test_err.mean(axis=1)
+
+    def _nonprivate(self, lo, p, Xp, yp, nonprivate, test):
+        """The non-private baseline at each size, warm-started from the previous size;
+        Lambda chosen by training error."""
+        W0 = None
+        key = (lo, "none", None)
+        for si, n in enumerate(nonprivate):
+            t = time.perf_counter()
+            Xtr, ytr = Xp[_nonprivate_rows(self.T, n)], yp[_nonprivate_rows(self.T, n)]
+            res = erm.minimize(Xtr, ytr, loss=lo, alpha=np.array(self.np_grid), h=self.h,
+                               n_threads=self.n_threads, coef_init=W0, tol=NONPRIVATE_TOL,
+                               warn=False)
+            self._track(res.converged, res.grad_norm, "nonprivate")
+            W0 = res.coef
+            t = self._time("nonprivate_solves", t)
+            train_mistakes = _mistakes(res.coef, Xtr, ytr)
+            best = int(np.argmin(train_mistakes))  # ties: the smallest Lambda
+            test_err = _mistakes(res.coef, *test) / self.T
+            self._time("scoring", t)
+            self.chosen[key][si, p] = best
+            self.errors[key][si, p] = test_err[best]
+            self.per_lambda[key][si, p] = test_err
 
 
 def _keys(result):
