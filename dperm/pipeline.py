@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["private_pipeline", "DEFAULT_BOUNDS_SHARE", "split_budget", "release_bounds",
-           "budget_record"]
+           "release_bounds_from_histograms", "budget_record"]
 
 #: the share of epsilon spent on the numeric columns' (and a regression label's) bounds
 DEFAULT_BOUNDS_SHARE = 0.1
@@ -167,6 +167,32 @@ def release_bounds(data: Mapping[str, Any], numeric: Sequence[str], label: str |
     bounds = estimate_bounds({c: data[c] for c in bounded}, epsilon, columns=bounded,
                              accountant=accountant, random_state=random_state,
                              **bounds_params)
+    return _split_label(bounds, numeric, label)
+
+
+def release_bounds_from_histograms(histograms: Mapping[str, Any], numeric: Sequence[str],
+                                   label: str | None, epsilon: float, *, accountant: Any = None,
+                                   random_state: Any = None,
+                                   **bounds_params: Any) -> tuple[dict, tuple[float, float] | None]:
+    """:func:`release_bounds` from counts made elsewhere (in chunks, by a streamed pass):
+    `histograms` maps each column to its ``column_histogram`` (atoms, cells) on the public
+    grid of `bounds_params` (``default_grid(bounds_range)``), missing values dropped and the
+    rest clipped to the grid's ends.  :func:`dperm.privacy.quantiles.bounds_from_histograms`
+    over the same columns in the same order: on the same rows, the same law, record and
+    charge as release_bounds (with the same generator, the same draws)."""
+    from dperm.privacy.quantiles import bounds_from_histograms
+
+    bounded = list(numeric) + ([label] if label is not None else [])
+    if not bounded:
+        return {}, None
+    bounds = bounds_from_histograms({c: histograms[c] for c in bounded}, epsilon,
+                                    accountant=accountant, random_state=random_state,
+                                    **bounds_params)
+    return _split_label(bounds, numeric, label)
+
+
+def _split_label(bounds: Any, numeric: Sequence[str],
+                 label: str | None) -> tuple[dict, tuple[float, float] | None]:
     numeric_bounds = {c: tuple(bounds[c]) for c in numeric}
     if label is None:
         return numeric_bounds, None

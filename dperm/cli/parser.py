@@ -349,6 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --bounds-share: read the lists of the --categorical columns "
                         "named without one (and the classes) from the private data, OUTSIDE "
                         "the privacy guarantee (a PrivacyLeakWarning)")
+    f.add_argument("--quantiles", default=None, metavar="LOW,HIGH",
+                   help="with --bounds-share: the quantiles released as the bounds (default "
+                        "0.01,0.99), as in dperm bounds")
+    f.add_argument("--range", metavar="LO,HI", default=None,
+                   help="with --bounds-share: the PUBLIC range of every released column "
+                        "(default -1e9,1e9; write --range=-5,100 when LO is negative); values "
+                        "outside are clipped to it, as in dperm bounds")
     f.add_argument("--label-bound", type=_positive_float, default=None, metavar="B",
                    help="--task regression: the PUBLIC bound B on |label| (labels beyond it "
                         "are clipped to [-B, B], with a warning); required")

@@ -117,8 +117,14 @@ def test_unseeded_model_predicts(tmp_path):
     (["--categorical", "shade=a,b", "--categorical", "y=no,yes"], ["no column(s) ['shade']"]),
     (["--categorical", "y=no,yes", "--categorical", "color=red,blue", "--label-bound", "1"],
      ["--bounds-share cannot be combined with --label-bound"]),
-    (["--categorical", "y=no,yes", "--categorical", "color=red,blue", "--memory-budget",
-      "1M"], ["--bounds-share cannot be combined with --memory-budget"]),
+    (["--categorical", "y,color", "--categories-from-data", "--memory-budget", "1M"],
+     ["--categories-from-data cannot be combined with --memory-budget", "--categorical"]),
+    (["--categorical", "y=no,yes", "--categorical", "color=red,blue", "--range", "5,1"],
+     ["bounds_range: needs finite low < high"]),
+    (["--categorical", "y=no,yes", "--categorical", "color=red,blue", "--quantiles", "0.9,0.1"],
+     ["quantiles: need 0 <= low < high <= 1"]),
+    (["--categorical", "y=no,yes", "--categorical", "color=red,blue", "--quantiles", "x"],
+     ["--quantiles must be two numbers"]),
     (["--categorical", "y=no,yes", "--categorical", "color=red,blue", "--schema", "NUMERIC"],
      ["--bounds-share releases the numeric bounds", "drop --bounds-share"]),
 ])
@@ -190,3 +196,147 @@ def test_neighbouring_files_differ_only_in_noisy_outputs(tmp_path, task):
     assert out[0][0] == out[1][0]
     assert out[0][0]["budget"]["epsilon_bounds"] == pytest.approx(0.2)
     assert out[0][1][0] != out[1][1][0]
+
+
+# ------------------------------------------------------------------ streamed and binary
+def _lists(task):
+    return ["--categorical", "color=red,blue",
+            *(["--categorical", "y=no,yes"] if task == "classification" else [])]
+
+
+def _task_data(tmp_path, task, n=2000):
+    full = _data(tmp_path / "full.csv", n=n)
+    label, drop = ("y", "w") if task == "classification" else ("w", "y")
+    return str(_frame_without(full, drop, tmp_path / "d.csv")), label
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_streamed_one_command_equals_in_memory(tmp_path, capsys, task):
+    """--memory-budget (many chunks): the bounds from one pass of histograms, then the
+    streamed fit with those public bounds; for the same seed the model file is the
+    in-memory one's, byte for byte (the same counts, so the same law and draws)."""
+    data, label = _task_data(tmp_path, task)
+    common = ["fit", data, "--label", label, "--task", task, "--epsilon", "1",
+              "--bounds-share", "0.2", "--seed", "5", "--missing", "drop",
+              "--quantiles", "0.02,0.97", "--range=-50,500", *_lists(task)]
+    assert main([*common, "-o", str(tmp_path / "mem.json")]) == 0
+    mem_out = capsys.readouterr().out
+    assert main([*common, "--memory-budget", "100K", "--work-dir", str(tmp_path),
+                 "-o", str(tmp_path / "stream.json")]) == 0
+    out, err = capsys.readouterr()
+    assert "streaming" in err and "chunks of" in err
+    assert (tmp_path / "mem.json").read_bytes() == (tmp_path / "stream.json").read_bytes()
+    split = [ln for ln in mem_out.splitlines() if ln.startswith(("budget:", "  a:", "  b:"))]
+    assert len(split) == 3 and all(ln in out.splitlines() for ln in split)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("dperm-")) == []
+    model = json.loads((tmp_path / "stream.json").read_text())
+    assert model["budget"]["epsilon_bounds"] == pytest.approx(0.2)
+    lo, hi = model["schema"]["numeric"]["a"]
+    assert -50 <= lo < hi <= 500
+
+
+def test_streamed_release_is_the_in_memory_release(tmp_path):
+    """The counts added chunk by chunk are estimate_bounds' counts: release_bounds and
+    release_bounds_from_histograms give the same bounds and record for one seed, and a
+    different count (one row changed) can change them (the law reads the counts)."""
+    from dperm.pipeline import release_bounds, release_bounds_from_histograms
+    from dperm.privacy.quantiles import column_histogram, default_grid
+
+    rng = np.random.default_rng(0)
+    data = {"a": rng.normal(50, 10, 3000), "w": rng.exponential(3, 3000)}
+    data["a"][:40] = np.nan
+    data["w"][:5] = 5e9                                   # outside the range: clipped
+    g = default_grid((-100, 1000))
+
+    def counts(cols):
+        out = {}
+        for c, v in cols.items():
+            parts = [column_histogram(np.clip(p[~np.isnan(p)], g[0], g[-1]), g)
+                     for p in np.array_split(v, 7)]
+            out[c] = (sum(p[0] for p in parts), sum(p[1] for p in parts))
+        return out
+
+    kw = {"quantiles": (0.05, 0.95), "bounds_range": (-100, 1000)}
+    with pytest.warns(Warning):
+        mem = release_bounds(data, ["a"], "w", 0.5, random_state=3, **kw)
+    with pytest.warns(Warning):
+        hist = release_bounds_from_histograms(counts(data), ["a"], "w", 0.5, random_state=3,
+                                              **kw)
+    assert mem == hist
+    shifted = {"a": data["a"] + 30.0, "w": data["w"]}
+    with pytest.warns(Warning):
+        moved = release_bounds_from_histograms(counts(shifted), ["a"], "w", 0.5,
+                                               random_state=3, **kw)
+    assert moved[0]["a"] != mem[0]["a"]
+
+
+def test_kept_binary_refits_as_the_same_one_command(tmp_path, capsys):
+    """--keep-binary with --bounds-share keeps the split in the binary's manifest; a
+    --from-binary refit with the same --epsilon, --bounds-share and seed writes the
+    in-memory one command's file; another split, or none, is refused."""
+    data, label = _task_data(tmp_path, "classification")
+    common = ["--epsilon", "1", "--bounds-share", "0.1", "--seed", "9", "--missing", "drop"]
+    assert main(["fit", data, "--label", "y", *common, *_lists("classification"),
+                 "-o", str(tmp_path / "mem.json")]) == 0
+    keep = tmp_path / "bin"
+    assert main(["fit", data, "--label", "y", *common, *_lists("classification"),
+                 "--keep-binary", str(keep), "-o", str(tmp_path / "kept.json")]) == 0
+    manifest = json.loads((keep / "design.json").read_text())
+    assert manifest["budget"]["epsilon_bounds"] == pytest.approx(0.1)
+    assert main(["fit", "--from-binary", str(keep), *common,
+                 "-o", str(tmp_path / "refit.json")]) == 0
+    capsys.readouterr()
+    mem = (tmp_path / "mem.json").read_bytes()
+    assert (tmp_path / "kept.json").read_bytes() == mem
+    assert (tmp_path / "refit.json").read_bytes() == mem
+    for extra, words in ((["--epsilon", "2", "--bounds-share", "0.1"], "--epsilon 1 --bounds-share 0.1"),
+                         (["--bounds-share", "0.2"], "--bounds-share 0.1 of --epsilon 1"),
+                         ([], "give --epsilon 1 --bounds-share 0.1"),
+                         (["--bounds-share", "0.1", "--categorical", "color=red,blue"],
+                          "--from-binary: --categorical cannot be given")):
+        out = tmp_path / "no.json"
+        assert main(["fit", "--from-binary", str(keep), *extra, "-o", str(out)]) == 2
+        assert words in capsys.readouterr().err and not out.exists()
+    assert (keep / "design.json").exists()       # the refused refits left the binary alone
+
+
+def test_binary_of_public_bounds_refuses_bounds_share(tmp_path, capsys):
+    data, _ = _task_data(tmp_path, "classification", n=300)
+    (tmp_path / "s.json").write_text(json.dumps(
+        {"numeric": {"a": [0, 100], "b": [0, 20]}, "categorical": CATS,
+         "label": {"column": "y", "classes": ["no", "yes"]}}))
+    keep = tmp_path / "bin"
+    assert main(["fit", data, "--schema", str(tmp_path / "s.json"), "--missing", "drop",
+                 "--keep-binary", str(keep), "-o", str(tmp_path / "m.json")]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--from-binary", str(keep), "--bounds-share", "0.1",
+                 "-o", str(tmp_path / "n.json")]) == 2
+    assert "written with PUBLIC bounds" in capsys.readouterr().err
+    assert not (tmp_path / "n.json").exists()
+
+
+@pytest.mark.parametrize("stream", [[], ["--memory-budget", "100K"]])
+def test_error_before_the_release_leaves_nothing(tmp_path, capsys, stream):
+    """A missing value under --missing error (and a non-numeric cell) stops the command
+    before any bound is released or any file written (the binary's directory included)."""
+    data, _ = _task_data(tmp_path, "classification", n=600)
+    keep = tmp_path / "bin"
+    extra = [*stream, "--keep-binary", str(keep)] if stream else []
+    rc = main(["fit", data, "--label", "y", "--bounds-share", "0.1", *_lists("classification"),
+               *extra, "-o", str(tmp_path / "m.json")])
+    out, err = capsys.readouterr()
+    assert rc == 2 and "missing value in column 'b'" in err and "row 8" in err
+    assert "budget:" not in out and not (tmp_path / "m.json").exists()
+    assert not keep.exists() or not any(keep.iterdir())
+    bad = open(data).read().splitlines()
+    cells = bad[500].split(",")
+    cells[0] = "oops"
+    bad[500] = ",".join(cells)
+    (tmp_path / "bad.csv").write_text("\n".join(bad) + "\n")
+    rc = main(["fit", str(tmp_path / "bad.csv"), "--label", "y", "--bounds-share", "0.1",
+               "--missing", "drop", *_lists("classification"), *extra,
+               "-o", str(tmp_path / "m.json")])
+    out, err = capsys.readouterr()
+    assert rc == 2 and "non-numeric value 'oops' in column 'a'" in err and "row 500" in err
+    assert "budget:" not in out and not (tmp_path / "m.json").exists()
+    assert not keep.exists() or not any(keep.iterdir())
