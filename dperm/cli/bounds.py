@@ -196,26 +196,38 @@ def check_bounds_share_args(args):
     """`dperm fit --bounds-share` and its companions (--categorical,
     --categories-from-data, --quantiles, --range): the combinations refused, before any
     data is read."""
-    share = getattr(args, "bounds_share", None) is not None
-    companions = [o for o, on in (
-        ("--categorical", bool(getattr(args, "categorical", None))),
-        ("--categories-from-data", bool(getattr(args, "categories_from_data", False))),
-        ("--quantiles", getattr(args, "quantiles", None) is not None),
-        ("--range", getattr(args, "range", None) is not None)) if on]
-    if companions and not share:
-        raise _UsageError(f"{', '.join(companions)} {'is' if len(companions) == 1 else 'are'} "
-                          "for --bounds-share (without it, dperm fit reads a schema's PUBLIC "
-                          "bounds and lists)")
-    if not share:
+    companions = _companions(args)
+    if getattr(args, "bounds_share", None) is None:
+        if companions:
+            raise _UsageError(f"{', '.join(companions)} "
+                              f"{'is' if len(companions) == 1 else 'are'} for --bounds-share "
+                              "(without it, dperm fit reads a schema's PUBLIC bounds and lists)")
         return
     if getattr(args, "label_bound", None) is not None:
         raise _UsageError("--bounds-share cannot be combined with --label-bound: it releases "
                           "a regression label's range from the data; drop --label-bound, or run "
                           "`dperm bounds` then `dperm fit --schema` instead")
+    _check_share_source(args, companions)
+    bounds_params(args)
+
+
+def _companions(args):
+    """The options given that are for --bounds-share only."""
+    return [o for o, on in (
+        ("--categorical", bool(getattr(args, "categorical", None))),
+        ("--categories-from-data", bool(getattr(args, "categories_from_data", False))),
+        ("--quantiles", getattr(args, "quantiles", None) is not None),
+        ("--range", getattr(args, "range", None) is not None)) if on]
+
+
+def _check_share_source(args, companions):
+    """Where --bounds-share reads the rows: DATA.csv in memory or streamed (lists from
+    the data only in memory), or a --from-binary binary (whose bounds were released when
+    it was written)."""
     streamed = [o for k, o in (("memory_budget", "--memory-budget"), ("work_dir", "--work-dir"),
                                ("keep_binary", "--keep-binary"), ("from_binary", "--from-binary"))
                 if getattr(args, k, None) is not None]
-    if getattr(args, "categories_from_data", False) and streamed:
+    if "--categories-from-data" in companions and streamed:
         raise _UsageError(f"--categories-from-data cannot be combined with {streamed[0]}: it "
                           "reads the lists from the rows in memory; give PUBLIC lists with "
                           "--categorical COLUMN=V1,V2,... or in --schema BASE.json")
@@ -227,7 +239,6 @@ def check_bounds_share_args(args):
     elif args.data is None:
         raise _UsageError("--bounds-share needs DATA.csv (the shipped Adult data has public "
                           "bounds already: drop --bounds-share)")
-    bounds_params(args)
 
 
 def _categorical_option(specs):
@@ -357,8 +368,7 @@ class _Plan:
         self.eps_bounds, self.eps_fit = split_budget(args.epsilon, args.bounds_share,
                                                      self.bounded)
         self.params = bounds_params(args)
-        self.fill = {c: v for c, v in (self.base.fill.items() if self.base else ())
-                     if c in self.numeric or c in self.cats}
+        self.fill = _public_fill(self.base, self.numeric, self.cats)
         # the schema with placeholder bounds: the columns, lists and fill values are the
         # released schema's, so its missing-value rule, encoding width and chunk size are too
         self.schema = self.released({c: (0.0, 1.0) for c in self.numeric},
@@ -391,6 +401,13 @@ class _Plan:
         _print_split(budget, numeric_bounds, self.label, label_bounds)
         _hand_to_fit(args, budget)
         return schema
+
+
+def _public_fill(base, numeric, cats):
+    """The base schema's fill values of the fitted columns."""
+    if base is None:
+        return {}
+    return {c: v for c, v in base.fill.items() if c in numeric or c in cats}
 
 
 def release_for_fit(args, table, leaks):

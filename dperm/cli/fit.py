@@ -712,39 +712,55 @@ _NEIGHBOURING_TEXT = {
 }
 
 
+_MECHANISM_TITLE = {"objective": "objective perturbation (Algorithm 2)",
+                    "output": "output perturbation (Algorithm 1)",
+                    "amp": "approximate minima perturbation (AMP)",
+                    "none": "NON-PRIVATE (no noise)"}
+
+
 def _print_privacy(rec, source, shape):
-    """The guarantee, from the public record only (nothing data-dependent)."""
+    """The guarantee, from the public record only (nothing data-dependent): a title line,
+    the rows of the guarantee, the mechanism, the fit's constants and the classes, then
+    the footnotes."""
     mech = rec.get("mechanism")
-    title = {"objective": "objective perturbation (Algorithm 2)",
-             "output": "output perturbation (Algorithm 1)",
-             "amp": "approximate minima perturbation (AMP)",
-             "none": "NON-PRIVATE (no noise)"}.get(mech, str(mech))
-    print(f"fit on {source}: {title}, {rec.get('loss')} loss, n = {shape[0]} rows, "
-          f"d = {shape[1]} features")
-    delta = rec.get("delta") or 0.0
-    K = rec.get("n_classes") or 2
-    split = rec.get("multiclass")
+    print(f"fit on {source}: {_MECHANISM_TITLE.get(mech, str(mech))}, {rec.get('loss')} loss, "
+          f"n = {shape[0]} rows, d = {shape[1]} features")
+    rows = (_guarantee_rows(rec, mech) + _mechanism_rows(rec, mech) + _constant_rows(rec)
+            + _classes_rows(rec, mech))
+    for k, v in rows:
+        print(f"  {k:<17} {_fmt(v)}")
+    _print_footnotes(rec, mech)
+
+
+def _guarantee_rows(rec, mech):
+    """epsilon, delta, the neighbouring relation and the noise (epsilon alone without
+    noise)."""
+    if mech == "none":
+        return [("epsilon", rec.get("epsilon"))]
+    delta_total = rec.get("delta_total", rec.get("delta") or 0.0)
+    kind = "pure epsilon-DP" if not delta_total else "(epsilon, delta)-DP"
+    rows = [("epsilon", rec.get("epsilon_total", rec.get("epsilon"))),
+            ("delta", f"{_fmt(float(delta_total))} ({kind})"),
+            ("neighbouring", _NEIGHBOURING_TEXT.get(rec.get("neighbouring"),
+                                                    str(rec.get("neighbouring")))),
+            ("noise", _noise_text(rec, mech))]
+    if mech == "amp":
+        rows.append(("sigma (output)", f"{_fmt(rec.get('sigma_output'))} (Gaussian noise "
+                                       "added to the approximate minimizer)"))
+    return rows
+
+
+def _noise_text(rec, mech):
+    if rec.get("noise") != "gaussian":
+        return "Laplace-type (density ~ exp(-beta ||b||))"
+    where = ("(per coordinate of b in the objective's b.f/n)" if mech != "output"
+             else "(per coordinate of the coefficients)")
+    return f"Gaussian, sigma = {_fmt(rec.get('sigma'))} {where}"
+
+
+def _mechanism_rows(rec, mech):
+    """epsilon' and Delta (objective perturbation, AMP), beta, the output grid."""
     rows = []
-    if mech != "none":
-        eps_total = rec.get("epsilon_total", rec.get("epsilon"))
-        delta_total = rec.get("delta_total", delta)
-        rows += [("epsilon", eps_total),
-                 ("delta", f"{_fmt(float(delta_total))} "
-                           f"({'pure epsilon-DP' if not delta_total else '(epsilon, delta)-DP'})"),
-                 ("neighbouring", _NEIGHBOURING_TEXT.get(rec.get("neighbouring"),
-                                                         str(rec.get("neighbouring"))))]
-        if rec.get("noise") == "gaussian":
-            noise = (f"Gaussian, sigma = {_fmt(rec.get('sigma'))} "
-                     + ("(per coordinate of b in the objective's b.f/n)" if mech != "output"
-                        else "(per coordinate of the coefficients)"))
-        else:
-            noise = "Laplace-type (density ~ exp(-beta ||b||))"
-        rows.append(("noise", noise))
-        if mech == "amp":
-            rows.append(("sigma (output)", f"{_fmt(rec.get('sigma_output'))} (Gaussian noise "
-                                           "added to the approximate minimizer)"))
-    else:
-        rows += [("epsilon", rec.get("epsilon"))]
     if mech in ("objective", "amp"):
         rows += [("epsilon'", rec.get("epsilon_prime")), ("Delta", rec.get("extra_l2"))]
     if rec.get("beta") is not None:
@@ -752,29 +768,40 @@ def _print_privacy(rec, source, shape):
     if rec.get("grid") is not None:
         rows.append(("grid", f"{_fmt(rec.get('grid'))} (released coefficients are "
                              "multiples of it)"))
-    rows += [("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
-             ("row norm bound R", rec.get("data_norm")),
-             ("n (normalising)", rec.get("n_samples"))]
-    if K > 2:
-        if mech == "none":
-            rows.append(("classes", f"{K}: " + ("one-vs-rest, one binary model per class"
-                                                if split == "ovr" else
-                                                "one multinomial (softmax) model")))
-        elif split == "ovr":
-            rows.append(("classes", f"{K}: one-vs-rest, {K} binary models, each with "
-                                    f"epsilon = {_fmt(rec.get('epsilon'))}, delta = "
-                                    f"{_fmt(float(rec.get('delta') or 0.0))} (total "
-                                    f"epsilon = {_fmt(rec.get('epsilon_total'))}, delta = "
-                                    f"{_fmt(float(rec.get('delta_total') or 0.0))})"))
-        else:
-            rows.append(("classes", f"{K}: one multinomial (softmax) model: one release with "
-                                    "the whole epsilon and delta"))
-    for k, v in rows:
-        print(f"  {k:<17} {_fmt(v)}")
-    if K > 2 and split == "ovr" and mech != "none":
+    return rows
+
+
+def _constant_rows(rec):
+    return [("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
+            ("row norm bound R", rec.get("data_norm")),
+            ("n (normalising)", rec.get("n_samples"))]
+
+
+def _classes_rows(rec, mech):
+    """K > 2 classes: one-vs-rest or one multinomial model (nothing for two)."""
+    K = rec.get("n_classes") or 2
+    if K <= 2:
+        return []
+    ovr = rec.get("multiclass") == "ovr"
+    if mech == "none":
+        text = "one-vs-rest, one binary model per class" if ovr else \
+            "one multinomial (softmax) model"
+    elif ovr:
+        text = (f"one-vs-rest, {K} binary models, each with epsilon = "
+                f"{_fmt(rec.get('epsilon'))}, delta = {_fmt(float(rec.get('delta') or 0.0))} "
+                f"(total epsilon = {_fmt(rec.get('epsilon_total'))}, delta = "
+                f"{_fmt(float(rec.get('delta_total') or 0.0))})")
+    else:
+        text = "one multinomial (softmax) model: one release with the whole epsilon and delta"
+    return [("classes", f"{K}: {text}")]
+
+
+def _print_footnotes(rec, mech):
+    """What the rows above mean for one-vs-rest, and why Delta > 0."""
+    if (rec.get("n_classes") or 2) > 2 and rec.get("multiclass") == "ovr" and mech != "none":
         print("  (epsilon', Delta, beta, sigma and Lambda above are those of each one-vs-rest "
               "model)")
-    if mech == "objective" and not delta and (rec.get("extra_l2") or 0) > 0:
+    if mech == "objective" and not rec.get("delta") and (rec.get("extra_l2") or 0) > 0:
         print("  (Delta > 0: Lambda is small for this n and epsilon, so Algorithm 2 added "
               "Delta to the regularizer and used epsilon' = epsilon/2)")
 
