@@ -157,8 +157,9 @@ def test_categories_from_data_is_explicit_and_warned(tmp_path, capsys):
     assert model["schema_from_data"] is True and model["read_from_data"] == ["category lists"]
 
 
+@pytest.mark.parametrize("stream", [[], ["--memory-budget", "100K"]])
 @pytest.mark.parametrize("task", ["classification", "regression"])
-def test_neighbouring_files_differ_only_in_noisy_outputs(tmp_path, task):
+def test_neighbouring_files_differ_only_in_noisy_outputs(tmp_path, task, stream):
     """One row replaced by an extreme one: the one command's model files (unseeded) are
     identical but for the coefficients, the released bounds and their public functions;
     the "budget" record is compared too."""
@@ -178,7 +179,7 @@ def test_neighbouring_files_differ_only_in_noisy_outputs(tmp_path, task):
         model = tmp_path / f"{name}.json"
         assert main(["fit", str(tmp_path / name), "--label", label, "--task", task,
                      "--epsilon", "1", "--bounds-share", "0.2", "--missing", "drop",
-                     "--categorical", "color=red,blue",
+                     "--categorical", "color=red,blue", *stream,
                      *(["--categorical", "y=no,yes"] if task == "classification" else []),
                      "-o", str(model)]) == 0
         obj = json.loads(model.read_text())
@@ -419,3 +420,32 @@ def test_adult_default_share_warns_where_the_bounds_are_bad():
         assert (law.inaccuracy()[0] > 0.05)           # the tail alone: all six
     for c in warned:
         assert bounds[c][1] < 1.0 < np.quantile(cols[c], 0.99)
+
+
+def test_streamed_counts_are_the_whole_files(tmp_path, monkeypatch):
+    """What the streamed release reads: each released column's histogram over every row of
+    the file (missing values dropped, values outside --range clipped), exactly the counts
+    estimate_bounds makes in memory."""
+    import dperm.pipeline as P
+    from dperm.privacy.quantiles import column_histogram, default_grid
+
+    data, label = _task_data(tmp_path, "regression", n=3000)
+    seen = {}
+    real = P.release_bounds_from_histograms
+
+    def spy(histograms, *a, **k):
+        seen.update(histograms)
+        return real(histograms, *a, **k)
+
+    monkeypatch.setattr(P, "release_bounds_from_histograms", spy)
+    assert main(["fit", data, "--label", label, "--task", "regression", "--bounds-share", "0.1",
+                 "--range=0,60", "--missing", "drop", "--memory-budget", "100K",
+                 *_lists("regression"), "-o", str(tmp_path / "m.json")]) == 0
+    g = default_grid((0, 60))
+    rows = list(csv.DictReader(open(data)))
+    assert list(seen) == ["a", "b", "w"]
+    for c in ("a", "b", "w"):
+        x = np.array([float(r[c]) for r in rows if r[c] != ""])
+        atoms, cells = column_histogram(np.clip(x, 0, 60), g)
+        assert np.array_equal(seen[c][0], atoms) and np.array_equal(seen[c][1], cells), c
+        assert int(seen[c][0].sum() + seen[c][1].sum()) == x.size
