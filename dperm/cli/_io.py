@@ -366,6 +366,12 @@ class CSVReader:
         columns = {h: tb.column(h) for h in keep} if tb is not None else {}
         return Table(self.path, self.header, columns, n, self.lines, rows)
 
+    def rewind(self):
+        """Stop the reading, so that the next chunks() reads the file again from its first
+        data row (numbered 1 again)."""
+        self.close()
+        self.n_rows = 0
+
     def close(self):
         """Stop the reading (its file is closed)."""
         for gen in self._open:

@@ -60,8 +60,7 @@ def cmd_bounds(args):
 
     if not args.output:
         raise _UsageError("-o/--output SCHEMA.json is required")
-    quantiles = _pair(args.quantiles, "--quantiles")
-    bounds_range = None if args.range is None else _pair(args.range, "--range")
+    params = bounds_params(args)          # checked before any data is read
     base = load_schema(args.schema) if args.schema is not None else None
     table = read_csv(args.data, delimiter=args.delimiter)
     label, regression = _label_column(args, base, table)
@@ -79,8 +78,8 @@ def cmd_bounds(args):
             "guarantee (which covers the numeric bounds only); name the numeric columns "
             "with --columns and give PUBLIC category lists in --schema BASE.json",
             PrivacyLeakWarning, stacklevel=2)
-    bounds = estimate_bounds(data, args.epsilon, columns=released, quantiles=quantiles,
-                             bounds_range=bounds_range, random_state=args.seed)
+    bounds = estimate_bounds(data, args.epsilon, columns=released, random_state=args.seed,
+                             **params)
     schema = _output_schema(base, bounds, columns, categorical, label, regression)
     _write_text(args.output, model_to_json(schema.to_dict()), "schema", atomic=True)
     _print_bounds(bounds, released, label)
@@ -179,26 +178,67 @@ def _print_bounds(bounds, released, label):
 
 
 # ------------------------------------------------------------- dperm fit --bounds-share
+def bounds_params(args):
+    """--quantiles and --range of `dperm bounds` and `dperm fit --bounds-share`, parsed and
+    checked (by estimate_bounds' own checks, so both commands say the same) before any data
+    is read: estimate_bounds' keyword arguments ``quantiles`` and ``bounds_range``."""
+    from dperm.privacy.quantiles import DEFAULT_QUANTILES, _check_quantiles, _check_range
+
+    given = getattr(args, "quantiles", None)
+    quantiles = DEFAULT_QUANTILES if given is None else _check_quantiles(
+        _pair(given, "--quantiles"))
+    bounds_range = None if getattr(args, "range", None) is None else _check_range(
+        _pair(args.range, "--range"))
+    return {"quantiles": quantiles, "bounds_range": bounds_range}
+
+
 def check_bounds_share_args(args):
-    """`dperm fit --bounds-share`: the options it cannot be combined with, refused
-    before any data is read."""
-    given = [o for o, on in (
-        ("--memory-budget/--work-dir/--keep-binary",
-         any(getattr(args, k, None) is not None
-             for k in ("memory_budget", "work_dir", "keep_binary"))),
-        ("--from-binary", getattr(args, "from_binary", None) is not None),
-        ("--label-bound", getattr(args, "label_bound", None) is not None)) if on]
-    if given:
-        raise _UsageError(f"--bounds-share cannot be combined with {', '.join(given)}: it "
-                          "releases the numeric bounds (and a regression label's range) from "
-                          "the data in memory; drop " + " and ".join(given) + " or run "
+    """`dperm fit --bounds-share` and its companions (--categorical,
+    --categories-from-data, --quantiles, --range): the combinations refused, before any
+    data is read."""
+    companions = _companions(args)
+    if getattr(args, "bounds_share", None) is None:
+        if companions:
+            raise _UsageError(f"{', '.join(companions)} "
+                              f"{'is' if len(companions) == 1 else 'are'} for --bounds-share "
+                              "(without it, dperm fit reads a schema's PUBLIC bounds and lists)")
+        return
+    if getattr(args, "label_bound", None) is not None:
+        raise _UsageError("--bounds-share cannot be combined with --label-bound: it releases "
+                          "a regression label's range from the data; drop --label-bound, or run "
                           "`dperm bounds` then `dperm fit --schema` instead")
-    if args.data is None:
+    _check_share_source(args, companions)
+    bounds_params(args)
+
+
+def _companions(args):
+    """The options given that are for --bounds-share only."""
+    return [o for o, on in (
+        ("--categorical", bool(getattr(args, "categorical", None))),
+        ("--categories-from-data", bool(getattr(args, "categories_from_data", False))),
+        ("--quantiles", getattr(args, "quantiles", None) is not None),
+        ("--range", getattr(args, "range", None) is not None)) if on]
+
+
+def _check_share_source(args, companions):
+    """Where --bounds-share reads the rows: DATA.csv in memory or streamed (lists from
+    the data only in memory), or a --from-binary binary (whose bounds were released when
+    it was written)."""
+    streamed = [o for k, o in (("memory_budget", "--memory-budget"), ("work_dir", "--work-dir"),
+                               ("keep_binary", "--keep-binary"), ("from_binary", "--from-binary"))
+                if getattr(args, k, None) is not None]
+    if "--categories-from-data" in companions and streamed:
+        raise _UsageError(f"--categories-from-data cannot be combined with {streamed[0]}: it "
+                          "reads the lists from the rows in memory; give PUBLIC lists with "
+                          "--categorical COLUMN=V1,V2,... or in --schema BASE.json")
+    if getattr(args, "from_binary", None) is not None:
+        fixed = [o for o in ("--categorical", "--quantiles", "--range") if o in companions]
+        if fixed:
+            raise _UsageError(f"--from-binary: {', '.join(fixed)} cannot be given (the "
+                              "binary's bounds were released when it was written)")
+    elif args.data is None:
         raise _UsageError("--bounds-share needs DATA.csv (the shipped Adult data has public "
                           "bounds already: drop --bounds-share)")
-    if args.categories_from_data and args.bounds_share is None:
-        raise _UsageError("--categories-from-data is for --bounds-share (without it, dperm "
-                          "fit reads a schema's PUBLIC lists)")
 
 
 def _categorical_option(specs):
@@ -307,6 +347,69 @@ def _fit_numbers(table, c):
     return np.asarray(out, dtype=np.float64)
 
 
+class _Plan:
+    """What `dperm fit --bounds-share` decides from the public arguments and the header
+    alone, before any cell is read: the label, the PUBLIC category lists and classes, the
+    numeric columns and those whose bounds are released (a regression's label last), the
+    budget split (dperm.pipeline.split_budget) and estimate_bounds' quantiles and range."""
+
+    def __init__(self, args, table, leaks):
+        from dperm.pipeline import split_budget
+
+        self.base = _base_without_bounds(args)
+        self.label, self.regression = _label_column(args, self.base, table)
+        if self.label is None:
+            raise _UsageError("fit: --label COLUMN is required (or give label.column in the "
+                              "schema)")
+        self.cats = _fit_categories(args, self.base, table, self.label, self.regression, leaks)
+        self.classes = None if self.regression else self.cats.pop(self.label)
+        self.numeric = [c for c in table.header if c != self.label and c not in self.cats]
+        self.bounded = self.numeric + ([self.label] if self.regression else [])
+        self.eps_bounds, self.eps_fit = split_budget(args.epsilon, args.bounds_share,
+                                                     self.bounded)
+        self.params = bounds_params(args)
+        self.fill = _public_fill(self.base, self.numeric, self.cats)
+        # the schema with placeholder bounds: the columns, lists and fill values are the
+        # released schema's, so its missing-value rule, encoding width and chunk size are too
+        self.schema = self.released({c: (0.0, 1.0) for c in self.numeric},
+                                    (0.0, 1.0) if self.regression else None)
+
+    def released(self, numeric_bounds, label_bounds):
+        return _released_schema(numeric_bounds, self.cats, self.label, self.classes,
+                                self.fill, label_bounds)
+
+    def check_missing(self, args, table):
+        """--missing error: the first missing value stops the command before the bounds are
+        released (as the fit would stop after)."""
+        from dperm.cli._io import missing_error, missing_masks
+
+        if args.missing != "error":
+            return
+        masks = missing_masks(table, self.schema, self.label, self.classes)
+        if masks:
+            raise missing_error(table, masks, self.schema, self.label)
+
+    def finish(self, args, numeric_bounds, label_bounds):
+        """The released schema; prints the split and hands the fit its part."""
+        from dperm.pipeline import budget_record
+
+        schema = self.released(numeric_bounds, label_bounds)
+        budget = budget_record(epsilon=args.epsilon, bounds_share=args.bounds_share,
+                               epsilon_bounds=self.eps_bounds, epsilon_fit=self.eps_fit,
+                               columns=self.bounded, label=self.label, task=args.task,
+                               delta=args.delta if args.perturbation != "none" else 0.0)
+        _print_split(budget, numeric_bounds, self.label, label_bounds)
+        _hand_to_fit(args, budget)
+        return schema
+
+
+def _public_fill(base, numeric, cats):
+    """The base schema's fill values of the fitted columns."""
+    if base is None:
+        return {}
+    return {c: v for c, v in base.fill.items() if c in numeric or c in cats}
+
+
 def release_for_fit(args, table, leaks):
     """`dperm fit DATA.csv --bounds-share S`: the PUBLIC schema of the fit, its numeric
     bounds (and a regression label's range) released from the same --epsilon by
@@ -318,29 +421,140 @@ def release_for_fit(args, table, leaks):
     S, seeds the fit with S + 1 (the bounds drew from S: no reused noise), so the model
     equals that of ``dperm bounds --seed S --epsilon (share) ...`` then ``dperm fit
     --seed S+1 --epsilon (rest)``, plus the split's record."""
-    from dperm.pipeline import budget_record, release_bounds, split_budget
+    from dperm.pipeline import release_bounds
 
-    base = _base_without_bounds(args)
-    label, regression = _label_column(args, base, table)
-    if label is None:
-        raise _UsageError("fit: --label COLUMN is required (or give label.column in the schema)")
-    cats = _fit_categories(args, base, table, label, regression, leaks)
-    classes = None if regression else cats.pop(label)
-    numeric = [c for c in table.header if c != label and c not in cats]
-    bounded = numeric + ([label] if regression else [])
-    eps_bounds, eps_fit = split_budget(args.epsilon, args.bounds_share, bounded)
-    data = {c: _fit_numbers(table, c) for c in bounded}    # every check before the release
-    numeric_bounds, label_bounds = release_bounds(data, numeric, label if regression else None,
-                                                  eps_bounds, random_state=args.seed)
-    fill = {c: v for c, v in (base.fill.items() if base else ()) if c in numeric or c in cats}
-    schema = _released_schema(numeric_bounds, cats, label, classes, fill, label_bounds)
-    budget = budget_record(epsilon=args.epsilon, bounds_share=args.bounds_share,
-                           epsilon_bounds=eps_bounds, epsilon_fit=eps_fit, columns=bounded,
-                           label=label, task=args.task,
+    plan = _Plan(args, table, leaks)
+    data = {c: _fit_numbers(table, c) for c in plan.bounded}   # every check before the release
+    plan.check_missing(args, table)
+    numeric_bounds, label_bounds = release_bounds(
+        data, plan.numeric, plan.label if plan.regression else None, plan.eps_bounds,
+        random_state=args.seed, **plan.params)
+    return plan.finish(args, numeric_bounds, label_bounds)
+
+
+def plan_streamed_release(args, reader):
+    """The plan of a streamed `dperm fit --bounds-share` (--memory-budget, --work-dir,
+    --keep-binary): every check that needs no cell, from the header of `reader` (a
+    CSVReader); its ``schema`` has placeholder bounds (the released schema's columns,
+    lists and fill values)."""
+    from dperm.cli._io import Table
+
+    return _Plan(args, Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), [])
+
+
+def release_streamed(args, reader, plan, rows):
+    """The streamed fit's bounds: one pass over `reader` in chunks of `rows` that adds up
+    each released column's histogram on the public grid
+    (dperm.privacy.quantiles.column_histogram: what estimate_bounds counts, so the counts
+    are those of the whole file), then :func:`dperm.pipeline.release_bounds_from_histograms`
+    (dperm.privacy.quantiles.bounds_from_histograms: the same law, draws, record and
+    warnings as the in-memory fit's estimate_bounds on the same rows).  With --missing
+    error the first missing value stops the pass before anything is released.  Returns
+    the released schema (as :func:`release_for_fit`); the reader is rewound for the
+    fit's pass."""
+    from dperm.pipeline import release_bounds_from_histograms
+    from dperm.privacy.quantiles import default_grid
+
+    grid = default_grid(plan.params["bounds_range"])
+    counts = _Counts(plan.bounded, grid)
+    used = set(plan.schema.columns) | {plan.label}
+    for table in reader.chunks(rows, usecols=used):
+        data = {c: _fit_numbers(table, c) for c in plan.bounded}
+        plan.check_missing(args, table)
+        counts.add(data)
+        del table, data
+    reader.rewind()
+    counts.warn_clipped()
+    numeric_bounds, label_bounds = release_bounds_from_histograms(
+        counts.histograms(), plan.numeric, plan.label if plan.regression else None,
+        plan.eps_bounds, random_state=args.seed, **plan.params)
+    return plan.finish(args, numeric_bounds, label_bounds)
+
+
+class _Counts:
+    """Each column's histogram on the public grid, added chunk by chunk: estimate_bounds'
+    counting (missing values dropped, values outside the grid's range counted and clipped
+    to its ends)."""
+
+    def __init__(self, columns, grid):
+        self.grid = grid
+        self.atoms = {c: np.zeros(grid.size, dtype=np.int64) for c in columns}
+        self.cells = {c: np.zeros(grid.size - 1, dtype=np.int64) for c in columns}
+        self.outside = dict.fromkeys(columns, 0)
+        self.n = dict.fromkeys(columns, 0)
+
+    def add(self, data):
+        from dperm.privacy.quantiles import column_histogram
+
+        g = self.grid
+        for c, v in data.items():
+            v = v[~np.isnan(v)]
+            over = (v < g[0]) | (v > g[-1])
+            if over.any():
+                self.outside[c] += int(np.count_nonzero(over))
+                v = np.clip(v, g[0], g[-1])
+            atoms, cells = column_histogram(v, g)
+            self.atoms[c] += atoms
+            self.cells[c] += cells
+            self.n[c] += int(v.size)
+
+    def warn_clipped(self):
+        """estimate_bounds' ClippingWarning, for the whole file's counts."""
+        from dperm.exceptions import ClippingWarning
+
+        g = self.grid
+        for c, outside in self.outside.items():
+            if outside:
+                every = " (all of them: the range misses the data)" if outside == self.n[c] \
+                    else ""
+                warnings.warn(
+                    f"column {c!r}: {outside} value(s) outside the public range "
+                    f"[{g[0]:g}, {g[-1]:g}]{every} were clipped to its ends; widen bounds_range "
+                    "(a count of private rows, for the analyst only)", ClippingWarning,
+                    stacklevel=2)
+
+    def histograms(self):
+        return {c: (self.atoms[c], self.cells[c]) for c in self.atoms}
+
+
+def binary_budget(args, man, schema, where):
+    """`dperm fit --from-binary DIR`: a binary written by a streamed `--bounds-share` fit
+    holds rows encoded with bounds released from the data; its manifest's "budget" says
+    at what cost.  Refitting from it is the same one command (the bounds are not drawn
+    again: they are in the binary's schema): --epsilon and --bounds-share must be the
+    ones it was written with, the fit gets the same share (a seed N again: the fit draws
+    from N + 1) and the model file records the same split.  A binary of PUBLIC bounds
+    refuses --bounds-share (nothing to release)."""
+    from dperm.cli._io import CLIError
+    from dperm.pipeline import budget_record
+
+    written = man.get("budget")
+    share = getattr(args, "bounds_share", None)
+    if written is None:
+        if share is not None:
+            raise _UsageError(f"--bounds-share: {where} was written with PUBLIC bounds (from "
+                              "the --schema it was streamed with), so there is nothing to "
+                              "release: drop --bounds-share")
+        return
+    try:
+        total, written_share = float(written["epsilon"]), float(written["bounds_share"])
+        eps_bounds, eps_fit = float(written["epsilon_bounds"]), float(written["epsilon_fit"])
+        columns, label = list(written["columns"]), written["label"]
+    except (KeyError, TypeError, ValueError):
+        raise CLIError(f"{where}: the manifest's \"budget\" is not understood") from None
+    if share is None or share != written_share or not np.isclose(args.epsilon, total,
+                                                                   rtol=1e-12, atol=0.0):
+        raise _UsageError(
+            f"{where} holds rows encoded with bounds released from the data at epsilon "
+            f"{eps_bounds:.6g} (--bounds-share {written_share:g} of --epsilon "
+            f"{total:g}): give --epsilon {total:g} --bounds-share {written_share:g}, so that "
+            "the fit gets the rest and the model file records the whole release's cost")
+    budget = budget_record(epsilon=total, bounds_share=written_share,
+                           epsilon_bounds=eps_bounds, epsilon_fit=eps_fit, columns=columns,
+                           label=label, task="classification",
                            delta=args.delta if args.perturbation != "none" else 0.0)
-    _print_split(budget, numeric_bounds, label, label_bounds)
+    _print_split(budget, dict(schema.numeric), label, None)
     _hand_to_fit(args, budget)
-    return schema
 
 
 def _hand_to_fit(args, budget):

@@ -216,11 +216,9 @@ def cmd_fit(args):
 
     _check_output(args)
     _check_privacy_args(args)
-    if getattr(args, "bounds_share", None) is not None \
-            or getattr(args, "categories_from_data", False):
-        from dperm.cli.bounds import check_bounds_share_args
+    from dperm.cli.bounds import check_bounds_share_args
 
-        check_bounds_share_args(args)
+    check_bounds_share_args(args)
     if getattr(args, "task", "classification") == "regression":
         return _fit_regression(args)
     if args.h is None:
@@ -369,7 +367,7 @@ _STREAM_ONLY = (("memory_budget", "--memory-budget"), ("work_dir", "--work-dir")
 def _fit_streamed(args):
     """DATA.csv read in chunks (sized by --memory-budget) into an on-disk binary of the
     design rows, then fitted from it in place; the binary is deleted unless kept."""
-    from dperm.cli._io import CLIError, label_codes, model_to_json, schema_to_json
+    from dperm.cli._io import CLIError, label_codes
 
     opt = _stream_option(args)
     if args.data is None:
@@ -384,9 +382,6 @@ def _fit_streamed(args):
                            "label for more than two); a streamed fit never reads them from "
                            "the data")
         out = schema.replace(label=label, classes=_positive_last(classes, args.positive))
-        if args.save_schema:
-            _write_text(args.save_schema, model_to_json(schema_to_json(out)), "schema")
-            _note(f"schema written to {args.save_schema}")
         return out, out        # the missing-value rule reads the classes as fitted
 
     def chunk(table, schema, encode):
@@ -416,71 +411,45 @@ def _streamed_design(args, opt, needs, fitted_schema, chunk, *, regression=False
     encode)` -> (design rows, targets) of one chunk, `encode(table)` giving its design
     rows (the checks in the in-memory fit's order); `needs`, what the schema must give
     (for the error without --schema); `regression`, float targets in the binary.
+    With --bounds-share the schema's bounds are released first, by one more pass over
+    the file (dperm.cli.bounds.release_streamed), after every check that needs no cell.
     Yields (design rows, targets, fitted schema, rows kept, the count read before
     --missing drop or None, the data's name).  The binary is removed on leaving the
     block unless --keep-binary keeps it; a complete kept binary stays after an error in
     the block, with a note."""
     from dperm.cli import _stream as st
-    from dperm.cli._io import (
-        CLIError,
-        CSVReader,
-        Table,
-        _check_columns,
-        load_schema,
-        nothing_left_error,
-        schema_to_json,
-    )
+    from dperm.cli._io import CLIError, CSVReader, load_schema
 
-    if args.schema is None:
-        raise CLIError(f"{opt}: streaming needs --schema SCHEMA.json with {needs}; reading them "
+    share = getattr(args, "bounds_share", None) is not None
+    if args.schema is None and not share:
+        raise CLIError(f"{opt}: streaming needs --schema SCHEMA.json with {needs} (or "
+                       "--bounds-share S to release the bounds from --epsilon); reading them "
                        "from the data would take a pass over the private rows outside the "
                        "privacy guarantee")
     if args.keep_binary is not None and args.work_dir is not None:
         raise _UsageError("give --keep-binary DIR (a binary that stays) or --work-dir DIR (where "
                           "a temporary one goes), not both")
     budget = args.memory_budget or st.DEFAULT_BUDGET
-    schema = load_schema(args.schema)
+    schema = None if share else load_schema(args.schema)
     reader = CSVReader(args.data, delimiter=args.delimiter)
     with reader:
-        label = _resolve_label(args, schema, reader.header, reader.path)
-        _check_schema_columns(args, schema, label, reader.header)
-        _check_columns(Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), schema)
-        out, rule = fitted_schema(schema, label)
-        layout = _layout(args, out)
-        dtype = args.dtype or "float64"
-        intercept = not args.no_intercept
-        rows, per_row = st.chunk_rows(budget, out, layout, dtype, intercept)
+        plan, schema, label, out, rule, layout, (rows, per_row) = _stream_setup(
+            args, reader, schema, fitted_schema, budget)
         directory, created = _binary_dir(args)
-        _note(f"streaming {reader.path} in chunks of {rows} rows (--memory-budget "
-              f"{st.format_size(budget)}, about {per_row} bytes a row) into a "
-              f"{'CSR' if layout == 'csr' else 'dense'} {dtype} binary in {directory}")
         finished = False
         try:
-            with _writing_binary(directory):
-                writer = st.DesignWriter(directory, layout, dtype, out.n_features + intercept,
-                                         regression=regression)
-            try:
-                dropped, missing_cols = _stream_rows(reader, writer, rows, out, rule, layout,
-                                                     dtype, intercept, args.missing, directory,
-                                                     chunk)
-            except BaseException:
-                writer.abort()
-                raise
-            n = writer.n_samples
-            if n == 0 and dropped:
-                raise nothing_left_error(reader.path, missing_cols)
-            if dropped:
-                _note_dropped(dropped, n, "training rows", reader.path)
-            if n < 2:
-                raise CLIError(f"{reader.path}: at least 2 data rows are needed, found {n}")
-            with _writing_binary(directory):
-                writer.finish({"schema": schema_to_json(out), "label": label,
-                               "classes": out.classes, "feature_names": out.feature_names(),
-                               "intercept_column": intercept,
-                               "source": os.path.basename(args.data), "rows": _BINARY_ROWS,
-                               # the rows read before --missing drop: the public count
-                               # a later --from-binary fit normalises by
-                               "rows_read": n + dropped, "missing": args.missing})
+            if plan is not None:      # the bounds: one pass of histograms, then the release
+                from dperm.cli.bounds import release_streamed
+
+                schema = release_streamed(args, reader, plan, rows)
+                out, rule = fitted_schema(schema, label)
+            _save_streamed_schema(args, out, regression)
+            _note(f"streaming {reader.path} in chunks of {rows} rows (--memory-budget "
+                  f"{st.format_size(budget)}, about {per_row} bytes a row) into a "
+                  f"{'CSR' if layout == 'csr' else 'dense'} {args.dtype or 'float64'} binary "
+                  f"in {directory}")
+            n, dropped = _write_binary(args, reader, directory, rows, out, rule, layout, chunk,
+                                       regression)
             finished = True
             Xa, y, _ = st.open_design(directory)
             # --missing drop: the objective is normalised by the count READ, before the
@@ -501,6 +470,78 @@ def _streamed_design(args, opt, needs, fitted_schema, chunk, *, regression=False
             # readable after its files are removed
             if args.keep_binary is None:
                 st.remove_binary(directory, created)
+
+
+def _stream_setup(args, reader, schema, fitted_schema, budget):
+    """The checks of a streamed fit that need the header only: (the --bounds-share plan or
+    None, the schema (placeholder bounds under a plan), the label, the fitted schema, the
+    missing-value rule's schema, the layout, the rows per chunk)."""
+    from dperm.cli import _stream as st
+    from dperm.cli._io import Table, _check_columns
+
+    plan = None
+    if schema is None:
+        from dperm.cli.bounds import plan_streamed_release
+
+        plan = plan_streamed_release(args, reader)
+        schema = plan.schema
+    label = _resolve_label(args, schema, reader.header, reader.path)
+    _check_schema_columns(args, schema, label, reader.header)
+    _check_columns(Table(reader.path, reader.header, dict.fromkeys(reader.header), 0), schema)
+    out, rule = fitted_schema(schema, label)
+    layout = _layout(args, out)
+    chunking = st.chunk_rows(budget, out, layout, args.dtype or "float64", not args.no_intercept)
+    return plan, schema, label, out, rule, layout, chunking
+
+
+def _save_streamed_schema(args, out, regression):
+    """--save-schema of a streamed classification (a regression writes it after the
+    pass, as its in-memory fit does)."""
+    from dperm.cli._io import model_to_json, schema_to_json
+
+    if args.save_schema and not regression:
+        _write_text(args.save_schema, model_to_json(schema_to_json(out)), "schema")
+        _note(f"schema written to {args.save_schema}")
+
+
+def _write_binary(args, reader, directory, rows, out, rule, layout, chunk, regression):
+    """The pass that writes the binary of the design rows and targets; returns (rows
+    kept, rows dropped)."""
+    from dperm.cli import _stream as st
+    from dperm.cli._io import CLIError, nothing_left_error, schema_to_json
+    from dperm.privacy.record import record_to_dict
+
+    dtype = args.dtype or "float64"
+    intercept = not args.no_intercept
+    with _writing_binary(directory):
+        writer = st.DesignWriter(directory, layout, dtype, out.n_features + intercept,
+                                 regression=regression)
+    try:
+        dropped, missing_cols = _stream_rows(reader, writer, rows, out, rule, layout,
+                                             dtype, intercept, args.missing, directory, chunk)
+    except BaseException:
+        writer.abort()
+        raise
+    n = writer.n_samples
+    if n == 0 and dropped:
+        raise nothing_left_error(reader.path, missing_cols)
+    if dropped:
+        _note_dropped(dropped, n, "training rows", reader.path)
+    if n < 2:
+        raise CLIError(f"{reader.path}: at least 2 data rows are needed, found {n}")
+    budget = getattr(args, "budget", None)
+    with _writing_binary(directory):
+        writer.finish({"schema": schema_to_json(out), "label": out.label,
+                       "classes": out.classes, "feature_names": out.feature_names(),
+                       "intercept_column": intercept,
+                       "source": os.path.basename(args.data), "rows": _BINARY_ROWS,
+                       # the rows read before --missing drop: the public count
+                       # a later --from-binary fit normalises by
+                       "rows_read": n + dropped, "missing": args.missing,
+                       # --bounds-share: what the bounds in the schema cost (a later
+                       # --from-binary fit records the same split)
+                       **({} if budget is None else {"budget": record_to_dict(budget)})})
+    return n, dropped
 
 
 def _stream_rows(reader, writer, rows, schema, rule, layout, dtype, intercept, missing,
@@ -636,6 +677,9 @@ def _fit_from_binary(args):
         raise CLIError(f"{where} was written {'with' if has_intercept else 'without'} the "
                        f"intercept column; {'drop' if has_intercept else 'add'} --no-intercept "
                        "or write the binary again")
+    from dperm.cli.bounds import binary_budget
+
+    binary_budget(args, man, schema, where)     # a --bounds-share binary: the same split
     if args.save_schema:
         _write_text(args.save_schema, model_to_json(schema_to_json(schema)), "schema")
         _note(f"schema written to {args.save_schema}")
@@ -668,39 +712,55 @@ _NEIGHBOURING_TEXT = {
 }
 
 
+_MECHANISM_TITLE = {"objective": "objective perturbation (Algorithm 2)",
+                    "output": "output perturbation (Algorithm 1)",
+                    "amp": "approximate minima perturbation (AMP)",
+                    "none": "NON-PRIVATE (no noise)"}
+
+
 def _print_privacy(rec, source, shape):
-    """The guarantee, from the public record only (nothing data-dependent)."""
+    """The guarantee, from the public record only (nothing data-dependent): a title line,
+    the rows of the guarantee, the mechanism, the fit's constants and the classes, then
+    the footnotes."""
     mech = rec.get("mechanism")
-    title = {"objective": "objective perturbation (Algorithm 2)",
-             "output": "output perturbation (Algorithm 1)",
-             "amp": "approximate minima perturbation (AMP)",
-             "none": "NON-PRIVATE (no noise)"}.get(mech, str(mech))
-    print(f"fit on {source}: {title}, {rec.get('loss')} loss, n = {shape[0]} rows, "
-          f"d = {shape[1]} features")
-    delta = rec.get("delta") or 0.0
-    K = rec.get("n_classes") or 2
-    split = rec.get("multiclass")
+    print(f"fit on {source}: {_MECHANISM_TITLE.get(mech, str(mech))}, {rec.get('loss')} loss, "
+          f"n = {shape[0]} rows, d = {shape[1]} features")
+    rows = (_guarantee_rows(rec, mech) + _mechanism_rows(rec, mech) + _constant_rows(rec)
+            + _classes_rows(rec, mech))
+    for k, v in rows:
+        print(f"  {k:<17} {_fmt(v)}")
+    _print_footnotes(rec, mech)
+
+
+def _guarantee_rows(rec, mech):
+    """epsilon, delta, the neighbouring relation and the noise (epsilon alone without
+    noise)."""
+    if mech == "none":
+        return [("epsilon", rec.get("epsilon"))]
+    delta_total = rec.get("delta_total", rec.get("delta") or 0.0)
+    kind = "pure epsilon-DP" if not delta_total else "(epsilon, delta)-DP"
+    rows = [("epsilon", rec.get("epsilon_total", rec.get("epsilon"))),
+            ("delta", f"{_fmt(float(delta_total))} ({kind})"),
+            ("neighbouring", _NEIGHBOURING_TEXT.get(rec.get("neighbouring"),
+                                                    str(rec.get("neighbouring")))),
+            ("noise", _noise_text(rec, mech))]
+    if mech == "amp":
+        rows.append(("sigma (output)", f"{_fmt(rec.get('sigma_output'))} (Gaussian noise "
+                                       "added to the approximate minimizer)"))
+    return rows
+
+
+def _noise_text(rec, mech):
+    if rec.get("noise") != "gaussian":
+        return "Laplace-type (density ~ exp(-beta ||b||))"
+    where = ("(per coordinate of b in the objective's b.f/n)" if mech != "output"
+             else "(per coordinate of the coefficients)")
+    return f"Gaussian, sigma = {_fmt(rec.get('sigma'))} {where}"
+
+
+def _mechanism_rows(rec, mech):
+    """epsilon' and Delta (objective perturbation, AMP), beta, the output grid."""
     rows = []
-    if mech != "none":
-        eps_total = rec.get("epsilon_total", rec.get("epsilon"))
-        delta_total = rec.get("delta_total", delta)
-        rows += [("epsilon", eps_total),
-                 ("delta", f"{_fmt(float(delta_total))} "
-                           f"({'pure epsilon-DP' if not delta_total else '(epsilon, delta)-DP'})"),
-                 ("neighbouring", _NEIGHBOURING_TEXT.get(rec.get("neighbouring"),
-                                                         str(rec.get("neighbouring"))))]
-        if rec.get("noise") == "gaussian":
-            noise = (f"Gaussian, sigma = {_fmt(rec.get('sigma'))} "
-                     + ("(per coordinate of b in the objective's b.f/n)" if mech != "output"
-                        else "(per coordinate of the coefficients)"))
-        else:
-            noise = "Laplace-type (density ~ exp(-beta ||b||))"
-        rows.append(("noise", noise))
-        if mech == "amp":
-            rows.append(("sigma (output)", f"{_fmt(rec.get('sigma_output'))} (Gaussian noise "
-                                           "added to the approximate minimizer)"))
-    else:
-        rows += [("epsilon", rec.get("epsilon"))]
     if mech in ("objective", "amp"):
         rows += [("epsilon'", rec.get("epsilon_prime")), ("Delta", rec.get("extra_l2"))]
     if rec.get("beta") is not None:
@@ -708,29 +768,40 @@ def _print_privacy(rec, source, shape):
     if rec.get("grid") is not None:
         rows.append(("grid", f"{_fmt(rec.get('grid'))} (released coefficients are "
                              "multiples of it)"))
-    rows += [("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
-             ("row norm bound R", rec.get("data_norm")),
-             ("n (normalising)", rec.get("n_samples"))]
-    if K > 2:
-        if mech == "none":
-            rows.append(("classes", f"{K}: " + ("one-vs-rest, one binary model per class"
-                                                if split == "ovr" else
-                                                "one multinomial (softmax) model")))
-        elif split == "ovr":
-            rows.append(("classes", f"{K}: one-vs-rest, {K} binary models, each with "
-                                    f"epsilon = {_fmt(rec.get('epsilon'))}, delta = "
-                                    f"{_fmt(float(rec.get('delta') or 0.0))} (total "
-                                    f"epsilon = {_fmt(rec.get('epsilon_total'))}, delta = "
-                                    f"{_fmt(float(rec.get('delta_total') or 0.0))})"))
-        else:
-            rows.append(("classes", f"{K}: one multinomial (softmax) model: one release with "
-                                    "the whole epsilon and delta"))
-    for k, v in rows:
-        print(f"  {k:<17} {_fmt(v)}")
-    if K > 2 and split == "ovr" and mech != "none":
+    return rows
+
+
+def _constant_rows(rec):
+    return [("Lambda (alpha)", rec.get("alpha")), ("curvature c", rec.get("curvature")),
+            ("row norm bound R", rec.get("data_norm")),
+            ("n (normalising)", rec.get("n_samples"))]
+
+
+def _classes_rows(rec, mech):
+    """K > 2 classes: one-vs-rest or one multinomial model (nothing for two)."""
+    K = rec.get("n_classes") or 2
+    if K <= 2:
+        return []
+    ovr = rec.get("multiclass") == "ovr"
+    if mech == "none":
+        text = "one-vs-rest, one binary model per class" if ovr else \
+            "one multinomial (softmax) model"
+    elif ovr:
+        text = (f"one-vs-rest, {K} binary models, each with epsilon = "
+                f"{_fmt(rec.get('epsilon'))}, delta = {_fmt(float(rec.get('delta') or 0.0))} "
+                f"(total epsilon = {_fmt(rec.get('epsilon_total'))}, delta = "
+                f"{_fmt(float(rec.get('delta_total') or 0.0))})")
+    else:
+        text = "one multinomial (softmax) model: one release with the whole epsilon and delta"
+    return [("classes", f"{K}: {text}")]
+
+
+def _print_footnotes(rec, mech):
+    """What the rows above mean for one-vs-rest, and why Delta > 0."""
+    if (rec.get("n_classes") or 2) > 2 and rec.get("multiclass") == "ovr" and mech != "none":
         print("  (epsilon', Delta, beta, sigma and Lambda above are those of each one-vs-rest "
               "model)")
-    if mech == "objective" and not delta and (rec.get("extra_l2") or 0) > 0:
+    if mech == "objective" and not rec.get("delta") and (rec.get("extra_l2") or 0) > 0:
         print("  (Delta > 0: Lambda is small for this n and epsilon, so Algorithm 2 added "
               "Delta to the regularizer and used epsilon' = epsilon/2)")
 

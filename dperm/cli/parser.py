@@ -60,7 +60,9 @@ SCHEMA_HELP = SCHEMA_FORMAT + """
 streaming (a CSV larger than memory): --memory-budget SIZE reads DATA.csv in chunks
   of rows, the chunk size chosen from SIZE, the schema and the header alone (a
   note prints it), encodes each chunk with the public schema (no statistic of
-  the data is read: --schema with the classes is required) and appends it to an
+  the data is read: --schema with the classes is required, or --bounds-share S,
+  whose bounds come from one more pass that counts each numeric column on a
+  public grid and releases them from S x --epsilon) and appends it to an
   on-disk binary: X.npy (dense) or data/indices/indptr.npy (CSR, --sparse), y.npy
   and a manifest design.json, in a temporary directory (--work-dir DIR: under
   DIR) deleted after the fit, or in --keep-binary DIR, kept. The solver then
@@ -68,7 +70,9 @@ streaming (a CSV larger than memory): --memory-budget SIZE reads DATA.csv in chu
   in-memory fit writes with the same options and --seed. Errors are the
   in-memory ones (naming the row and line of the file); a failure writes no
   model and removes the unfinished binary. --from-binary DIR fits again from a
-  kept binary (other --epsilon, --alpha, --loss, ...). The binary holds the
+  kept binary (other --epsilon, --alpha, --loss, ...; a binary written with
+  --bounds-share keeps its split, and refits with the same --epsilon and
+  --bounds-share as the same one command). The binary holds the
   rows the solver reads: the encoding, with the intercept the constant column
   and the 1/sqrt(2) scaling. Besides the chunk, the fit itself needs a few
   float64 vectors of length n.
@@ -330,7 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="classification (default) or regression: a numeric label column, "
                         "dperm.PrivateLinearRegression (pseudo-Huber ERM; --perturbation "
                         "objective, output or none); a CSV larger than memory streams with "
-                        "--memory-budget / --work-dir (--schema required; no --keep-binary)")
+                        "--memory-budget / --work-dir (--schema or --bounds-share required; no "
+                        "--keep-binary)")
     f.add_argument("--bounds-share", type=_share, default=None, metavar="S",
                    help="from nothing in one command: no --schema bounds needed; the numeric "
                         "columns' bounds (every column that is neither the label nor "
@@ -339,7 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "dperm.private_pipeline's rule), the fit gets the rest; the model file "
                         "records the split (\"budget\"). With --seed N the bounds draw from N "
                         "and the fit from N+1 (as dperm bounds --seed N, then dperm fit --seed "
-                        "N+1). See docs/user_guide/from_nothing.md")
+                        "N+1). In memory, streamed (--memory-budget: one more pass counts the "
+                        "columns for the bounds) or --from-binary of a binary written with "
+                        "it. See docs/user_guide/from_nothing.md")
     f.add_argument("--categorical", action="append", default=None, metavar="SPEC",
                    help="with --bounds-share (repeatable): COLUMN=V1,V2,... a column's PUBLIC "
                         "category list (for a classification the label's entry is its "
@@ -349,6 +356,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --bounds-share: read the lists of the --categorical columns "
                         "named without one (and the classes) from the private data, OUTSIDE "
                         "the privacy guarantee (a PrivacyLeakWarning)")
+    f.add_argument("--quantiles", default=None, metavar="LOW,HIGH",
+                   help="with --bounds-share: the quantiles released as the bounds (default "
+                        "0.01,0.99), as in dperm bounds")
+    f.add_argument("--range", metavar="LO,HI", default=None,
+                   help="with --bounds-share: the PUBLIC range of every released column "
+                        "(default -1e9,1e9; write --range=-5,100 when LO is negative); values "
+                        "outside are clipped to it, as in dperm bounds")
     f.add_argument("--label-bound", type=_positive_float, default=None, metavar="B",
                    help="--task regression: the PUBLIC bound B on |label| (labels beyond it "
                         "are clipped to [-B, B], with a warning); required")

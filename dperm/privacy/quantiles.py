@@ -425,8 +425,13 @@ class PairLaw:
             j[at] = _inverse_cdf(self.log_conditional(int(low)), u[at]) + 1
         return i, j
 
-    def inaccuracy(self) -> tuple[float, float]:
+    def inaccuracy(self, tolerance: float | None = None) -> tuple[float, float]:
         """(p, tolerated): see :func:`inaccuracy`.
+
+        Parameters
+        ----------
+        tolerance : float in (0, 1), optional
+            The tolerated rank error as a fraction of n, instead of the tail.
 
         Returns
         -------
@@ -436,7 +441,8 @@ class PairLaw:
             The tolerance, max(min(q_low, 1 - q_high) _WARN_ALPHA, 0.005) n ranks.
         """
         q = self.quantiles
-        tolerated = max(min(q[0], 1.0 - q[1]) * _WARN_ALPHA, 0.005) * self.n
+        tolerated = (max(min(q[0], 1.0 - q[1]) * _WARN_ALPHA, 0.005) if tolerance is None
+                     else float(tolerance)) * self.n
         p_low = np.exp(self.log_marginal)
         bad = float(np.sum(p_low[self.e_low > tolerated]))
         ok = np.flatnonzero(self.e_low <= tolerated)
@@ -731,7 +737,8 @@ def _column_list(columns):
 
 
 def inaccuracy(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float], epsilon: float,
-               width_prior: float | None = None) -> tuple[float, float]:
+               width_prior: float | None = None,
+               tolerance: float | None = None) -> tuple[float, float]:
     """The probability that the worse end's rank error exceeds what the quantiles tolerate.
 
     Under the mechanism's exact law; the tolerance is max(min(q_low, 1 - q_high), 0.005) n
@@ -749,6 +756,9 @@ def inaccuracy(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float], e
         The column's epsilon.
     width_prior : float, optional
         The prior's slope below the knee (default the module's).
+    tolerance : float in (0, 1), optional
+        The tolerated rank error as a fraction of n, instead of the tail (e.g. 0.03:
+        a bound may clip up to 3 % of the rows more or fewer than asked).
 
     Returns
     -------
@@ -757,22 +767,35 @@ def inaccuracy(atoms: ArrayLike, cells: ArrayLike, quantiles: Sequence[float], e
     tolerated : float
         The tolerance, in ranks.
     """
-    return pair_law(atoms, cells, quantiles, epsilon, width_prior).inaccuracy()
+    return pair_law(atoms, cells, quantiles, epsilon, width_prior).inaccuracy(tolerance)
 
 
-def _warn_if_inaccurate(key: Any, law: PairLaw, epsilon: float) -> None:
+def _check_tolerance(tolerance: Any) -> float | None:
+    if tolerance is None:
+        return None
+    if isinstance(tolerance, (bool, np.bool_)) or not isinstance(tolerance, numbers.Real) \
+            or not 0.0 < float(tolerance) < 1.0:
+        raise ValueError(f"warn_tolerance: must be a fraction of the rows in (0, 1), got "
+                         f"{tolerance!r}")
+    return float(tolerance)
+
+
+def _warn_if_inaccurate(key: Any, law: PairLaw, epsilon: float,
+                        tolerance: float | None = None) -> None:
     # stacklevel 4: the user's call of estimate_bounds / bounds_from_histograms
     if law.n == 0:
         warnings.warn(f"column {key!r}: every value is missing; its bounds are drawn from the "
                       "prior alone and say nothing about the column", NoiseDominatedWarning,
                       stacklevel=4)
         return
-    p, tolerated = law.inaccuracy()
+    p, tolerated = law.inaccuracy(tolerance)
+    what = (f"the tail of the quantiles {list(law.quantiles)}" if tolerance is None else
+            f"{tolerance:.3g} of the rows, for the quantiles {list(law.quantiles)}")
     if p > _WARN_BETA:
         warnings.warn(
             f"column {key!r}: n x epsilon is too small for accurate bounds: with {int(law.n)} "
             f"values and epsilon {epsilon:g} for this column, a bound lands more than "
-            f"{tolerated:.3g} ranks (the tail of the quantiles {list(law.quantiles)}) from "
+            f"{tolerated:.3g} ranks ({what}) from "
             f"its quantile with probability {p:.0%}; give more epsilon, fewer columns, or a "
             "narrower public bounds_range (counts of private rows, for the analyst only)",
             NoiseDominatedWarning, stacklevel=4)
@@ -829,13 +852,13 @@ def _check_histograms(histograms: Any, g: np.ndarray) -> list[tuple[Any, np.ndar
 def _release(hists: list[tuple[Any, np.ndarray, np.ndarray]], epsilon: float,
              q: tuple[float, ...], g: np.ndarray, grid_text: str,
              accountant: BudgetAccountant | None, rng: np.random.Generator,
-             event: PureEvent) -> PrivateBounds:
+             event: PureEvent, warn_tolerance: float | None = None) -> PrivateBounds:
     """One joint draw per column at epsilon / m, the record, the accountant's charge."""
     eps_col = epsilon / len(hists)
     out = {}
     for key, atoms, cells in hists:
         law = pair_law(atoms, cells, q, eps_col)
-        _warn_if_inaccurate(key, law, eps_col)
+        _warn_if_inaccurate(key, law, eps_col, warn_tolerance)
         out[key] = sample_pair(atoms, cells, q, eps_col, g, random_state=rng, law=law)
     record = ReleaseRecord(
         layout="bounds", mechanism=MECHANISM, epsilon=epsilon, delta=0.0,
@@ -854,7 +877,8 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
                     quantiles: Sequence[float] = DEFAULT_QUANTILES,
                     bounds_range: Sequence[float] | None = None, grid: Any = None,
                     accountant: BudgetAccountant | None = None,
-                    random_state: Any = None) -> PrivateBounds:
+                    random_state: Any = None,
+                    warn_tolerance: float | None = None) -> PrivateBounds:
     """Differentially private (low, high) quantile bounds of numeric columns.
 
     Parameters
@@ -884,6 +908,10 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
     random_state : None, int or numpy Generator
         None (default) draws fresh OS entropy; a seed is for tests only (it voids
         the guarantee, warns, and is refused with an accountant).
+    warn_tolerance : float in (0, 1), optional
+        The accuracy warning's tolerated rank error, as a fraction of the rows
+        (default: the quantiles' tail, 1 % for the default quantiles).  It changes
+        only when the analyst is warned, never the draws.
 
     Returns
     -------
@@ -924,6 +952,7 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
     q = _check_quantiles(quantiles)
     g, grid_text = _resolve_grid(grid, bounds_range)
     _check_accountant(accountant)
+    tolerance = _check_tolerance(warn_tolerance)
     cols = _columns(X, columns)          # validation before any budget is checked or spent
     warn_if_seeded(random_state, accountant=accountant)
     event = PureEvent(epsilon)
@@ -943,14 +972,15 @@ def estimate_bounds(X: Any, epsilon: float, *, columns: Sequence | None = None,
             v = np.clip(v, g[0], g[-1])
         atoms, cells = column_histogram(v, g)
         hists.append((key, atoms, cells))
-    return _release(hists, epsilon, q, g, grid_text, accountant, rng, event)
+    return _release(hists, epsilon, q, g, grid_text, accountant, rng, event, tolerance)
 
 
 def bounds_from_histograms(histograms: Mapping[Any, tuple[ArrayLike, ArrayLike]],
                            epsilon: float, *, quantiles: Sequence[float] = DEFAULT_QUANTILES,
                            bounds_range: Sequence[float] | None = None, grid: Any = None,
                            accountant: BudgetAccountant | None = None,
-                           random_state: Any = None) -> PrivateBounds:
+                           random_state: Any = None,
+                           warn_tolerance: float | None = None) -> PrivateBounds:
     """:func:`estimate_bounds` from per-column counts: the release step alone.
 
     For data counted elsewhere (in chunks, on Dask or Spark workers): count each
@@ -979,6 +1009,8 @@ def bounds_from_histograms(histograms: Mapping[Any, tuple[ArrayLike, ArrayLike]]
         Charged a PureEvent(epsilon) (checked before anything is drawn).
     random_state : None, int or numpy Generator
         None (default) draws fresh OS entropy; a seed is for tests only.
+    warn_tolerance : float in (0, 1), optional
+        As for :func:`estimate_bounds`.
 
     Returns
     -------
@@ -1009,9 +1041,10 @@ def bounds_from_histograms(histograms: Mapping[Any, tuple[ArrayLike, ArrayLike]]
     g, grid_text = _resolve_grid(grid, bounds_range)
     _check_accountant(accountant)
     hists = _check_histograms(histograms, g)
+    tolerance = _check_tolerance(warn_tolerance)
     warn_if_seeded(random_state, accountant=accountant)
     event = PureEvent(epsilon)
     if accountant is not None:
         accountant.check(event)
     rng = check_random_state(random_state)
-    return _release(hists, epsilon, q, g, grid_text, accountant, rng, event)
+    return _release(hists, epsilon, q, g, grid_text, accountant, rng, event, tolerance)
