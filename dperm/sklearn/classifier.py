@@ -561,7 +561,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         if plan.mode == "multinomial":
             from dperm.optim.softmax import minimize_multinomial
 
-            assert codes is not None
+            # codes None: rows whose class indices are on the executors (dperm.spark)
             res = minimize_multinomial(Xa, codes, plan.K, alpha=plan.alpha, tol=self.tol,
                                        max_iter=self.max_iter, n_threads=self.n_threads)
             W, results = res.coef[0], [res]
