@@ -1,22 +1,24 @@
 """The Dask backend: the objective over rows that live on a Dask cluster.
 
-`erm.minimize`, both mechanisms, AdaSSP, `PrivateLinearClassifier.fit` and
-`PrivateLinearRegression.fit` accept a `dask.array` (chunked by rows only; dense or
+`erm.minimize`, `minimize_multinomial`, both mechanisms (the multinomial loss
+included), AdaSSP, `PrivateLinearClassifier.fit` (two classes, or the multinomial model
+of K > 2) and `PrivateLinearRegression.fit` accept a `dask.array` (chunked by rows only; dense or
 scipy.sparse CSR chunks; float32 or float64).  The rows never leave the workers:
 
 * the row blocks (and the labels, chunked like them) are persisted; on every
   worker that holds blocks a long-lived `_Shard` (a Dask actor) builds the
   compiled `dperm._core._objective.Data` over its local blocks once, after
-  validating them there (finite values, labels in {-1, +1}, or finite real
-  targets for a regression loss; a bad block raises an error that names its chunk
-  index);
+  validating them there (finite values, labels in {-1, +1}, finite real
+  targets for a regression loss, or class indices 0..K-1 for the softmax model; a bad
+  block raises an error that names its chunk index);
 * the public row maps -- clipping onto the ball of radius `data_norm` and the
   estimator's intercept column -- are replayed on the workers by the same code
   as on one machine (`bound_rows`, `WithInterceptColumn`), as a list of public
   operations (`DaskRows.ops`);
 * each pass of the solver sends the current batch W (m x d) to the shards; a
   shard computes, PER CHUNK, the unnormalized sums of the losses and of the
-  gradient terms (or Hessian-vector terms) and the chunk's row count -- never
+  gradient terms (or Hessian-vector terms; for the softmax model, the compiled softmax
+  pass of the local objective, `softmax_sums`) and the chunk's row count -- never
   anything but sums (AdaSSP's pass: X_c^T X_c and X_c^T y_c, `sufficient_statistics`);
 * the sums are added in ONE fixed order, the chunk tree: an aligned binary tree
   over the chunk indices 0..C-1 whose leaves are the chunks and whose node
@@ -431,7 +433,8 @@ class _Cluster:
             fut = self.client.submit(
                 _Shard, idx, [int(self.starts[i]) for i in idx],
                 [self.xf[i] for i in idx], [self.yf[i] for i in idx], self.bounds,
-                int(threads.get(w, 1)), self.regression, self.n_classes, actor=True, workers=[w], allow_other_workers=False,
+                int(threads.get(w, 1)), self.regression, self.n_classes, actor=True,
+                workers=[w], allow_other_workers=False,
                 pure=False)
             shards.append((fut, idx, w))
         # construction validates the blocks: a bad chunk raises here, with its index

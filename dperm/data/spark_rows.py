@@ -18,7 +18,9 @@ learn where the rows live.  The rows never reach the driver:
   Python worker of the host through the page cache), builds the compiled kernels' Data
   once per worker process (kept, least recently used first out), and returns the
   unnormalized sums of the losses and gradient terms (or Hessian-vector terms) with
-  its partition index and row count -- never anything but sums;
+  its partition index and row count -- never anything but sums (the softmax model's
+  pass, `SparkRows.softmax_sums`: the compiled softmax pass of the local objective over
+  the partition's rows and class indices);
 * a task that finds no block (another host, a lost executor, a removed file) says so;
   the driver then runs the same pass for those partitions over the source DataFrame
   (`mapInArrow` again): the block is rebuilt from the source rows, checked against the
@@ -251,8 +253,9 @@ class SparkRows:
     sparse vectors, read as dense rows) or an array of numbers; label_col: numbers.
     task "binary": labels must be one of `classes` (two public values; classes[1] is the
     positive class, +1 for the kernels); "multiclass": one of K > 2 public `classes`,
-    kept as their indices, each pass for one class k against the rest (`for_class(k)`:
-    +1 for class k, -1 for the others, as one-vs-rest fits locally); "regression": real
+    kept as their indices: the softmax model's rows (`softmax_sums`), or, with a class
+    picked, one class k against the rest (`for_class(k)`: +1 for class k, -1 for the
+    others, as one-vs-rest fits locally); "regression": real
     targets, minus the public `label_centre` when given, clipped to
     [-label_bound, label_bound] (the count, `labels_clipped`, is for the analyst only).
     n_threads: the kernels' threads per task (None: spark.task.cpus).  bound: None, or

@@ -132,7 +132,7 @@ def _objective(oracle: Any, W: np.ndarray, l2: np.ndarray,
 
 
 # ------------------------------------------------------------------ public API
-def multinomial_value_grad(X: Any, y: ArrayLike, W: ArrayLike, alpha: Any, extra_l2: Any = None,
+def multinomial_value_grad(X: Any, y: ArrayLike | None, W: ArrayLike, alpha: Any, extra_l2: Any = None,
                            linear: ArrayLike | None = None, n_threads: int | None = None
                            ) -> tuple[Any, np.ndarray]:
     """The multinomial logistic objective J_j and its gradient at W, in one pass over X.
@@ -177,7 +177,7 @@ def multinomial_value_grad(X: Any, y: ArrayLike, W: ArrayLike, alpha: Any, extra
     return (float(F[0]), G[0]) if single else (F, G)
 
 
-def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, extra_l2: Any = None,
+def minimize_multinomial(X: Any, y: ArrayLike | None, n_classes: int, *, alpha: Any, extra_l2: Any = None,
                          linear: ArrayLike | None = None, tol: float | None = None,
                          max_iter: int | None = None, n_threads: int | None = None,
                          memory: int | None = None, coef_init: ArrayLike | None = None,
@@ -189,7 +189,9 @@ def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, ex
 
     Parameters
     ----------
-    X : array (n, d) float32/float64 (or memory map), scipy.sparse CSR, DesignRows, a Dask array, or rows on the workers / executors
+    X : array (n, d) float32/float64 (or memory map), scipy.sparse CSR, DesignRows, or distributed rows
+        A Dask array, or rows on the Dask workers or the Spark executors (their
+        labels are there).
     y : array (n,) of int in {0, ..., n_classes - 1} (not read for rows already on the
         workers / executors: their labels are there)
     n_classes : int >= 2

@@ -69,7 +69,7 @@ def test_estimator_equals_the_local_fit(client, mode):
     assert local.privacy_["multiclass"] == "multinomial" and local.coef_.shape == (K, 6)
     for name, chunks in CHUNKINGS.items():
         Xd = da.from_array(X, chunks=(chunks, -1))
-        est = _quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(Xd, labels))
+        est = _quiet(lambda Xd=Xd: dperm.PrivateLinearClassifier(**kw).fit(Xd, labels))
         np.testing.assert_allclose(est.coef_, local.coef_, rtol=0, atol=TOL, err_msg=name)
         np.testing.assert_allclose(est.intercept_, local.intercept_, rtol=0, atol=TOL,
                                    err_msg=name)
@@ -93,8 +93,8 @@ def test_mechanisms_and_csr_chunks_equal_the_local_fit(client):
               n_draws=2, random_state=4)
     for local_X, dask_X in ((Xs, Xs_d), (X32, da.from_array(X32, chunks=((500, 400), -1)))):
         for mech in (mechanisms.objective_perturbation, mechanisms.output_perturbation):
-            a = _quiet(lambda: mech(local_X, codes, **kw))
-            b = _quiet(lambda: mech(dask_X, codes, **kw))
+            a = _quiet(lambda m=mech, A=local_X: m(A, codes, **kw))
+            b = _quiet(lambda m=mech, A=dask_X: m(A, codes, **kw))
             np.testing.assert_allclose(b.coef, a.coef, rtol=0, atol=TOL)
             assert a.record() == b.record()
 
