@@ -288,7 +288,6 @@ class SoftmaxRows:
         self.sparse = hasattr(self.raw, "indptr")
         self.n, self.d_raw = self.raw.shape
         self.d = self.d_raw + (self.const is not None)
-        self.n_threads = None       # set by the entry points (None: all cores)
         self._compiled = None
 
     def compiled(self):
