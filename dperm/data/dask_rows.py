@@ -1,22 +1,24 @@
 """The Dask backend: the objective over rows that live on a Dask cluster.
 
-`erm.minimize`, both mechanisms, AdaSSP, `PrivateLinearClassifier.fit` and
-`PrivateLinearRegression.fit` accept a `dask.array` (chunked by rows only; dense or
+`erm.minimize`, `minimize_multinomial`, both mechanisms (the multinomial loss
+included), AdaSSP, `PrivateLinearClassifier.fit` (two classes, or the multinomial model
+of K > 2) and `PrivateLinearRegression.fit` accept a `dask.array` (chunked by rows only; dense or
 scipy.sparse CSR chunks; float32 or float64).  The rows never leave the workers:
 
 * the row blocks (and the labels, chunked like them) are persisted; on every
   worker that holds blocks a long-lived `_Shard` (a Dask actor) builds the
   compiled `dperm._core._objective.Data` over its local blocks once, after
-  validating them there (finite values, labels in {-1, +1}, or finite real
-  targets for a regression loss; a bad block raises an error that names its chunk
-  index);
+  validating them there (finite values, labels in {-1, +1}, finite real
+  targets for a regression loss, or class indices 0..K-1 for the softmax model; a bad
+  block raises an error that names its chunk index);
 * the public row maps -- clipping onto the ball of radius `data_norm` and the
   estimator's intercept column -- are replayed on the workers by the same code
   as on one machine (`bound_rows`, `WithInterceptColumn`), as a list of public
   operations (`DaskRows.ops`);
 * each pass of the solver sends the current batch W (m x d) to the shards; a
   shard computes, PER CHUNK, the unnormalized sums of the losses and of the
-  gradient terms (or Hessian-vector terms) and the chunk's row count -- never
+  gradient terms (or Hessian-vector terms; for the softmax model, the compiled softmax
+  pass of the local objective, `softmax_sums`) and the chunk's row count -- never
   anything but sums (AdaSSP's pass: X_c^T X_c and X_c^T y_c, `sufficient_statistics`);
 * the sums are added in ONE fixed order, the chunk tree: an aligned binary tree
   over the chunk indices 0..C-1 whose leaves are the chunks and whose node
@@ -173,14 +175,33 @@ def _check_array(X, name="X"):
     return X
 
 
-def as_rows(X, y, *, min_samples=1, name="X", regression=False):
+def _label_kind(regression, n_classes):
+    if n_classes is not None:
+        return f"class indices 0..{int(n_classes) - 1} (the softmax model of {int(n_classes)} classes)"
+    return "real targets (a regression loss)" if regression else "labels in {-1, +1}"
+
+
+def as_rows(X, y, *, min_samples=1, name="X", regression=False, n_classes=None):
     """A DaskRows over a Dask array X and labels y in {-1, +1}, or with `regression`
-    finite real targets (a numpy array, or a Dask array: rechunked like X's rows).  A
+    finite real targets, or with `n_classes` = K class indices 0..K-1 (the softmax
+    model) (a numpy array, or a Dask array: rechunked like X's rows).  A
     DaskRows is returned as it is (its labels are already on the workers; y is
     ignored), if its labels are of the kind asked for."""
     from dperm.data.design import DesignRows
 
+    if n_classes is not None:
+        if regression:
+            raise ValueError("n_classes: class indices and real targets exclude each other")
+        from dperm.losses import check_n_classes
+
+        n_classes = check_n_classes(n_classes)
     if isinstance(X, DaskRows):
+        if X.n_classes != n_classes:
+            raise ValueError(
+                f"{name}: these rows on the workers carry "
+                f"{_label_kind(X.regression, X.n_classes)}; this objective needs "
+                f"{_label_kind(regression, n_classes)}: build the rows with the labels of "
+                "this task")
         if X.regression != bool(regression):
             raise ValueError(
                 f"{name}: these rows on the workers carry "
@@ -220,7 +241,7 @@ def as_rows(X, y, *, min_samples=1, name="X", regression=False):
         if yy.ndim != 1 or yy.shape[0] != n:
             raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
         y = da.from_array(yy, chunks=(X.chunks[0],))
-    return DaskRows(client, X, y, ops, regression=regression)
+    return DaskRows(client, X, y, ops, regression=regression, n_classes=n_classes)
 
 
 class DaskRows:
@@ -233,7 +254,7 @@ class DaskRows:
 
     _dperm_distributed = True
 
-    def __init__(self, client, X, y, ops=(), _state=None, regression=False):
+    def __init__(self, client, X, y, ops=(), _state=None, regression=False, n_classes=None):
         self.ops = tuple(ops)
         if _state is None:
             import dask
@@ -244,7 +265,7 @@ class DaskRows:
             limit = max(dask.utils.parse_bytes(limit), 4 * y.nbytes)
             with dask.config.set({"distributed.admin.large-graph-warning-threshold": limit}):
                 X, y = client.persist([X, y])
-            _state = _Cluster(client, X, y, regression)
+            _state = _Cluster(client, X, y, regression, n_classes)
         self._state = _state
         self.X = _state.X
 
@@ -268,6 +289,12 @@ class DaskRows:
         them apart from the rows) rather than labels in {-1, +1}."""
         return self._state.regression
 
+    @property
+    def n_classes(self):
+        """K when the labels on the workers are class indices 0..K-1 (the softmax
+        model's rows), else None."""
+        return self._state.n_classes
+
     def _with(self, op):
         return DaskRows(None, None, None, self.ops + (op,), _state=self._state)
 
@@ -288,9 +315,16 @@ class DaskRows:
         return (out, total) if return_clipped else out
 
     # --- the oracle ---------------------------------------------------------------
+    def _require_binary(self):
+        if self.n_classes is not None:
+            raise ValueError("y: these rows on the workers carry class indices (the softmax "
+                             "model); a binary or regression loss needs rows built with its "
+                             "own labels")
+
     def value_grad(self, W, l2, B, loss, h, n_threads=None, keep_curvature=False):
         """Objective values (m,) and gradients (m, d) at W (m, d) over all rows;
         keep_curvature: the shards remember phi''(margins) at W for `hess_vec`."""
+        self._require_binary()
         W = np.ascontiguousarray(W, dtype=np.float64)
         S, SG = self._state.reduce("value_grad", self.ops, W, loss, h, n_threads,
                                    keep_curvature)
@@ -308,12 +342,31 @@ class DaskRows:
     def hess_vec(self, W, V, l2, loss, h, n_threads=None, keep_curvature=False):
         """Hessian-vector products (m, d) at W along V; keep_curvature: a shard that
         kept the curvature at every row of W (from value_grad) skips the margins."""
+        self._require_binary()
         W = np.ascontiguousarray(W, dtype=np.float64)
         V = np.ascontiguousarray(V, dtype=np.float64)
         _, SH = self._state.reduce("hess_vec", self.ops, (W, V), loss, h, n_threads,
                                    keep_curvature)
         l2 = np.asarray(l2, dtype=np.float64).reshape(-1)
         return SH * (1.0 / self.shape[0]) + l2[:, None] * V
+
+    def softmax_sums(self, W, n_threads=None):
+        """The softmax data term as SUMS over every row (dperm.optim.softmax): the sums
+        of logsumexp(W_j x_i) - (W_j x_i)_{y_i} (m,) and of their gradients (m, K, d) at
+        W (m, K, d), each chunk's by the compiled softmax pass on its worker (the one
+        the local objective runs), added in the chunk tree's order.  The rows must carry
+        class indices (`as_rows(..., n_classes=K)`)."""
+        if self.n_classes is None:
+            raise ValueError("y: the softmax objective needs class indices on the workers "
+                             "(rows built with as_rows(X, y, n_classes=K))")
+        W = np.ascontiguousarray(W, dtype=np.float64)
+        m, K, d = W.shape
+        if K != self.n_classes or d != self.shape[1]:
+            raise ValueError(f"W: expected shape (m, {self.n_classes}, {self.shape[1]}), got "
+                             f"{W.shape}")
+        F, G = self._state.reduce("softmax", self.ops, (W.reshape(m * K, d), K), 0, 0.0,
+                                  n_threads)
+        return F, G.reshape(m, K, d)
 
     def sufficient_statistics(self, data_norm, label_bound):
         """(X^T X (d, d), X^T y (d,)) over the design rows (after the row maps) and the
@@ -336,11 +389,13 @@ class _LostWorker(Exception):
 class _Cluster:
     """The persisted blocks, their layout and the shards (one actor per worker)."""
 
-    def __init__(self, client, X, y, regression=False):
+    def __init__(self, client, X, y, regression=False, n_classes=None):
         from distributed import futures_of
 
         self.client, self.X, self.y = client, X, y
         self.regression = bool(regression)
+        #: K: the labels are class indices 0..K-1 (the softmax model); None otherwise
+        self.n_classes = None if n_classes is None else int(n_classes)
         xkeys = [k[0] for k in X.__dask_keys__()]
         ykeys = list(y.__dask_keys__())
         fx = {f.key: f for f in futures_of(X)}
@@ -378,7 +433,8 @@ class _Cluster:
             fut = self.client.submit(
                 _Shard, idx, [int(self.starts[i]) for i in idx],
                 [self.xf[i] for i in idx], [self.yf[i] for i in idx], self.bounds,
-                int(threads.get(w, 1)), self.regression, actor=True, workers=[w], allow_other_workers=False,
+                int(threads.get(w, 1)), self.regression, self.n_classes, actor=True,
+                workers=[w], allow_other_workers=False,
                 pure=False)
             shards.append((fut, idx, w))
         # construction validates the blocks: a bad chunk raises here, with its index
@@ -559,22 +615,34 @@ def _replay(block, y, ops, loss_name=None):
 class _Shard:
     """One worker's row blocks and their compiled Data (a Dask actor)."""
 
-    def __init__(self, chunk_ids, starts, blocks, labels, bounds, n_threads=1, regression=False):
+    def __init__(self, chunk_ids, starts, blocks, labels, bounds, n_threads=1, regression=False,
+                 n_classes=None):
         import threading
 
-        from dperm.data.validation import check_pm1_labels, check_real_labels, check_X
+        from dperm.data.validation import (
+            check_class_labels,
+            check_pm1_labels,
+            check_real_labels,
+            check_X,
+        )
 
         self.chunk_ids = list(chunk_ids)
         self.starts = [int(r) for r in starts]
         self.bounds = np.asarray(bounds, dtype=np.int64)
         #: labels are real targets, read apart from the rows (row weights 1)
         self.regression = bool(regression)
+        #: K: the labels are class indices 0..K-1, read by the softmax pass
+        self.n_classes = None if n_classes is None else int(n_classes)
         self.blocks, self.labels = [], []
         for ci, r0, X, y in zip(chunk_ids, starts, blocks, labels):
             where = f"chunk {ci} (rows {r0} to {r0 + X.shape[0] - 1})"
             X = check_X(X, name=f"X, {where}", accept_sparse=True)
-            y = (check_real_labels if regression else check_pm1_labels)(
-                y, X.shape[0], name=f"y, {where}")
+            if self.n_classes is not None:
+                y = np.ascontiguousarray(check_class_labels(
+                    y, X.shape[0], self.n_classes, name=f"y, {where}"), dtype=np.int64)
+            else:
+                y = (check_real_labels if regression else check_pm1_labels)(
+                    y, X.shape[0], name=f"y, {where}")
             self.blocks.append(X)
             self.labels.append(y)
         self.cache = {}
@@ -616,6 +684,10 @@ class _Shard:
                 if self.regression:   # as dperm.data.oracle.binary_oracle: labels apart
                     datas.append(Data(D.X, D.signed_weights(np.ones(X.shape[0])),
                                       D.constant_column(), y))
+                elif self.n_classes is not None:   # as SoftmaxRows.compiled: row weights,
+                    # the constant column; the class indices are read apart by the pass
+                    datas.append(Data(D.X, D.signed_weights(np.ones(X.shape[0])),
+                                      D.constant_column()))
                 else:
                     datas.append(Data(D.X, D.signed_weights(y), D.constant_column()))
                 counts.append(sum(clipped))
@@ -627,17 +699,20 @@ class _Shard:
     def _nt(self, n_threads):
         return self.n_threads if n_threads is None else int(n_threads)
 
-    def _per_chunk(self, ops, W, fn):
+    def _per_chunk(self, ops, W, fn, sums=False):
         """[(chunk, rows, sum of losses or None, sum of gradient terms)] of fn(chunk
         position, Data, zero ridge) over this worker's chunks: the kernels' means times
-        the chunk's rows."""
+        the chunk's rows (with `sums`, fn's answers are sums already: the softmax pass)."""
         self.prepare(ops)
         zero = np.zeros(W.shape[0])
         out = []
         for pos, (ci, D) in enumerate(zip(self.chunk_ids, self.cache[tuple(ops)][0])):
             nr = D.shape[0]
             F, G = fn(pos, D, zero)
-            out.append((ci, nr, None if F is None else F * nr, G * nr))
+            if sums:
+                out.append((ci, nr, F, G))
+            else:
+                out.append((ci, nr, None if F is None else F * nr, G * nr))
         return out
 
     # --- Newton's curvature cache: phi'' at the points of the last value_grad passes ---
@@ -695,6 +770,23 @@ class _Shard:
             return None, hess_vec(D, W, V, zero, loss, h, nt, curv)
         return self._per_chunk(ops, W, hv)
 
+    def softmax(self, ops, WK, loss=None, h=None, n_threads=None, keep_curvature=False):
+        """[(chunk, rows, sum of the softmax losses (m,), sums of their gradients (m K, d))]
+        over this worker's chunks: per chunk, the compiled softmax pass that the local
+        objective runs (dperm._core._objective.softmax_sums), on the chunk's Data (row
+        weights and constant column as dperm.data.oracle.SoftmaxRows builds them)."""
+        from dperm._core._objective import softmax_sums
+
+        if self.n_classes is None:
+            raise ValueError("y: the softmax pass needs class indices on the workers")
+        W, K = WK
+        if int(K) != self.n_classes:
+            raise ValueError(f"K: the rows carry {self.n_classes} classes, the pass {K}")
+        nt = self._nt(n_threads)
+        labels = self.labels
+        return self._per_chunk(ops, W, lambda pos, D, zero:
+                               softmax_sums(D, labels[pos], W, int(K), nt), sums=True)
+
     def gram(self, ops, bounds, loss=None, h=None, n_threads=None, keep_curvature=False):
         """[(chunk, rows, X_c^T y_c, X_c^T X_c)] over this worker's chunks: the design
         rows after the row maps, materialized one chunk at a time (d x d is the output
@@ -727,7 +819,7 @@ class _Shard:
     def partial(self, method, ops, Wargs, loss, h, n_threads=None, keep_curvature=False):
         """This worker's per-chunk sums of a pass (value_grad, hess_vec or gram), folded through
         the chunk tree as far as its own chunks allow: {node: (rows, F, G)}."""
-        if method not in ("value_grad", "hess_vec", "gram"):
+        if method not in ("value_grad", "hess_vec", "gram", "softmax"):
             raise ValueError(f"method: unknown pass {method!r}")
         with self.lock:
             per = getattr(self, method)(ops, Wargs, loss, h, n_threads, keep_curvature)

@@ -10,8 +10,11 @@ rows", whatever the storage:
 * `binary_oracle(rows, y, ...)`: value + gradient, Hessian-vector products, the
   solver's view (the compiled `Data` for the nogil L-BFGS, or a Python callable over
   the workers) and whether the curvature cache of Newton-CG applies;
-* `softmax_rows(X)`: the rows of the softmax (multinomial) objective, read block by
-  block or by the compiled softmax pass;
+* `softmax_oracle(rows, y, K, ...)`: the softmax (multinomial) objective's data term
+  over the same rows -- local rows by the compiled softmax pass, rows on the Dask
+  workers or the Spark executors by the same pass per block, the sums added there in
+  the chunk tree's fixed order; `softmax_rows(X)`: local rows read block by block
+  (class probabilities);
 * `is_distributed`, `require_local`, `full_hessian`, `dense_rows`: the few other
   places where storage matters (refusals, O(d^2) Hessians, small materializations).
 
@@ -27,7 +30,8 @@ from dperm.data.design import DesignRows
 from dperm.data.validation import check_class_labels, check_pm1_labels, check_real_labels, check_X
 from dperm.losses import check_n_classes
 
-__all__ = ["check_rows", "binary_oracle", "softmax_rows", "is_distributed", "is_dask_array",
+__all__ = ["check_rows", "binary_oracle", "softmax_oracle", "softmax_rows", "is_distributed",
+           "is_dask_array",
            "require_local", "full_hessian", "dense_rows", "dense_matrix", "SoftmaxRows",
            "sufficient_statistics"]
 
@@ -57,22 +61,25 @@ def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_me
 
     A Dask collection becomes a DaskRows (rows, labels, validation and clipping stay on
     the workers; labels None here; with `regression` the labels on the workers are real
-    targets); the softmax model refuses it with `softmax_message`.  Local X is checked
+    targets, with `softmax` the class indices 0..n_classes-1); Spark rows are checked
+    for the task (`SparkRows.checked`).  `softmax_message` is kept for callers that
+    name their refusal; no engine refuses the softmax model now.  Local X is checked
     (dense, mapped, CSR or DesignRows); y becomes
     labels in {-1, +1}, or class indices 0..K-1 for the softmax model (K = n_classes,
     the public number of classes of a private multinomial fit).
     """
+    if softmax:
+        n_classes = check_n_classes(n_classes, mechanism=True)
     if spark_rows.is_spark_rows(X):   # labels on the executors (dperm.data.spark_rows)
-        return X.checked(min_samples=min_samples, softmax=softmax, regression=regression), None
+        return X.checked(min_samples=min_samples, softmax=softmax, regression=regression,
+                         n_classes=n_classes if softmax else None), None
     if dask_rows.is_distributed(X):
-        if softmax:
-            raise TypeError(softmax_message)
-        return dask_rows.as_rows(X, y, min_samples=min_samples, regression=regression), None
+        return dask_rows.as_rows(X, y, min_samples=min_samples, regression=regression,
+                                 n_classes=n_classes if softmax else None), None
     X = check_X(X, name="X", min_samples=min_samples, accept_sparse=True)
     if regression:
         return X, check_real_labels(y, X.shape[0], name="y")
     if softmax:
-        n_classes = check_n_classes(n_classes, mechanism=True)
         return X, check_class_labels(y, X.shape[0], n_classes, name="y")
     return X, check_pm1_labels(y, X.shape[0], name="y")
 
@@ -281,7 +288,6 @@ class SoftmaxRows:
         self.sparse = hasattr(self.raw, "indptr")
         self.n, self.d_raw = self.raw.shape
         self.d = self.d_raw + (self.const is not None)
-        self.n_threads = None       # set by the entry points (None: all cores)
         self._compiled = None
 
     def compiled(self):
@@ -335,8 +341,67 @@ class SoftmaxRows:
         return Z
 
 
+class _LocalSoftmax:
+    """The softmax data term over local rows (dense, mapped, CSR, DesignRows): one
+    compiled pass over every row for all m problems."""
+
+    def __init__(self, rows, y, K, n_threads):
+        self.rows, self.y, self.K = rows, y, K
+        self.n, self.d = rows.n, rows.d
+        self.n_threads = n_threads
+
+    def sums(self, W):
+        """sum_i [logsumexp(W_j x_i) - (W_j x_i)_{y_i}] (m,) and its gradient (m, K, d)
+        at W (m, K, d) (tests/optim/softmax_reference.py holds the numpy reference)."""
+        from dperm._core._objective import softmax_sums
+
+        m, K, d = W.shape
+        F, G = softmax_sums(self.rows.compiled(), self.y,
+                            np.ascontiguousarray(W.reshape(m * K, d)), K, self.n_threads)
+        return F, G.reshape(m, K, d)
+
+
+class _DistributedSoftmax:
+    """The softmax data term over rows on the Dask workers or the Spark executors: each
+    block's sums by the same compiled pass, added there in the fixed order of the chunk
+    (partition) tree, every block once with its public row count (or no answer)."""
+
+    def __init__(self, rows, K, worker_threads):
+        self.rows, self.K = rows, K
+        self.n, self.d = rows.shape
+        self.n_threads = worker_threads
+
+    def sums(self, W):
+        return self.rows.softmax_sums(np.ascontiguousarray(W), self.n_threads)
+
+
+def softmax_oracle(X, y, n_classes, *, n_threads=None, worker_threads=None):
+    """The softmax (multinomial) objective's data term over X, whatever X's storage:
+    an object with ``n``, ``d`` and ``sums(W)`` -> (F (m,), G (m, K, d)), the sums over
+    the rows of logsumexp(W_j x_i) - (W_j x_i)_{y_i} and of their gradients, for W of
+    shape (m, K, d).  The solver (dperm.optim.softmax) adds 1/n, the ridge and the
+    linear term itself and never learns where the rows are.
+
+    Local X (dense, mapped, CSR, DesignRows): y class indices 0..K-1 (checked here),
+    the compiled pass with n_threads (None: all cores).  A Dask array (or rows on the
+    workers built with ``n_classes=K``) or Spark rows built with task="multiclass": the
+    labels are on the workers (y, if given, is sent there for a Dask array), each
+    block's pass with worker_threads (None: the workers' own)."""
+    from dperm.data.validation import check_n_threads
+
+    K = check_n_classes(n_classes)
+    if spark_rows.is_spark_rows(X):
+        return _DistributedSoftmax(X.checked(softmax=True, n_classes=K), K, worker_threads)
+    if dask_rows.is_distributed(X):
+        return _DistributedSoftmax(dask_rows.as_rows(X, y, n_classes=K), K, worker_threads)
+    rows = softmax_rows(X)
+    labels = np.ascontiguousarray(check_class_labels(y, rows.n, K), dtype=np.int64)
+    return _LocalSoftmax(rows, labels, K, check_n_threads(n_threads))
+
+
 def softmax_rows(X):
-    """SoftmaxRows over validated local rows; a Dask collection is refused."""
+    """SoftmaxRows over validated local rows (a Dask collection or Spark rows is refused:
+    their objective is `softmax_oracle`'s)."""
     if getattr(X, "_dperm_distributed", False):
         raise TypeError("X: the multinomial objective runs on local rows (dense, CSR, memory "
                         "map or DesignRows); a Dask collection is not supported here")
@@ -383,12 +448,14 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
     return (DesignRows(X, checked=True) if describe else X), y, False
 
 
-def with_worker_labels(X, labels, *, min_samples=1, regression=False):
+def with_worker_labels(X, labels, *, min_samples=1, regression=False, n_classes=None):
     """Rows on the workers get their labels ({-1, +1}, or with `regression` real
-    targets, sent chunked like the rows); local rows are returned as they are (their
-    labels travel with the fit's call)."""
+    targets, or with `n_classes` = K the class indices 0..K-1 of the softmax model,
+    sent chunked like the rows); local rows are returned as they are (their labels
+    travel with the fit's call)."""
     if dask_rows.is_distributed(X):
-        return dask_rows.as_rows(X, labels, min_samples=min_samples, regression=regression)
+        return dask_rows.as_rows(X, labels, min_samples=min_samples, regression=regression,
+                                 n_classes=n_classes)
     return X
 
 

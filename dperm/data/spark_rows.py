@@ -18,7 +18,9 @@ learn where the rows live.  The rows never reach the driver:
   Python worker of the host through the page cache), builds the compiled kernels' Data
   once per worker process (kept, least recently used first out), and returns the
   unnormalized sums of the losses and gradient terms (or Hessian-vector terms) with
-  its partition index and row count -- never anything but sums;
+  its partition index and row count -- never anything but sums (the softmax model's
+  pass, `SparkRows.softmax_sums`: the compiled softmax pass of the local objective over
+  the partition's rows and class indices);
 * a task that finds no block (another host, a lost executor, a removed file) says so;
   the driver then runs the same pass for those partitions over the source DataFrame
   (`mapInArrow` again): the block is rebuilt from the source rows, checked against the
@@ -251,8 +253,9 @@ class SparkRows:
     sparse vectors, read as dense rows) or an array of numbers; label_col: numbers.
     task "binary": labels must be one of `classes` (two public values; classes[1] is the
     positive class, +1 for the kernels); "multiclass": one of K > 2 public `classes`,
-    kept as their indices, each pass for one class k against the rest (`for_class(k)`:
-    +1 for class k, -1 for the others, as one-vs-rest fits locally); "regression": real
+    kept as their indices: the softmax model's rows (`softmax_sums`), or, with a class
+    picked, one class k against the rest (`for_class(k)`: +1 for class k, -1 for the
+    others, as one-vs-rest fits locally); "regression": real
     targets, minus the public `label_centre` when given, clipped to
     [-label_bound, label_bound] (the count, `labels_clipped`, is for the analyst only).
     n_threads: the kernels' threads per task (None: spark.task.cpus).  bound: None, or
@@ -330,11 +333,23 @@ class SparkRows:
         """Remove the blocks this object stored (the fit is over)."""
         self._source.close()
 
-    def checked(self, *, min_samples=1, softmax=False, regression=False):
-        """These rows for an objective (dperm.data.oracle.check_rows)."""
+    def checked(self, *, min_samples=1, softmax=False, regression=False, n_classes=None):
+        """These rows for an objective (dperm.data.oracle.check_rows): with `softmax`,
+        rows built with task="multiclass" over `n_classes` public classes (their labels,
+        the class indices, on the executors) and no class picked by `for_class`."""
         if softmax:
-            raise TypeError("X: the multinomial (softmax) objective runs on local rows; Spark "
-                            "rows are fitted with binary or regression losses")
+            classes = self._source.classes
+            if self._source.task != "multiclass" or any(op[0] == "class" for op in self.ops):
+                raise TypeError("X: the multinomial (softmax) objective needs Spark rows of "
+                                "all classes (SparkRows with task='multiclass', no for_class)")
+            if n_classes is not None and int(n_classes) != len(classes):
+                raise ValueError(f"n_classes: {n_classes} classes asked for, but the rows were "
+                                 f"built with {len(classes)} (classes={list(classes)})")
+        elif self._source.task == "multiclass" and not any(op[0] == "class" for op in self.ops):
+            raise TypeError("X: these Spark rows carry the class indices of "
+                            f"{len(self._source.classes)} classes; a binary loss needs one class "
+                            "against the rest (SparkRows.for_class(k)), the softmax model "
+                            "loss='multinomial'")
         if bool(regression) != self.regression:
             kind = "real targets" if self.regression else "binary labels"
             raise TypeError(f"X: these Spark rows carry {kind}; the loss needs "
@@ -356,6 +371,22 @@ class SparkRows:
         if not (isinstance(k, (int, np.integer)) and 0 <= k < K):
             raise ValueError(f"for_class: k must be a class index in 0..{K - 1}, got {k!r}")
         return self._with(("class", int(k)))
+
+    def softmax_sums(self, W, n_threads=None):
+        """The softmax data term as SUMS over every row (dperm.optim.softmax): the sums
+        of logsumexp(W_j x_i) - (W_j x_i)_{y_i} (m,) and of their gradients (m, K, d) at
+        W (m, K, d), each partition's by the compiled softmax pass on its executor (the
+        one the local objective runs), added in the fixed tree order on the driver.
+        Rows built with task="multiclass" (the class indices on the executors)."""
+        self.checked(softmax=True)
+        W = np.ascontiguousarray(W, dtype=np.float64)
+        m, K, d = W.shape
+        if K != len(self._source.classes) or d != self.shape[1]:
+            raise ValueError(f"W: expected shape (m, {len(self._source.classes)}, "
+                             f"{self.shape[1]}), got {W.shape}")
+        F, G = self._source.reduce("softmax", self.ops, (W.reshape(m * K, d), K), 0, 0.0,
+                                   n_threads)
+        return F, G.reshape(m, K, d)
 
     def sufficient_statistics(self, data_norm, label_bound):
         """(X^T X (d, d), X^T y (d,)) over the design rows (after the row maps) and the
@@ -604,8 +635,11 @@ def _replay(X, ops):
 
 
 def _prepare(spec, p, ops):
-    """(Data, rows clipped) of partition p after ops, from this process's cache or the
-    stored block; None when the block is not on this host."""
+    """(Data, rows clipped, class indices or None) of partition p after ops, from this
+    process's cache or the stored block; None when the block is not on this host.
+    Multiclass rows with a class (`for_class`): the binary problem's Data; without one:
+    the softmax model's (row weights and constant column as
+    dperm.data.oracle.SoftmaxRows builds them) and the class indices (int64)."""
     key = (spec[0], p, ops)
     hit = _prepared.get(key)
     if hit is not None:
@@ -627,17 +661,20 @@ def _prepare(spec, p, ops):
     from dperm._core._objective import Data
 
     D, clipped = _replay(X, ops)
+    codes = None
     if spec[2] == "regression":
         data = Data(D.X, D.signed_weights(np.ones(y.shape[0])), D.constant_column(), y)
     elif spec[2] == "multiclass":
         ks = [op[1] for op in ops if op[0] == "class"]
-        if not ks:
-            raise ValueError("X: multiclass Spark rows need a class (SparkRows.for_class) "
-                             "before a pass")
-        data = Data(D.X, D.signed_weights(np.where(y == ks[-1], 1.0, -1.0)), D.constant_column())
+        if ks:
+            data = Data(D.X, D.signed_weights(np.where(y == ks[-1], 1.0, -1.0)),
+                        D.constant_column())
+        else:   # the softmax model: class indices read apart by the softmax pass
+            data = Data(D.X, D.signed_weights(np.ones(y.shape[0])), D.constant_column())
+            codes = np.ascontiguousarray(y, dtype=np.int64)
     else:
         data = Data(D.X, D.signed_weights(y), D.constant_column())
-    hit = _prepared[key] = (data, clipped)
+    hit = _prepared[key] = (data, clipped, codes)
     while len(_prepared) > _PREPARED_MAX:
         _prepared.popitem(last=False)
     return hit
@@ -693,10 +730,22 @@ def _run_pass(spec, pass_spec, p):
         return ("error", f"{exc} (partition {p})")
     if hit is None:
         return ("miss", p)
-    data, clipped = hit
+    data, clipped, codes = hit
     nr = data.shape[0]
     if method == "prepare":
         return (p, nr, None, np.float64(clipped))
+    if method == "softmax":
+        from dperm._core._objective import softmax_sums
+
+        if codes is None:
+            return ("error", "X: the softmax pass needs the class indices of multiclass rows "
+                             "(SparkRows with task='multiclass', no for_class)")
+        W, K = Wargs
+        F, G = softmax_sums(data, codes, W, int(K), nt)
+        return (p, nr, F, G)
+    if codes is not None:
+        return ("error", "X: multiclass Spark rows need a class (SparkRows.for_class) before "
+                         "a binary pass")
     zero = None
     if method == "value_grad":
         from dperm._core._objective import value_grad

@@ -11,13 +11,20 @@ objective perturbation's Delta, B_j the linear noise term).  J_j is strongly
 convex whenever alpha_j + extra_l2_j > 0.
 
 One pass over the rows evaluates every problem: the compiled softmax pass
-(dperm._core._objective.softmax_sums) reads each row once for all m problems.
+(dperm._core._objective.softmax_sums) reads each row once for all m problems.  The
+solver sees the rows through one interface, `dperm.data.oracle.softmax_oracle`
+("the data term over these rows": sums of the losses and of their gradients): local
+rows are one compiled pass; rows on the Dask workers or the Spark executors are the
+same pass per block, the blocks' sums added in a fixed order where they live.
 Class probabilities for prediction are computed in row blocks whose temporaries are
 bounded by the block size (about 16 MiB each), never by n.
 
 X may be a dense float32/float64 array (or memory map), a scipy.sparse CSR
 matrix, or a `dperm.data.design.DesignRows` (rows [t_i x_i, c] * scale, built block
-by block, never materialised).  Sums are accumulated in float64.
+by block, never materialised), a Dask array (the labels then go to the workers), or
+rows already on the workers / executors (dperm.data.dask_rows built with n_classes,
+dperm.data.spark_rows with task="multiclass"; y is not read).  Sums are accumulated
+in float64.
 
 The minimiser is the package's batched L-BFGS (dperm._core._lbfgs) through its
 Python-oracle path; it stops when the Euclidean (Frobenius) norm of each
@@ -31,7 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dperm.data.oracle import softmax_rows
+from dperm.data.oracle import softmax_oracle, softmax_rows
 from dperm.data.validation import check_class_labels, check_n_threads, check_positive
 from dperm.exceptions import ConvergenceWarning
 from dperm.losses import check_n_classes
@@ -105,24 +112,15 @@ def _max_last(Z: np.ndarray) -> np.ndarray:
     return mx
 
 
-def _data_term(rows: Any, y: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """sum_i [logsumexp(W_j x_i) - (W_j x_i)_{y_i}] (m,) and its gradient (m, K, d)
-    for W (m, K, d): one pass over the rows for all m problems, by the compiled
-    softmax pass (tests/optim/softmax_reference.py holds the numpy reference it is
-    tested against)."""
-    from dperm._core._objective import softmax_sums
-
-    m, K, d = W.shape
-    nt = check_n_threads(rows.n_threads)
-    F, G = softmax_sums(rows.compiled(), y, np.ascontiguousarray(W.reshape(m * K, d)), K, nt)
-    return F, G.reshape(m, K, d)
-
-
-def _objective(rows: Any, y: np.ndarray, W: np.ndarray, l2: np.ndarray,
+def _objective(oracle: Any, W: np.ndarray, l2: np.ndarray,
                B: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """J_j and its gradient for W (m, K, d), l2 (m,), B (m, K, d) or None."""
-    n = rows.n
-    F, G = _data_term(rows, y, W)
+    """J_j and its gradient for W (m, K, d), l2 (m,), B (m, K, d) or None: the data
+    term's sums from the oracle (`softmax_oracle`: one pass over the rows for all m
+    problems, wherever the rows are), then 1/n, the ridge and the linear term here."""
+    n = oracle.n
+    F, G = oracle.sums(W)
+    F = np.array(F, dtype=np.float64)
+    G = np.array(G, dtype=np.float64)
     F /= n
     G /= n
     F += 0.5 * l2 * np.einsum("jkd,jkd->j", W, W)
@@ -134,14 +132,14 @@ def _objective(rows: Any, y: np.ndarray, W: np.ndarray, l2: np.ndarray,
 
 
 # ------------------------------------------------------------------ public API
-def multinomial_value_grad(X: Any, y: ArrayLike, W: ArrayLike, alpha: Any, extra_l2: Any = None,
+def multinomial_value_grad(X: Any, y: ArrayLike | None, W: ArrayLike, alpha: Any, extra_l2: Any = None,
                            linear: ArrayLike | None = None, n_threads: int | None = None
                            ) -> tuple[Any, np.ndarray]:
     """The multinomial logistic objective J_j and its gradient at W, in one pass over X.
 
     Parameters
     ----------
-    X : array (n, d) float32/float64 (or memory map), scipy.sparse CSR, or DesignRows
+    X : array (n, d) float32/float64 (or memory map), scipy.sparse CSR, DesignRows, or a Dask array
         The rows x_i (already within the public norm bound; nothing is clipped here).
     y : array (n,) of int
         Class labels in {0, ..., K-1}.
@@ -161,26 +159,25 @@ def multinomial_value_grad(X: Any, y: ArrayLike, W: ArrayLike, alpha: Any, extra
     values (m,) and gradients (m, K, d) (float64), or a float and (K, d) for W (K, d).
     Values are in nats per row (mean cross-entropy plus the penalty terms).
     """
-    rows = softmax_rows(X)
     W = np.asarray(W, dtype=np.float64)
     single = W.ndim == 2
     if single:
         W = W[None]
-    if W.ndim != 3 or W.shape[2] != rows.d or W.shape[1] < 2:
-        raise ValueError(f"W: expected shape (K, {rows.d}) or (m, K, {rows.d}) with K >= 2, "
+    K = W.shape[1] if W.ndim == 3 else 0
+    oracle = softmax_oracle(X, y, max(K, 2), n_threads=n_threads, worker_threads=n_threads)
+    if W.ndim != 3 or W.shape[2] != oracle.d or W.shape[1] < 2:
+        raise ValueError(f"W: expected shape (K, {oracle.d}) or (m, K, {oracle.d}) with K >= 2, "
                          f"got {np.shape(W)}")
     if not np.all(np.isfinite(W)):
         raise ValueError("W: contains NaN or infinity")
     m, K, d = W.shape
-    y = check_class_labels(y, rows.n, K)
     l2, B = _batch_params(alpha, extra_l2, linear, K, d, m)
-    rows.n_threads = check_n_threads(n_threads)
     with _thread_limit(n_threads):
-        F, G = _objective(rows, y, np.ascontiguousarray(W), l2, B)
+        F, G = _objective(oracle, np.ascontiguousarray(W), l2, B)
     return (float(F[0]), G[0]) if single else (F, G)
 
 
-def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, extra_l2: Any = None,
+def minimize_multinomial(X: Any, y: ArrayLike | None, n_classes: int, *, alpha: Any, extra_l2: Any = None,
                          linear: ArrayLike | None = None, tol: float | None = None,
                          max_iter: int | None = None, n_threads: int | None = None,
                          memory: int | None = None, coef_init: ArrayLike | None = None,
@@ -192,8 +189,11 @@ def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, ex
 
     Parameters
     ----------
-    X : array (n, d) float32/float64 (or memory map), scipy.sparse CSR, or DesignRows
-    y : array (n,) of int in {0, ..., n_classes - 1}
+    X : array (n, d) float32/float64 (or memory map), scipy.sparse CSR, DesignRows, or distributed rows
+        A Dask array, or rows on the Dask workers or the Spark executors (their
+        labels are there).
+    y : array (n,) of int in {0, ..., n_classes - 1} (not read for rows already on the
+        workers / executors: their labels are there)
     n_classes : int >= 2
         K, public (not read from y).
     alpha : float or array (m,)
@@ -226,10 +226,10 @@ def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, ex
     from dperm._core._lbfgs import lbfgs
     from dperm.optim.erm import DEFAULT_MAX_ITER, DEFAULT_TOL
 
-    rows = softmax_rows(X)
     K = check_n_classes(n_classes)
-    n, d = rows.n, rows.d
-    y = check_class_labels(y, n, K)
+    nt = check_n_threads(n_threads)
+    rows = softmax_oracle(X, y, K, n_threads=nt, worker_threads=n_threads)
+    d = rows.d
     l2, B = _batch_params(alpha, extra_l2, linear, K, d)
     m = l2.size
     tol = DEFAULT_TOL if tol is None else check_positive(tol, "tol")
@@ -244,8 +244,6 @@ def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, ex
     if isinstance(memory, bool) or not isinstance(memory, (numbers.Integral, np.integer)) \
             or memory < 1:
         raise ValueError(f"memory: must be an integer >= 1, got {memory!r}")
-    nt = check_n_threads(n_threads)
-    rows.n_threads = nt
     W0 = np.zeros((m, K, d))
     if coef_init is not None:
         c0 = np.asarray(coef_init, dtype=np.float64)
@@ -259,7 +257,7 @@ def minimize_multinomial(X: Any, y: ArrayLike, n_classes: int, *, alpha: Any, ex
 
     def oracle(Wflat: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # Wflat (a, K d): the active problems idx (a,); returns F (a,), G (a, K d)
-        F, G = _objective(rows, y, Wflat.reshape(-1, K, d), l2[idx],
+        F, G = _objective(rows, Wflat.reshape(-1, K, d), l2[idx],
                           None if B is None else B[idx])
         return F, G.reshape(len(idx), D)
 

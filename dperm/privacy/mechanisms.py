@@ -541,8 +541,6 @@ def _inputs(X: Any, y: Any, loss: str, alpha: float | ArrayLike, data_norm: floa
     lo = None if multinomial else get_loss(loss)
     # a Dask array: rows, labels, validation and clipping stay on the workers
     X, y = check_rows(X, y, min_samples=2, softmax=multinomial, n_classes=n_classes,
-                      softmax_message="loss='multinomial': a Dask array is not supported "
-                                      "yet; fit one-vs-rest binary models or compute X first",
                       regression=lo is not None and lo.regression)
     alphas = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
     X = bound_rows(X, float(data_norm), norm_policy)   # clipping factors, not a copy

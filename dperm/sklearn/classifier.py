@@ -438,7 +438,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         X, y, distributed = self._rows_and_labels(X, y)
         classes, codes = self._check_classes(y)
         plan = self._plan(X.shape[0], classes.size, distributed)
-        X, clipped = self._bound_rows(X, codes, distributed)
+        X, clipped = self._bound_rows(X, codes, distributed, plan)
         # the intercept's constant column is added by the kernels as they read each
         # row: X (a memory map, say) is never copied to make room for it
         Xa = WithInterceptColumn(X, plan.R) if self.fit_intercept else X
@@ -481,9 +481,13 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         """How the K classes are fitted and the privacy split over the K models, from
         public values (the count warning, if any, is given here, once)."""
         mode = self._multiclass_mode(K)
-        if distributed and mode != "binary":
-            raise ValueError(f"y: {K} classes with a Dask array X are not supported yet; "
-                             "fit one-vs-rest binary models (sklearn.multiclass.OneVsRestClassifier)")
+        if distributed and mode == "ovr":
+            raise ValueError(
+                f"y: {K} classes fitted one-vs-rest (loss={self.loss!r}, delta="
+                f"{float(self.delta):g}) with a Dask array X are not supported yet; the "
+                "multinomial (softmax) model runs on Dask arrays (loss='logistic' with delta > 0, "
+                "or perturbation='none'), or fit one-vs-rest binary models "
+                "(sklearn.multiclass.OneVsRestClassifier)")
         warn_if_count_private(self.neighbouring, self.n_public, stacklevel=3)
         private = self.perturbation != "none"
         n_fits = K if mode == "ovr" else 1
@@ -494,12 +498,16 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
                      delta_fit=delta / n_fits, loss=get_loss(self.loss),
                      R=float(self.data_norm))
 
-    def _bound_rows(self, X: Any, codes: np.ndarray, distributed: bool) -> tuple[Any, int]:
+    def _bound_rows(self, X: Any, codes: np.ndarray, distributed: bool,
+                    plan: _Plan) -> tuple[Any, int]:
         """(rows within data_norm, rows clipped): rows over R get a clipping factor the
         kernels apply as they read them (no copy), or are refused per norm_policy; rows
-        on the workers get their +-1 labels first."""
+        on the workers get their labels first (+-1, or the class indices of the
+        multinomial model)."""
         R = float(self.data_norm)
-        if distributed:
+        if distributed and plan.mode == "multinomial":
+            X = _oracle.with_worker_labels(X, codes, min_samples=2, n_classes=plan.K)
+        elif distributed:
             X = _oracle.with_worker_labels(X, np.where(codes == 1, 1.0, -1.0), min_samples=2)
         row_stats: dict[str, float] = {}
         X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
@@ -553,7 +561,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         if plan.mode == "multinomial":
             from dperm.optim.softmax import minimize_multinomial
 
-            assert codes is not None
+            # codes None: rows whose class indices are on the executors (dperm.spark)
             res = minimize_multinomial(Xa, codes, plan.K, alpha=plan.alpha, tol=self.tol,
                                        max_iter=self.max_iter, n_threads=self.n_threads)
             W, results = res.coef[0], [res]

@@ -140,13 +140,20 @@ class _ClassifierParams(_PrivateParams, HasRawPredictionCol, HasProbabilityCol):
                           "'none' (non-private)", TypeConverters.toString)
     h = _param("h", "width of the Huber / smoothed-hinge transition", TypeConverters.toFloat)
     classes = _param("classes", "the public label values of labelCol: [negative, positive], "
-                     "or K > 2 values (one-vs-rest, as dperm.PrivateLinearClassifier)",
+                     "or K > 2 values (fitted as dperm.PrivateLinearClassifier fits them: one "
+                     "multinomial model or one-vs-rest, see multiClass)",
                      TypeConverters.toListFloat)
+    multiClass = _param("multiClass", "K > 2 classes: 'auto' (as dperm.PrivateLinearClassifier: "
+                        "one multinomial (softmax) model for the logistic loss with delta > 0 "
+                        "or perturbation 'none', else one-vs-rest) or 'ovr' (always one-vs-rest: "
+                        "K binary models, epsilon / K and delta / K each)",
+                        TypeConverters.toString)
     _LOCAL = {"loss": "loss", "perturbation": "perturbation", "classes": "classes"}
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(loss="logistic", perturbation="objective", h=0.5, classes=[0.0, 1.0])
+        self._setDefault(loss="logistic", perturbation="objective", h=0.5, classes=[0.0, 1.0],
+                         multiClass="auto")
 
 
 class _RegressionParams(_PrivateParams):
@@ -174,36 +181,56 @@ def _init(self, kwargs):
 
 
 # ------------------------------------------------------------------ the fits
-def _fit_classifier(local, rows):
+#: the values of the Spark classifier's multiClass parameter
+MULTI_CLASS = ("auto", "ovr")
+
+
+def _one_vs_rest(local, plan):
+    """The plan as one-vs-rest (multiClass='ovr' where the local estimator would fit the
+    multinomial model): K binary models, each with epsilon / K and delta / K, as the local
+    estimator splits a one-vs-rest fit (`PrivateLinearClassifier._plan`)."""
+    private = local.perturbation != "none"
+    return replace(plan, mode="ovr",
+                   eps_fit=float(local.epsilon) / plan.K if private else float("inf"),
+                   delta_fit=plan.delta / plan.K)
+
+
+def _fit_classifier(local, rows, multi_class="auto"):
     """dperm.PrivateLinearClassifier.fit's steps (the count warning and the privacy split
     of `_plan`, Lambda, the mechanism, the record, the intercept) on rows whose labels
     (+-1, or the class indices) are on the executors; sets local's fitted attributes.
-    K > 2 classes: K binary fits, one design per class (`SparkRows.for_class`), each
-    with epsilon / K (and delta / K), one generator for the K noise draws, as locally."""
+    K > 2 classes, as locally (multi_class "auto"): the logistic loss with delta > 0 or
+    no noise is one multinomial (softmax) model over all classes, its passes the
+    softmax pass on the executors (SparkRows.softmax_sums); otherwise (or with
+    multi_class "ovr") K binary fits, one design per class (`SparkRows.for_class`), each
+    with epsilon / K (and delta / K), one generator for the K noise draws."""
+    if multi_class not in MULTI_CLASS:
+        raise ValueError(f"multiClass: {multi_class!r} is not valid; choose 'auto' (as "
+                         "dperm.PrivateLinearClassifier) or 'ovr' (one-vs-rest)")
     local._start_fit({}, "perturbation")     # the parameters, checked once
     n = rows.shape[0]
     if n < 2:
         raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
     classes = np.asarray(local.classes, dtype=np.float64)
     K = classes.size
-    if local._multiclass_mode(K) == "multinomial":
-        raise ValueError(
-            f"classes: {K} classes with loss='logistic' and delta > 0 (or no noise) are fitted "
-            "as one multinomial (softmax) model by dperm.PrivateLinearClassifier, which does "
-            "not run on Spark yet; on Spark use delta=0 or loss='huber' (one-vs-rest), or fit "
-            "the local estimator")
     plan = local._plan(n, K, False)
+    if plan.mode == "multinomial" and multi_class == "ovr":
+        plan = _one_vs_rest(local, plan)
     X, clipped = bound_rows(rows, plan.R, local.norm_policy, return_clipped=True)
-    targets = [X] if plan.mode == "binary" else [X.for_class(k) for k in range(K)]
+    if plan.mode == "multinomial":   # one design: every class's rows, their indices
+        targets = [X]
+    else:
+        targets = [X] if plan.mode == "binary" else [X.for_class(k) for k in range(K)]
     designs = [WithInterceptColumn(t, plan.R) if local.fit_intercept else t for t in targets]
     d = designs[0].shape[1]
     plan = replace(plan, alpha=local._plan_alpha(plan, d))
     _warn_clipped(clipped, n, plan.R)
     rng = local._fit_generator()
+    binary = None if plan.mode == "multinomial" else designs
     if local.perturbation == "none":
-        W, record, diagnostics = local._fit_nonprivate(designs[0], None, plan, designs)
+        W, record, diagnostics = local._fit_nonprivate(designs[0], None, plan, binary)
     else:
-        W, record, diagnostics = local._fit_private(designs[0], None, plan, rng, designs)
+        W, record, diagnostics = local._fit_private(designs[0], None, plan, rng, binary)
     diagnostics["rows_clipped"] = int(clipped)
     coef, intercept = local._coef_intercept(W, plan, d)
     local.classes_ = classes
@@ -269,12 +296,14 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
 
     featuresCol: a vector (VectorAssembler's) or array column with ||x|| <= dataNorm;
     labelCol: one of the public values in `classes` (default [0.0, 1.0], MLlib's
-    convention; classes[1] is the positive class).  K > 2 classes: one-vs-rest as
-    dperm.PrivateLinearClassifier fits them (K binary models, epsilon / K and delta / K
-    each), for delta = 0 or a loss other than logistic (the local estimator's softmax
-    model for the logistic loss with delta > 0 does not run on Spark).  The model adds
+    convention; classes[1] is the positive class).  K > 2 classes: as
+    dperm.PrivateLinearClassifier fits them -- one multinomial (softmax) model for the
+    logistic loss with delta > 0 or perturbation "none" (its passes on the executors),
+    one-vs-rest otherwise (K binary models, epsilon / K and delta / K each) -- or
+    one-vs-rest always with multiClass="ovr".  The model adds
     predictionCol (a value of `classes`), rawPredictionCol ([-score, score], or the K
-    scores) and, for the logistic loss, probabilityCol.  An int randomState makes the
+    scores) and, for the logistic loss, probabilityCol (the softmax of the K scores for
+    a multinomial model, the K sigmoids normalised for one-vs-rest).  An int randomState makes the
     fit reproducible and voids the guarantee (tests and experiments only).
     """
 
@@ -289,7 +318,7 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
         return {"task": "binary" if len(classes) == 2 else "multiclass", "classes": classes}
 
     def _fit_local(self, local, rows):
-        return _fit_classifier(local, rows)
+        return _fit_classifier(local, rows, self.getOrDefault("multiClass"))
 
     @property
     def _model_class(self):
@@ -373,8 +402,10 @@ class _PrivateModel(Model, MLWritable, MLReadable):
 
     def _one(self, what):
         if self._coef_matrix().shape[0] != 1:
-            raise ValueError(f"{what}: this model has {self._coef_matrix().shape[0]} "
-                             "one-vs-rest models; use coefficientMatrix and interceptVector")
+            kind = "rows of coefficients (a multinomial model)" if \
+                self._local.privacy_.get("multiclass") == "multinomial" else "one-vs-rest models"
+            raise ValueError(f"{what}: this model has {self._coef_matrix().shape[0]} {kind}; "
+                             "use coefficientMatrix and interceptVector")
 
     def _coef(self):
         self._one("coefficients")
@@ -454,7 +485,8 @@ class PrivateLinearClassificationModel(_PrivateModel, _ClassifierParams):
 
     @property
     def coefficientMatrix(self) -> Any:
-        """The coefficients, (1, d) for two classes, (K, d) for K one-vs-rest models."""
+        """The coefficients, (1, d) for two classes, (K, d) for K > 2 (one row per class:
+        the multinomial model's, or the K one-vs-rest models')."""
         from pyspark.ml.linalg import DenseMatrix
 
         C = self._coef_matrix()
@@ -487,9 +519,10 @@ class PrivateLinearClassificationModel(_PrivateModel, _ClassifierParams):
         return out.drop("__dperm_score")
 
     def _transform_ovr(self, dataset):
-        """K one-vs-rest scores: prediction the class of the largest (the first of ties,
-        as numpy's argmax), probability the K sigmoids normalised to sum to 1 (the local
-        estimator's predict_proba)."""
+        """K scores (one-vs-rest or the multinomial model): prediction the class of the
+        largest (the first of ties, as numpy's argmax), probability the local
+        estimator's predict_proba: the softmax of the scores for a multinomial model,
+        the K sigmoids normalised to sum to 1 for one-vs-rest."""
         from pyspark.ml.functions import array_to_vector
         from pyspark.sql import functions as F
 
@@ -498,7 +531,14 @@ class PrivateLinearClassificationModel(_PrivateModel, _ClassifierParams):
         s = F.col("__dperm_scores")
         if self.getRawPredictionCol():
             out = out.withColumn(self.getRawPredictionCol(), array_to_vector(s))
-        if self.getProbabilityCol() and self._local.loss == "logistic":
+        if self.getProbabilityCol() and self._local.loss == "logistic" and \
+                self._local.privacy_.get("multiclass") == "multinomial":
+            top = F.array_max(s)
+            ex = F.transform(s, lambda v: F.exp(v - top))
+            total = F.aggregate(ex, F.lit(0.0), lambda acc, v: acc + v)
+            out = out.withColumn(self.getProbabilityCol(),
+                                 array_to_vector(F.transform(ex, lambda v: v / total)))
+        elif self.getProbabilityCol() and self._local.loss == "logistic":
             sig = F.transform(s, lambda v: F.when(v >= 0, 1.0 / (1.0 + F.exp(-v)))
                               .otherwise(F.exp(v) / (1.0 + F.exp(v))))
             total = F.aggregate(sig, F.lit(0.0), lambda acc, v: acc + v)

@@ -2,7 +2,8 @@
 partitions: the coefficients and intercept (<= 1e-9) and the release record (identical)
 of dperm.PrivateLinearClassifier / PrivateLinearRegression on the same rows with the
 same seed -- objective and output perturbation, pure and (epsilon, delta), the
-non-private fit; AdaSSP and label_bounds for regression; K > 2 classes one-vs-rest."""
+non-private fit; AdaSSP and label_bounds for regression; K > 2 classes one-vs-rest (the
+multinomial model: test_spark_softmax.py)."""
 import warnings
 
 import numpy as np
@@ -153,17 +154,6 @@ def test_multiclass_one_vs_rest_equals_the_local_fit(frames, spark_data, partiti
     if local.loss == "logistic":
         proba = np.stack([v.toArray() for v in out["probability"]])
         np.testing.assert_allclose(proba, local.predict_proba(Xo), rtol=1e-12, atol=1e-15)
-
-
-def test_multinomial_mode_is_refused_naming_the_way_out(frames):
-    """K > 2 with the logistic loss and delta > 0 is one softmax model locally, which
-    Spark does not fit: refused, naming what does run."""
-    from dperm.spark import PrivateLinearClassifier
-
-    est = PrivateLinearClassifier(labelCol="cls", classes=[0.0, 1.0, 2.0], delta=1e-5,
-                                  randomState=1)
-    with pytest.raises(ValueError, match="multinomial .* delta=0 or loss='huber'"):
-        _quiet(lambda: est.fit(frames(2)))
 
 
 def test_adassp_statistics_are_one_pass(spark, frames, spark_data, monkeypatch):
