@@ -55,15 +55,13 @@ def require_local(X, message):
         raise TypeError(message)
 
 
-def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, softmax_message=None,
-               regression=False):
+def check_rows(X, y, *, min_samples=1, softmax=False, n_classes=None, regression=False):
     """(rows, labels) validated for an objective.
 
     A Dask collection becomes a DaskRows (rows, labels, validation and clipping stay on
     the workers; labels None here; with `regression` the labels on the workers are real
     targets, with `softmax` the class indices 0..n_classes-1); Spark rows are checked
-    for the task (`SparkRows.checked`).  `softmax_message` is kept for callers that
-    name their refusal; no engine refuses the softmax model now.  Local X is checked
+    for the task (`SparkRows.checked`).  Local X is checked
     (dense, mapped, CSR or DesignRows); y becomes
     labels in {-1, +1}, or class indices 0..K-1 for the softmax model (K = n_classes,
     the public number of classes of a private multinomial fit).
