@@ -89,8 +89,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["is_dask_array", "is_dask_frame", "is_distributed", "as_rows", "DaskRows",
-           "DistributedFitError"]
+__all__ = ["is_dask_array", "is_dask_frame", "is_distributed", "as_rows", "class_rows",
+           "label_set", "DaskRows", "DistributedFitError"]
 
 #: how many times a pass is repeated after rebuilding the shards on a lost worker
 MAX_RECOVERIES = 3
@@ -196,6 +196,11 @@ def as_rows(X, y, *, min_samples=1, name="X", regression=False, n_classes=None):
 
         n_classes = check_n_classes(n_classes)
     if isinstance(X, DaskRows):
+        if X.picked_class is not None and n_classes is not None:
+            raise ValueError(
+                f"{name}: these rows on the workers carry the labels of class "
+                f"{X.picked_class} against the rest (labels in {{-1, +1}}); this objective "
+                f"needs {_label_kind(regression, n_classes)}: use the rows before for_class")
         if X.n_classes != n_classes:
             raise ValueError(
                 f"{name}: these rows on the workers carry "
@@ -292,8 +297,38 @@ class DaskRows:
     @property
     def n_classes(self):
         """K when the labels on the workers are class indices 0..K-1 (the softmax
-        model's rows), else None."""
-        return self._state.n_classes
+        model's rows), else None (also for rows of one class against the rest,
+        `for_class`: their labels are +-1)."""
+        return self._state.n_classes if self.picked_class is None else None
+
+    @property
+    def picked_class(self):
+        """k for the rows of one class against the rest (`for_class(k)`), else None."""
+        ks = [op[1] for op in self.ops if op[0] == "class"]
+        return ks[-1] if ks else None
+
+    def for_class(self, k):
+        """Rows with class indices as the binary problem class k (+1) against the rest
+        (-1): the labels of one-vs-rest's k-th model, made on the workers from the class
+        indices there (`_class_signs`, once per chunk when a pass first needs them; y
+        never comes to the client).  The same shards and persisted blocks serve every
+        class."""
+        K = self._state.n_classes
+        if K is None or self.picked_class is not None:
+            raise ValueError("for_class: these rows on the workers do not carry class "
+                             "indices (build them with as_rows(X, y, n_classes=K))")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < K:
+            raise ValueError(f"for_class: k must be a class index in 0..{K - 1}, got {k!r}")
+        return self._with(("class", int(k)))
+
+    def class_counts(self):
+        """Rows per class (K,) of rows with class indices, counted on the workers (only
+        the K counts come back).  A statistic of the private data, for the analyst's
+        notices only (the estimator's "every label is ..." warning); never released."""
+        if self._state.n_classes is None:
+            raise ValueError("class_counts: these rows on the workers do not carry class "
+                             "indices")
+        return np.sum(self._state.call("class_counts"), axis=0)
 
     def _with(self, op):
         return DaskRows(None, None, None, self.ops + (op,), _state=self._state)
@@ -319,7 +354,7 @@ class DaskRows:
         if self.n_classes is not None:
             raise ValueError("y: these rows on the workers carry class indices (the softmax "
                              "model); a binary or regression loss needs rows built with its "
-                             "own labels")
+                             "own labels, or one class against the rest (rows.for_class(k))")
 
     def value_grad(self, W, l2, B, loss, h, n_threads=None, keep_curvature=False):
         """Objective values (m,) and gradients (m, d) at W (m, d) over all rows;
@@ -356,7 +391,7 @@ class DaskRows:
         W (m, K, d), each chunk's by the compiled softmax pass on its worker (the one
         the local objective runs), added in the chunk tree's order.  The rows must carry
         class indices (`as_rows(..., n_classes=K)`)."""
-        if self.n_classes is None:
+        if self.n_classes is None:   # (rows of one class picked by for_class too)
             raise ValueError("y: the softmax objective needs class indices on the workers "
                              "(rows built with as_rows(X, y, n_classes=K))")
         W = np.ascontiguousarray(W, dtype=np.float64)
@@ -593,6 +628,70 @@ def _root(parts, bounds):
     return F, G
 
 
+def _class_signs(codes, k):
+    """One-vs-rest's labels of class k from class indices: +1 where the index is k, -1
+    elsewhere (as PrivateLinearClassifier's local targets)."""
+    return np.where(codes == k, 1.0, -1.0)
+
+
+def _class_codes(y, classes, block_info=None):
+    """A chunk of labels as their indices in the public `classes` (on a worker); a label
+    that is not finite or not one of the classes raises ValueError naming the chunk."""
+    where = "y"
+    if block_info is not None and block_info.get(0):
+        ci = block_info[0]["chunk-location"][0]
+        r0, r1 = block_info[0]["array-location"][0]
+        where = f"y, chunk {ci} (rows {r0} to {r1 - 1})"
+    y = np.asarray(y).reshape(-1)
+    if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        raise ValueError(f"{where}: contains NaN or infinity")
+    codes = np.full(y.shape[0], -1, dtype=np.int64)
+    for k, c in enumerate(classes):
+        codes[y == c] = k
+    if (codes < 0).any():
+        raise ValueError(f"{where}: values {np.unique(y[codes < 0])[:5].tolist()} are not in "
+                         f"classes={list(classes)}")
+    return codes
+
+
+def label_set(y):
+    """The distinct labels of y (numpy, or a Dask array: found on the workers, only the
+    set comes back), sorted."""
+    if is_dask_array(y):
+        import dask.array as da
+
+        return np.asarray(da.unique(y.reshape(-1)).compute())
+    return np.unique(np.asarray(y).reshape(-1))
+
+
+def class_rows(X, y, classes, *, min_samples=1, name="X"):
+    """A DaskRows over the Dask array X whose labels on the workers are the indices
+    0..K-1 of y's labels in the public `classes` (K = len(classes) >= 2): y (a Dask
+    array, or numpy, sent chunked like X's rows) is mapped chunk by chunk on the workers
+    (`_class_codes`; a label outside `classes` raises ValueError naming its chunk), so
+    the labels never come to the client.  The rows serve the softmax model (K >= 3) and,
+    through `DaskRows.for_class(k)`, each binary model of one class against the rest."""
+    import dask.array as da
+
+    X = _check_array(X, name)
+    n = X.shape[0]
+    if is_dask_array(y):
+        if y.ndim == 2 and 1 in y.shape:
+            y = y.reshape(-1)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y: expected {n} labels (1-D), got shape {y.shape}")
+        y = y.rechunk((X.chunks[0],))
+    else:
+        yy = np.asarray(y).reshape(-1) if np.ndim(y) == 2 and 1 in np.shape(y) else np.asarray(y)
+        if yy.ndim != 1 or yy.shape[0] != n:
+            raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
+        y = da.from_array(yy, chunks=(X.chunks[0],))
+    classes = tuple(np.asarray(classes).tolist())   # a keyword, not an array to block
+    codes = y.map_blocks(_class_codes, classes=classes, dtype=np.int64,
+                         meta=np.empty((0,), dtype=np.int64))
+    return as_rows(X, codes, min_samples=min_samples, name=name, n_classes=len(classes))
+
+
 def _replay(block, y, ops, loss_name=None):
     """The design rows of one block after the public row maps `ops`, as on one machine."""
     from dperm.data.design import DesignRows, WithInterceptColumn
@@ -666,6 +765,13 @@ class _Shard:
     def stats(self):
         return dict(self.counters)
 
+    def class_counts(self):
+        """Rows per class over this worker's chunks (K,) (rows with class indices)."""
+        out = np.zeros(self.n_classes, dtype=np.int64)
+        for y in self.labels:
+            out += np.bincount(y, minlength=self.n_classes)
+        return out
+
     def prepare(self, ops):
         """Build (and cache) the kernels' Data for the row maps ops; returns the number
         of rows each map clipped, per chunk (a statistic for the analyst)."""
@@ -681,9 +787,13 @@ class _Shard:
             datas, counts = [], []
             for X, y in zip(self.blocks, self.labels):
                 D, clipped = _replay(X, y, ops)
+                picked = [op[1] for op in ops if op[0] == "class"]
                 if self.regression:   # as dperm.data.oracle.binary_oracle: labels apart
                     datas.append(Data(D.X, D.signed_weights(np.ones(X.shape[0])),
                                       D.constant_column(), y))
+                elif picked:   # one class against the rest: +-1 from the class indices
+                    datas.append(Data(D.X, D.signed_weights(_class_signs(y, picked[-1])),
+                                      D.constant_column()))
                 elif self.n_classes is not None:   # as SoftmaxRows.compiled: row weights,
                     # the constant column; the class indices are read apart by the pass
                     datas.append(Data(D.X, D.signed_weights(np.ones(X.shape[0])),
@@ -780,6 +890,9 @@ class _Shard:
         if self.n_classes is None:
             raise ValueError("y: the softmax pass needs class indices on the workers")
         W, K = WK
+        if any(op[0] == "class" for op in ops):
+            raise ValueError("y: the softmax pass needs every class's indices, not one "
+                             "class against the rest (rows before for_class)")
         if int(K) != self.n_classes:
             raise ValueError(f"K: the rows carry {self.n_classes} classes, the pass {K}")
         nt = self._nt(n_threads)

@@ -413,7 +413,7 @@ def _is_pandas_frame(X):
 
 
 def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=False,
-                  frames=False):
+                  frames=False, labels_on_workers=False):
     """(X, y, distributed) for an estimator's fit or private tuning.
 
     With `frames` (private tuning), a pandas or dask DataFrame is returned as it is,
@@ -422,7 +422,9 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
 
     A Dask collection (rows already on the workers too, when `accept_worker_rows`)
     keeps its rows on the workers: its shape and chunks are checked here and the labels
-    (n values, public-sized) are brought to the client.  A dask DataFrame of numeric
+    (n values, public-sized) are brought to the client -- with `labels_on_workers` they
+    are not: a Dask array of labels stays one (a dask Series becomes one, its partition
+    lengths counted), for `class_rows`.  A dask DataFrame of numeric
     columns (without `frames`) becomes a Dask array chunked by its partitions.  Local X is validated once;
     with `describe` it comes back as a DesignRows marked checked, so that the mechanism
     and the solver below take it (and its row norms, once computed) as it is.
@@ -439,7 +441,11 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
         else dask_rows.is_dask_array(X)
     if distributed:
         X = dask_rows._check_array(X)
-        if hasattr(y, "compute"):   # a Dask array or Series
+        if labels_on_workers and not dask_rows.is_dask_array(y) and hasattr(y, "to_dask_array"):
+            y = y.to_dask_array(lengths=True)   # a dask Series: its values stay there
+        elif labels_on_workers and dask_rows.is_dask_array(y):
+            pass
+        elif hasattr(y, "compute"):   # a Dask array or Series
             y = y.compute()
         return X, y, True
     X = check_X(X, name="X", min_samples=min_samples, accept_sparse=True)
@@ -455,6 +461,20 @@ def with_worker_labels(X, labels, *, min_samples=1, regression=False, n_classes=
         return dask_rows.as_rows(X, labels, min_samples=min_samples, regression=regression,
                                  n_classes=n_classes)
     return X
+
+
+def class_rows(X, y, classes, *, min_samples=1):
+    """Rows of a Dask array X whose labels, on the workers, are the indices of y's labels
+    in the public `classes` (mapped and checked there, chunk by chunk: y is not brought
+    to the client): the softmax model's rows, and with ``rows.for_class(k)`` each
+    one-vs-rest model's (dperm.data.dask_rows.class_rows)."""
+    return dask_rows.class_rows(X, y, classes, min_samples=min_samples)
+
+
+def label_set(y):
+    """The distinct labels of y, sorted: np.unique, or for a Dask array found on the
+    workers (only the set comes back)."""
+    return dask_rows.label_set(y)
 
 
 def n_rows(X):

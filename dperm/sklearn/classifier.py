@@ -436,20 +436,25 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         self._start_fit(fit_params, "perturbation")     # the parameters, checked once
         feature_names = _feature_names(X)
         X, y, distributed = self._rows_and_labels(X, y)
-        classes, codes = self._check_classes(y)
+        codes: np.ndarray | None = None
+        if distributed:   # the labels stay on the workers, as class indices
+            classes, X = self._worker_classes(X, y)
+        else:
+            classes, codes = self._check_classes(y)
         plan = self._plan(X.shape[0], classes.size, distributed)
         X, clipped = self._bound_rows(X, codes, distributed, plan)
         # the intercept's constant column is added by the kernels as they read each
         # row: X (a memory map, say) is never copied to make room for it
         Xa = WithInterceptColumn(X, plan.R) if self.fit_intercept else X
+        designs = self._worker_designs(X, plan) if distributed else None
         plan = replace(plan, alpha=self._plan_alpha(plan, Xa.shape[1]))
         events = self._check_budget(plan, Xa.shape[1])
         _warn_clipped(clipped, plan.n, plan.R)
         rng = self._fit_generator()
         if self.perturbation == "none":
-            W, record, diagnostics = self._fit_nonprivate(Xa, codes, plan)
+            W, record, diagnostics = self._fit_nonprivate(Xa, codes, plan, designs)
         else:
-            W, record, diagnostics = self._fit_private(Xa, codes, plan, rng)
+            W, record, diagnostics = self._fit_private(Xa, codes, plan, rng, designs)
         record = self._classifier_record(record, plan)
         diagnostics["rows_clipped"] = int(clipped)
         coef, intercept = self._coef_intercept(W, plan, Xa.shape[1])
@@ -464,30 +469,65 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
 
     # the steps of fit, in order
     def _rows_and_labels(self, X: Any, y: Any) -> tuple[Any, Any, bool]:
-        """(rows, labels, distributed).  A Dask collection: rows stay on the workers;
-        the labels (n values) are read here to find and map the classes, then sent back
-        chunked like the rows.  Local rows: validated once here; the mechanism and the
-        solver take them as checked (and their norms, once computed)."""
-        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
+        """(rows, labels, distributed).  A Dask collection: rows stay on the workers, and
+        a Dask y too (`_worker_classes` maps its labels to class indices there).  Local
+        rows: validated once here; the mechanism and the solver take them as checked
+        (and their norms, once computed)."""
+        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True,
+                                                  labels_on_workers=True)
         n = X.shape[0]
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
-        yy = np.asarray(y)
-        if yy.ndim == 0 or yy.shape[0] != n:
-            raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
+        shape = y.shape if _oracle.is_dask_array(y) else np.shape(y)
+        if len(shape) == 0 or shape[0] != n:
+            raise ValueError(f"y: has {shape[0] if len(shape) else 0} labels but X has {n} rows")
         return X, y, distributed
+
+    def _worker_classes(self, X: Any, y: Any) -> tuple[np.ndarray, Any]:
+        """(classes (K,), rows): for a Dask array X, the rows on the workers with the
+        class indices of y's labels beside them, mapped and checked chunk by chunk there
+        (a label outside the public classes is an error naming its chunk); y (Dask, or
+        numpy sent chunked like the rows) never comes to the client.  Without classes=
+        the label set is read on the workers (only the set comes back), with the
+        PrivacyLeakWarning of the local fit."""
+        if not _oracle.is_dask_array(y):
+            y = _label_vector(y)
+        elif y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; "
+                          "using y.ravel()", DataConversionWarning, stacklevel=3)
+            y = y.reshape(-1)
+        if self.classes is None:
+            seen = _oracle.label_set(y)
+            if seen.dtype.kind in "fc" and not np.isfinite(seen).all():
+                raise ValueError("y: contains NaN or infinity")
+            classes = _classes_read_from(seen)
+        else:
+            classes = np.asarray(self.classes)
+            if (np.dtype(y.dtype).kind in "OUS") != (classes.dtype.kind in "OUS"):
+                raise ValueError(f"y: labels of dtype {y.dtype} do not match "
+                                 f"classes={self.classes!r}")
+        rows = _oracle.class_rows(X, y, classes, min_samples=2)
+        present = np.flatnonzero(rows.class_counts())
+        if present.size == 1:
+            _warn_if_one_class(present, classes)
+        return classes, rows
+
+    def _worker_designs(self, X: Any, plan: _Plan) -> list[Any] | None:
+        """Rows on the workers (with class indices) as each binary model's design: class 1
+        against class 0 (two classes), or each class against the rest (one-vs-rest), the
+        +-1 labels made on the workers (`for_class`); None for the multinomial model,
+        which reads the class indices themselves."""
+        if plan.mode == "multinomial":
+            return None
+        ks = [1] if plan.mode == "binary" else list(range(plan.K))
+        return [WithInterceptColumn(X.for_class(k), plan.R) if self.fit_intercept
+                else X.for_class(k) for k in ks]
 
     def _plan(self, n: int, K: int, distributed: bool) -> _Plan:
         """How the K classes are fitted and the privacy split over the K models, from
-        public values (the count warning, if any, is given here, once)."""
+        public values (the count warning, if any, is given here, once); every mode runs on
+        local rows and on rows on the Dask workers alike (`distributed`)."""
         mode = self._multiclass_mode(K)
-        if distributed and mode == "ovr":
-            raise ValueError(
-                f"y: {K} classes fitted one-vs-rest (loss={self.loss!r}, delta="
-                f"{float(self.delta):g}) with a Dask array X are not supported yet; the "
-                "multinomial (softmax) model runs on Dask arrays (loss='logistic' with delta > 0, "
-                "or perturbation='none'), or fit one-vs-rest binary models "
-                "(sklearn.multiclass.OneVsRestClassifier)")
         warn_if_count_private(self.neighbouring, self.n_public, stacklevel=3)
         private = self.perturbation != "none"
         n_fits = K if mode == "ovr" else 1
@@ -501,14 +541,9 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     def _bound_rows(self, X: Any, codes: np.ndarray, distributed: bool,
                     plan: _Plan) -> tuple[Any, int]:
         """(rows within data_norm, rows clipped): rows over R get a clipping factor the
-        kernels apply as they read them (no copy), or are refused per norm_policy; rows
-        on the workers get their labels first (+-1, or the class indices of the
-        multinomial model)."""
+        kernels apply as they read them (no copy), or are refused per norm_policy (rows
+        on the workers, with their class indices: there)."""
         R = float(self.data_norm)
-        if distributed and plan.mode == "multinomial":
-            X = _oracle.with_worker_labels(X, codes, min_samples=2, n_classes=plan.K)
-        elif distributed:
-            X = _oracle.with_worker_labels(X, np.where(codes == 1, 1.0, -1.0), min_samples=2)
         row_stats: dict[str, float] = {}
         X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
         if "max_norm" in row_stats:
