@@ -184,10 +184,3 @@ def test_rows_carry_the_labels_of_their_task(client):
     with pytest.raises(ValueError, match="labels in"):
         softmax.minimize_multinomial(pm1, None, K, alpha=0.1)
 
-
-def test_one_vs_rest_on_dask_is_refused_naming_the_way_out(client):
-    """Pure epsilon with K > 2 classes is one-vs-rest locally, not yet on Dask arrays."""
-    X, codes = _problem(n=400)
-    est = dperm.PrivateLinearClassifier(epsilon=1.0, random_state=0)
-    with pytest.raises(ValueError, match="one-vs-rest .* multinomial .* runs on Dask"):
-        _quiet(lambda: est.fit(da.from_array(X, chunks=(200, -1)), codes))
