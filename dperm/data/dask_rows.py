@@ -206,7 +206,9 @@ def as_rows(X, y, *, min_samples=1, name="X", regression=False, n_classes=None):
                 f"{name}: these rows on the workers carry "
                 f"{_label_kind(X.regression, X.n_classes)}; this objective needs "
                 f"{_label_kind(regression, n_classes)}: build the rows with the labels of "
-                "this task")
+                "this task" + (", or take one class against the rest (rows.for_class(k))"
+                               if X.n_classes is not None and n_classes is None
+                               and not regression else ""))
         if X.regression != bool(regression):
             raise ValueError(
                 f"{name}: these rows on the workers carry "
