@@ -1,9 +1,19 @@
 """The Dask backend: the objective over rows that live on a Dask cluster.
 
 `erm.minimize`, `minimize_multinomial`, both mechanisms (the multinomial loss
-included), AdaSSP, `PrivateLinearClassifier.fit` (two classes, or the multinomial model
-of K > 2) and `PrivateLinearRegression.fit` accept a `dask.array` (chunked by rows only; dense or
-scipy.sparse CSR chunks; float32 or float64).  The rows never leave the workers:
+included), AdaSSP, `PrivateLinearClassifier.fit` (two classes; K > 2 as the multinomial
+model or one-vs-rest) and `PrivateLinearRegression.fit` accept a `dask.array` (chunked by
+rows only; dense or scipy.sparse CSR chunks; float32 or float64).  The rows never leave the
+workers:
+
+* a classifier's labels do not leave them either (`class_rows`): they are mapped to
+  their indices in the public classes chunk by chunk there (a label outside the classes
+  is an error naming its chunk), and those indices are the rows' labels.  The softmax
+  model reads them as they are; each binary model (two classes, or one class against the
+  rest) is the same rows with a class picked (`DaskRows.for_class(k)`, a public row map
+  like the others), whose +-1 labels a shard makes from the indices once per chunk and
+  class, when that class's first pass prepares the chunk.  K one-vs-rest models share one
+  persisted copy of the rows and one set of shards;
 
 * the row blocks (and the labels, chunked like them) are persisted; on every
   worker that holds blocks a long-lived `_Shard` (a Dask actor) builds the

@@ -442,7 +442,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         else:
             classes, codes = self._check_classes(y)
         plan = self._plan(X.shape[0], classes.size, distributed)
-        X, clipped = self._bound_rows(X, codes, distributed, plan)
+        X, clipped = self._bound_rows(X)
         # the intercept's constant column is added by the kernels as they read each
         # row: X (a memory map, say) is never copied to make room for it
         Xa = WithInterceptColumn(X, plan.R) if self.fit_intercept else X
@@ -538,8 +538,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
                      delta_fit=delta / n_fits, loss=get_loss(self.loss),
                      R=float(self.data_norm))
 
-    def _bound_rows(self, X: Any, codes: np.ndarray, distributed: bool,
-                    plan: _Plan) -> tuple[Any, int]:
+    def _bound_rows(self, X: Any) -> tuple[Any, int]:
         """(rows within data_norm, rows clipped): rows over R get a clipping factor the
         kernels apply as they read them (no copy), or are refused per norm_policy (rows
         on the workers, with their class indices: there)."""
@@ -577,8 +576,8 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
     def _binary_rows(self, Xa: Any, codes: np.ndarray | None, plan: _Plan,
                      designs: Sequence[Any] | None) -> list[tuple[Any, np.ndarray | None]]:
         """(rows, +-1 labels) of each binary model: Xa with each of `_targets`, or each of
-        `designs`, rows that carry their model's labels themselves (dperm.spark's, one per
-        class), with labels None."""
+        `designs`, rows that carry their model's labels themselves (dperm.spark's, or rows
+        on the Dask workers from `_worker_designs`: one per class), with labels None."""
         if designs is not None:
             return [(D, None) for D in designs]
         assert codes is not None
