@@ -672,8 +672,12 @@ def label_set(y):
     if is_dask_array(y):
         import dask.array as da
 
-        return np.asarray(da.unique(y.reshape(-1)).compute())
-    return np.unique(np.asarray(y).reshape(-1))
+        seen = np.asarray(da.unique(y.reshape(-1)).compute())
+    else:
+        seen = np.unique(np.asarray(y).reshape(-1))
+    if seen.dtype.kind in "fc" and not np.isfinite(seen).all():
+        raise ValueError("y: contains NaN or infinity")
+    return seen
 
 
 def class_rows(X, y, classes, *, min_samples=1, name="X"):
@@ -683,22 +687,28 @@ def class_rows(X, y, classes, *, min_samples=1, name="X"):
     (`_class_codes`; a label outside `classes` raises ValueError naming its chunk), so
     the labels never come to the client.  The rows serve the softmax model (K >= 3) and,
     through `DaskRows.for_class(k)`, each binary model of one class against the rest."""
+    import warnings
+
     import dask.array as da
+    from sklearn.exceptions import DataConversionWarning
 
     X = _check_array(X, name)
     n = X.shape[0]
-    if is_dask_array(y):
-        if y.ndim == 2 and 1 in y.shape:
-            y = y.reshape(-1)
-        if y.ndim != 1 or y.shape[0] != n:
-            raise ValueError(f"y: expected {n} labels (1-D), got shape {y.shape}")
-        y = y.rechunk((X.chunks[0],))
-    else:
-        yy = np.asarray(y).reshape(-1) if np.ndim(y) == 2 and 1 in np.shape(y) else np.asarray(y)
-        if yy.ndim != 1 or yy.shape[0] != n:
-            raise ValueError(f"y: has {yy.shape[0] if yy.ndim else 0} labels but X has {n} rows")
-        y = da.from_array(yy, chunks=(X.chunks[0],))
-    classes = tuple(np.asarray(classes).tolist())   # a keyword, not an array to block
+    if not is_dask_array(y):
+        y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:   # as the local fit (stacklevel: the caller of fit)
+        warnings.warn("A column-vector y was passed when a 1d array was expected; "
+                      "using y.ravel()", DataConversionWarning, stacklevel=5)
+        y = y.reshape(-1)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y: expected {n} labels (1-D), got shape {y.shape}")
+    cls = np.asarray(classes)
+    if (np.dtype(y.dtype).kind in "OUS") != (cls.dtype.kind in "OUS"):
+        raise ValueError(f"y: labels of dtype {y.dtype} do not match "
+                         f"classes={cls.tolist()!r}")
+    y = y.rechunk((X.chunks[0],)) if is_dask_array(y) else \
+        da.from_array(y, chunks=(X.chunks[0],))
+    classes = tuple(cls.tolist())   # a keyword, not an array to block
     codes = y.map_blocks(_class_codes, classes=classes, dtype=np.int64,
                          meta=np.empty((0,), dtype=np.int64))
     return as_rows(X, codes, min_samples=min_samples, name=name, n_classes=len(classes))

@@ -467,14 +467,19 @@ def class_rows(X, y, classes, *, min_samples=1):
     """Rows of a Dask array X whose labels, on the workers, are the indices of y's labels
     in the public `classes` (mapped and checked there, chunk by chunk: y is not brought
     to the client): the softmax model's rows, and with ``rows.for_class(k)`` each
-    one-vs-rest model's (dperm.data.dask_rows.class_rows)."""
+    binary model's (dperm.data.dask_rows.class_rows)."""
     return dask_rows.class_rows(X, y, classes, min_samples=min_samples)
 
 
 def label_set(y):
     """The distinct labels of y, sorted: np.unique, or for a Dask array found on the
-    workers (only the set comes back)."""
+    workers (only the set comes back); NaN or infinity among them raises ValueError."""
     return dask_rows.label_set(y)
+
+
+def label_shape(y):
+    """The shape of labels y, without reading them (a Dask array's is known here)."""
+    return tuple(y.shape) if dask_rows.is_dask_array(y) else np.shape(y)
 
 
 def n_rows(X):

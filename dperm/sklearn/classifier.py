@@ -478,7 +478,7 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         n = X.shape[0]
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
-        shape = y.shape if _oracle.is_dask_array(y) else np.shape(y)
+        shape = _oracle.label_shape(y)
         if len(shape) == 0 or shape[0] != n:
             raise ValueError(f"y: has {shape[0] if len(shape) else 0} labels but X has {n} rows")
         return X, y, distributed
@@ -490,22 +490,10 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
         numpy sent chunked like the rows) never comes to the client.  Without classes=
         the label set is read on the workers (only the set comes back), with the
         PrivacyLeakWarning of the local fit."""
-        if not _oracle.is_dask_array(y):
-            y = _label_vector(y)
-        elif y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; "
-                          "using y.ravel()", DataConversionWarning, stacklevel=3)
-            y = y.reshape(-1)
         if self.classes is None:
-            seen = _oracle.label_set(y)
-            if seen.dtype.kind in "fc" and not np.isfinite(seen).all():
-                raise ValueError("y: contains NaN or infinity")
-            classes = _classes_read_from(seen)
+            classes = _classes_read_from(_oracle.label_set(y))
         else:
             classes = np.asarray(self.classes)
-            if (np.dtype(y.dtype).kind in "OUS") != (classes.dtype.kind in "OUS"):
-                raise ValueError(f"y: labels of dtype {y.dtype} do not match "
-                                 f"classes={self.classes!r}")
         rows = _oracle.class_rows(X, y, classes, min_samples=2)
         present = np.flatnonzero(rows.class_counts())
         if present.size == 1:
