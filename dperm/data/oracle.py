@@ -479,7 +479,7 @@ def label_set(y):
 
 def label_shape(y):
     """The shape of labels y, without reading them (a Dask array's is known here)."""
-    return tuple(y.shape) if dask_rows.is_dask_array(y) else np.shape(y)
+    return tuple(y.shape) if dask_rows.is_dask_array(y) else np.asarray(y).shape
 
 
 def n_rows(X):
