@@ -257,3 +257,26 @@ def test_rows_of_one_class_serve_binary_losses_only(client):
     with pytest.raises(ValueError, match="do not carry class indices"):
         rows.for_class(0).for_class(1)
     assert rows.class_counts().tolist() == np.bincount(codes, minlength=K).tolist()
+
+
+def test_the_local_notices(client):
+    """A column-vector y (sklearn's DataConversionWarning, pointing at the caller) and y of
+    one class only (the analyst's notice, from the class counts made on the workers)."""
+    from sklearn.exceptions import DataConversionWarning
+
+    X, codes = _problem(n=400)
+    Xd = da.from_array(X, chunks=(200, -1))
+    est = dperm.PrivateLinearClassifier(classes=list(range(K)), epsilon=1.0, random_state=0)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        est.fit(Xd, da.from_array(codes.reshape(-1, 1), chunks=(100, 1)))
+    conv = [w for w in got if issubclass(w.category, DataConversionWarning)]
+    assert len(conv) == 1 and conv[0].filename == __file__
+    with pytest.warns(UserWarning, match="every label is 2"):
+        _quiet_but_notice(lambda: est.fit(Xd, np.full(400, 2)))
+
+
+def _quiet_but_notice(fit):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        return fit()
