@@ -15,6 +15,10 @@ rows", whatever the storage:
   workers or the Spark executors by the same pass per block, the sums added there in
   the chunk tree's fixed order; `softmax_rows(X)`: local rows read block by block
   (class probabilities);
+* `class_rows(X, y, classes)`: a classifier's rows on the Dask workers with the class
+  indices of its labels beside them, mapped there (`rows.for_class(k)`: one class
+  against the rest, its +-1 labels made there too); `label_set`, `label_shape`: what
+  the estimator reads of labels that may be on the workers;
 * `is_distributed`, `require_local`, `full_hessian`, `dense_rows`: the few other
   places where storage matters (refusals, O(d^2) Hessians, small materializations).
 
