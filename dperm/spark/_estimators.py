@@ -401,6 +401,8 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams, _HasAccounta
     predictionCol (a value of `classes`), rawPredictionCol ([-score, score], or the K
     scores) and, for the logistic loss, probabilityCol.  An int randomState makes the
     fit reproducible and voids the guarantee (tests and experiments only).
+    accountant: a dperm.BudgetAccountant, checked for the fit's whole cost before any
+    row is read and charged as the local estimator is (runtime state: not saved).
     """
 
     _local_class = _clf.PrivateLinearClassifier
@@ -434,7 +436,7 @@ class PrivateLinearRegression(_PrivateEstimator, _RegressionParams, _HasAccounta
     featuresCol: rows with ||x|| <= dataNorm; labelCol: real targets, clipped to
     [-labelBound, labelBound], or, with labelBounds = [low, high], centred on the public
     midpoint and clipped to the half-width (as the local label_bounds).  The model adds
-    predictionCol (f.x + b)."""
+    predictionCol (f.x + b).  accountant: as for PrivateLinearClassifier."""
 
     _local_class = _reg.PrivateLinearRegression
 
