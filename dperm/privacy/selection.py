@@ -281,6 +281,18 @@ SELECT_EXPECTED_RUNS = 6.0
 SELECT_REFIT_SHARE: float | None = 0.1
 
 
+def _take_clone_stream(estimator: Any) -> None:
+    """Take, and drop, the child stream that a clone of ``estimator`` takes from a numpy
+    Generator ``random_state`` (dperm.sklearn._base.PrivateLinearBase.__sklearn_clone__).
+
+    Until auto's Lambda was planned (the estimators' ``_auto_alpha``), fit_with_selection
+    cloned the estimator at two points for fits whose models it discarded; taking the
+    same child streams there keeps the release of a Generator-seeded fit what it was
+    (tests/privacy/test_selection_pinned.py).  An int seed or None: nothing to take."""
+    if isinstance(estimator.random_state, np.random.Generator):
+        spawn_generator(estimator.random_state)
+
+
 def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Any:
     """Fit ``estimator`` (a PrivateLinearClassifier or PrivateLinearRegression with
     ``alpha="select"``) with its Lambda chosen privately on all rows; returns it fitted.
@@ -333,6 +345,7 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
     rows, _, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False, frames=True)
     n_rows, n_features = _oracle.n_rows(rows), int(rows.shape[1])
     center = base._auto_alpha(eps_model, n_rows, n_features)
+    _take_clone_stream(base)
     with warnings.catch_warnings():
         # the grid is the rule's (public): no NoiseDominatedWarning for a Lambda the user
         # did not give (the runs' small epsilon is by design)
@@ -348,6 +361,7 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
         # runs' models are noisier than the final one: their best Lambda is larger)
         final = clone(base).set_params(epsilon=eps - eps_select, accountant=None)
         final_center = base._auto_alpha(eps - eps_select, n_rows, n_features)
+        _take_clone_stream(final)
         final.set_params(alpha=final_center * res.best_alpha_ / center, accountant=accountant)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NoiseDominatedWarning)

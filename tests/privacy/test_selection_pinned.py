@@ -60,6 +60,13 @@ def _cases():
     out["regression_npublic"] = (PrivateLinearRegression(
         epsilon=2.0, alpha="select", label_bound=8.0, n_public=1000, n_threads=1,
         random_state=9), X, yr)
+    # a Generator random_state: each clone and fit takes a child stream of it
+    out["binary_generator"] = (PrivateLinearClassifier(
+        epsilon=2.0, alpha="select", classes=[-1, 1], n_threads=1,
+        random_state=np.random.default_rng(10)), X, y2)
+    out["regression_output_generator"] = (PrivateLinearRegression(
+        epsilon=2.0, alpha="select", method="output", label_bounds=(0.0, 6.0), n_threads=1,
+        random_state=np.random.default_rng(11)), X, yr)
     return out
 
 
