@@ -283,7 +283,7 @@ SELECT_REFIT_SHARE: float | None = 0.1
 
 def _take_clone_stream(estimator: Any) -> None:
     """Take, and drop, the child stream that a clone of ``estimator`` takes from a numpy
-    Generator ``random_state`` (dperm.sklearn._base.PrivateLinearBase.__sklearn_clone__).
+    Generator ``random_state`` (``dperm.sklearn._base.PrivateLinearBase.__sklearn_clone__``).
 
     Until auto's Lambda was planned (the estimators' ``_auto_alpha``), fit_with_selection
     cloned the estimator at two points for fits whose models it discarded; taking the

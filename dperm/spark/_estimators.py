@@ -207,11 +207,18 @@ def _init(self, kwargs):
 
 
 # ------------------------------------------------------------------ the fits
-def _classifier_plan(local, n, n_features):
-    """(plan with Lambda, d of the design) of dperm.PrivateLinearClassifier's fit on n
-    rows of n_features features (`_plan`: the count warning and the privacy split over
-    the K classes; `_plan_alpha`), from public values only."""
-    K = np.asarray(local.classes).size
+def _fit_classifier(local, rows):
+    """dperm.PrivateLinearClassifier.fit's steps (the count warning and the privacy split
+    of `_plan`, Lambda, the mechanism, the record, the intercept) on rows whose labels
+    (+-1, or the class indices) are on the executors; sets local's fitted attributes.
+    K > 2 classes: K binary fits, one design per class (`SparkRows.for_class`), each
+    with epsilon / K (and delta / K), one generator for the K noise draws, as locally."""
+    local._start_fit({}, "perturbation")     # the parameters, checked once
+    n = rows.shape[0]
+    if n < 2:
+        raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
+    classes = np.asarray(local.classes, dtype=np.float64)
+    K = classes.size
     if local._multiclass_mode(K) == "multinomial":
         raise ValueError(
             f"classes: {K} classes with loss='logistic' and delta > 0 (or no noise) are fitted "
@@ -219,32 +226,12 @@ def _classifier_plan(local, n, n_features):
             "not run on Spark yet; on Spark use delta=0 or loss='huber' (one-vs-rest), or fit "
             "the local estimator")
     plan = local._plan(n, K, False)
-    d = n_features + (1 if local.fit_intercept else 0)
-    return replace(plan, alpha=local._plan_alpha(plan, d)), d
-
-
-def _regression_plan(local, n, n_features):
-    """(plan, d of the design) of dperm.PrivateLinearRegression's fit on n rows of
-    n_features features (`_plan`: the mechanism, the count warning, Lambda)."""
-    d = n_features + (1 if local.fit_intercept else 0)
-    return local._plan(n, d, *local._label()), d
-
-
-def _fit_classifier(local, rows):
-    """dperm.PrivateLinearClassifier.fit's steps (the plan, the accountant's check, the
-    mechanism, the record, the intercept, the charge) on rows whose labels (+-1, or the
-    class indices) are on the executors; sets local's fitted attributes.  K > 2 classes:
-    K binary fits, one design per class (`SparkRows.for_class`), each with epsilon / K
-    (and delta / K), one generator for the K noise draws, as locally."""
-    n = rows.shape[0]
-    if n < 2:
-        raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
-    classes = np.asarray(local.classes, dtype=np.float64)
-    plan, d = _classifier_plan(local, n, rows.shape[1])
     X, clipped = bound_rows(rows, plan.R, local.norm_policy, return_clipped=True)
-    targets = [X] if plan.mode == "binary" else [X.for_class(k) for k in range(plan.K)]
+    targets = [X] if plan.mode == "binary" else [X.for_class(k) for k in range(K)]
     designs = [WithInterceptColumn(t, plan.R) if local.fit_intercept else t for t in targets]
-    events = local._check_budget(plan, d)
+    d = designs[0].shape[1]
+    plan = replace(plan, alpha=local._plan_alpha(plan, d))
+    events = local._check_budget(plan, d)      # the local fit's events (None: no accountant)
     _warn_clipped(clipped, n, plan.R)
     rng = local._fit_generator()
     if local.perturbation == "none":
@@ -254,7 +241,7 @@ def _fit_classifier(local, rows):
     diagnostics["rows_clipped"] = int(clipped)
     coef, intercept = local._coef_intercept(W, plan, d)
     if events is not None:
-        local._spend_events(events)
+        local._spend_events(events)            # once per release, as the local fit
     local.classes_ = classes
     local.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1, X.shape[1])
     local.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(-1)
@@ -265,10 +252,11 @@ def _fit_classifier(local, rows):
 
 def _fit_regression(local, rows):
     """dperm.PrivateLinearRegression.fit's steps (`_plan`: the mechanism, the count
-    warning, Lambda; the accountant's check; objective, output, AdaSSP or none; the
-    record; the intercept and the public centre; the charge) on rows whose targets
-    (minus the public centre of label_bounds, clipped to the label bound) are on the
-    executors, so the steps get no targets (yc None); sets local's fitted attributes."""
+    warning, Lambda; objective, output, AdaSSP or none; the record; the intercept and the
+    public centre) on rows whose targets (minus the public centre of label_bounds, clipped
+    to the label bound) are on the executors, so the steps get no targets (yc None); sets
+    local's fitted attributes."""
+    local._start_fit({}, "method")     # the parameters, checked once
     n = rows.shape[0]
     if n < 2:
         raise ValueError(f"featuresCol: needs at least 2 samples; found {n}")
@@ -276,8 +264,8 @@ def _fit_regression(local, rows):
     R = float(local.data_norm)
     X, clipped = bound_rows(rows, R, local.norm_policy, return_clipped=True)
     Xa = WithInterceptColumn(X, R) if local.fit_intercept else X
-    plan, d = _regression_plan(local, n, rows.shape[1])
-    events = local._check_budget(plan, d)
+    plan = local._plan(n, Xa.shape[1], B, centre)
+    events = local._check_budget(plan, Xa.shape[1])
     _warn_clipped(clipped, n, R)
     _reg._warn_labels_clipped(rows.labels_clipped, n, B, centre)
     step = {"adassp": local._fit_adassp, "none": local._fit_nonprivate}.get(
@@ -292,6 +280,21 @@ def _fit_regression(local, rows):
     local._set_fitted(X.shape[1], None, plan.alpha, local._regression_record(record, plan),
                       diagnostics)
     return local
+
+
+def _classifier_budget_plan(local, n, n_features):
+    """(plan with Lambda, d of the design) that `_fit_classifier` will fit, for n rows of
+    n_features features: the same `_plan` and `_plan_alpha`, from public values only, for
+    the accountant's check before the rows are read."""
+    plan = local._plan(n, np.asarray(local.classes).size, False)
+    d = n_features + (1 if local.fit_intercept else 0)
+    return replace(plan, alpha=local._plan_alpha(plan, d)), d
+
+
+def _regression_budget_plan(local, n, n_features):
+    """(plan, d of the design) that `_fit_regression` will fit (the same `_plan`)."""
+    d = n_features + (1 if local.fit_intercept else 0)
+    return local._plan(n, d, *local._label()), d
 
 
 def _feature_width(dataset, col):
@@ -329,10 +332,12 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
 
     def _fit(self, dataset):
         local = self._local_class(**self._local_params())
-        # the parameters (checked once), no accountant for a non-private fit, no seed with
-        # one (refused), the seeded-noise warning: all before anything is read
-        local._start_fit({}, self._privacy_param)
-        self._check_budget_before_reading(local, dataset)
+        local._check_params()
+        if local.accountant is not None:
+            # before anything is read: the local fit's refusals (a non-private fit, a
+            # seed: with an accountant neither warns, both raise) and the budget
+            local._start_fit({}, self._privacy_param)
+            self._check_budget_before_reading(local, dataset)
         # the fit's clipping onto dataNorm is counted (or refused) as the rows are read
         rows = SparkRows(dataset, self.getFeaturesCol(), self.getLabelCol(), **self._rows_kw(local),
                          n_threads=self.getOrDefault("threadsPerTask"),
@@ -347,7 +352,7 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
 
     def _check_budget_before_reading(self, local, dataset):
         """The accountant's check of the fit's events (the local estimator's, for this
-        fit's plan) before the rows are read; the fit checks them again, on the rows'
+        fit's plan) before the rows are read; the fit checks them again on the rows'
         shape, just before the mechanism, and is charged them once, as the local fit.
 
         Pure epsilon (delta = 0): the events are epsilon (epsilon / K for each of K
@@ -355,8 +360,6 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
         events depend on the public count and the number of features, so this check
         reads them, and only them: ``nPublic`` (else the row count, a count job) and
         the features' width (`_feature_width`)."""
-        if local.accountant is None:
-            return
         if float(local.delta) == 0.0:
             n, width = 2, 1                      # pure events: the same for every shape
         else:
@@ -367,7 +370,7 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
             # the count and Lambda warnings are the fit's own, given once when it plans
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             warnings.simplefilter("ignore", NoiseDominatedWarning)
-            plan, d = self._plan_for(local, max(n, 2), width)
+            plan, d = self._budget_plan(local, max(n, 2), width)
         local._check_budget(plan, d)
 
     def write(self):
@@ -390,7 +393,9 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams, _HasAccounta
     """Differentially private binary linear classifier on a Spark DataFrame: the
     mechanisms of dperm.PrivateLinearClassifier (objective or output perturbation,
     pure epsilon or (epsilon, delta); AMP; "none" for the non-private baseline) with the
-    passes over the rows on the executors.
+    passes over the rows on the executors.  accountant: a dperm.BudgetAccountant,
+    checked for the fit's whole cost before any row is read and charged as the local
+    estimator is (runtime state: not saved).
 
     featuresCol: a vector (VectorAssembler's) or array column with ||x|| <= dataNorm;
     labelCol: one of the public values in `classes` (default [0.0, 1.0], MLlib's
@@ -401,11 +406,11 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams, _HasAccounta
     predictionCol (a value of `classes`), rawPredictionCol ([-score, score], or the K
     scores) and, for the logistic loss, probabilityCol.  An int randomState makes the
     fit reproducible and voids the guarantee (tests and experiments only).
-    accountant: a dperm.BudgetAccountant, checked for the fit's whole cost before any
-    row is read and charged as the local estimator is (runtime state: not saved).
     """
 
     _local_class = _clf.PrivateLinearClassifier
+    _privacy_param = "perturbation"
+    _budget_plan = staticmethod(_classifier_budget_plan)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
@@ -414,9 +419,6 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams, _HasAccounta
     def _rows_kw(self, local):
         classes = tuple(self.getOrDefault("classes"))
         return {"task": "binary" if len(classes) == 2 else "multiclass", "classes": classes}
-
-    _privacy_param = "perturbation"
-    _plan_for = staticmethod(_classifier_plan)
 
     def _fit_local(self, local, rows):
         return _fit_classifier(local, rows)
@@ -439,6 +441,8 @@ class PrivateLinearRegression(_PrivateEstimator, _RegressionParams, _HasAccounta
     predictionCol (f.x + b).  accountant: as for PrivateLinearClassifier."""
 
     _local_class = _reg.PrivateLinearRegression
+    _privacy_param = "method"
+    _budget_plan = staticmethod(_regression_budget_plan)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
@@ -447,9 +451,6 @@ class PrivateLinearRegression(_PrivateEstimator, _RegressionParams, _HasAccounta
     def _rows_kw(self, local):
         B, centre = local._label()
         return {"task": "regression", "label_bound": B, "label_centre": centre}
-
-    _privacy_param = "method"
-    _plan_for = staticmethod(_regression_plan)
 
     def _fit_local(self, local, rows):
         return _fit_regression(local, rows)
