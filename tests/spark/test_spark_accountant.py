@@ -241,3 +241,35 @@ def test_estimate_bounds_charges_as_the_local_function(spark, monkeypatch):
     with pytest.raises(BudgetExceededError):
         estimate_bounds(df, 1.5, columns=["a"], accountant=spark_acc)
     assert len(spark_acc.history) == 1
+
+
+def test_multinomial_and_forced_one_vs_rest_charged_as_planned(frame, spark_data, monkeypatch):
+    """K > 2 with the logistic loss and delta > 0 (where dperm.spark fits the multinomial
+    model, with the multiClass parameter): charged the local estimator's one event; with
+    multiClass='ovr' the K one-vs-rest events, and the check before reading plans the
+    same events as the fit itself."""
+    from dperm.spark import PrivateLinearClassifier
+
+    if not PrivateLinearClassifier().hasParam("multiClass"):
+        pytest.skip("this dperm.spark fits no multinomial model (no multiClass parameter)")
+    X = spark_data[0]
+    a1, a2 = BudgetAccountant(3.0, 1e-4), BudgetAccountant(3.0, 1e-4)
+    kw = dict(epsilon=1.0, delta=1e-6, classes=[0.0, 1.0, 2.0], labelCol="cls")
+    est = PrivateLinearClassifier(accountant=a1, **kw)
+    model = _quiet(lambda: est.fit(frame))
+    assert model.privacy["multiclass"] == "multinomial"
+    _quiet(lambda: _local_twin(est, a2).fit(X, frame.y3))
+    assert _history(a1) == _history(a2) and len(a1.history) == 1
+
+    checked = []
+    check_all = BudgetAccountant.check_all
+
+    def spy(self, events):
+        checked.append(list(events))
+        return check_all(self, events)
+    monkeypatch.setattr(BudgetAccountant, "check_all", spy)
+    a3 = BudgetAccountant(3.0, 1e-4)
+    model = _quiet(lambda: PrivateLinearClassifier(accountant=a3, multiClass="ovr", **kw)
+                   .fit(frame))
+    assert model.privacy["multiclass"] == "ovr" and len(a3.history) == 3
+    assert len(checked) == 2 and checked[0] == checked[1] == [ev for _, ev in a3.history]
