@@ -407,32 +407,63 @@ def _classes(obj: Mapping[str, Any], bad: Callable[[str], Exception], text: bool
     return classes
 
 
-def _check_coef(obj: Mapping[str, Any], bad: Callable[[str], Exception], n_features: int,
-                K: int | None) -> tuple[np.ndarray, float | np.ndarray]:
-    coef, b = obj["coef"], obj["intercept"]
-    if K is None or K == 2:
-        if not (isinstance(coef, list) and all(_is_num(v) for v in coef)):
-            raise bad("'coef' must be a list of numbers")
-        if len(coef) != n_features:
-            raise bad(f"'coef' has {len(coef)} entries but there are {n_features} features")
-        if not _is_num(b):
-            raise bad("'intercept' must be a number")
-    else:
-        if not (isinstance(coef, list) and len(coef) == K and all(
-                isinstance(row, list) and all(_is_num(v) for v in row) for row in coef)):
-            raise bad(f"'coef' must be a list of {K} lists of numbers (one per class)")
-        if any(len(row) != n_features for row in coef):
-            raise bad(f"each row of 'coef' must have {n_features} entries (one per feature)")
-        if not (isinstance(b, list) and len(b) == K and all(_is_num(v) for v in b)):
-            raise bad(f"'intercept' must be a list of {K} numbers (one per class)")
+def _is_number_list(value: Any, length: int | None = None) -> bool:
+    """A JSON list of numbers (of `length` entries, when given)."""
+    return isinstance(value, list) and (length is None or len(value) == length) \
+        and all(_is_num(v) for v in value)
+
+
+def _check_binary_coef(coef: Any, b: Any, bad: Callable[[str], Exception],
+                       n_features: int) -> None:
+    """One model (two classes, or a regression): n_features numbers and one intercept."""
+    if not _is_number_list(coef):
+        raise bad("'coef' must be a list of numbers")
+    if len(coef) != n_features:
+        raise bad(f"'coef' has {len(coef)} entries but there are {n_features} features")
+    if not _is_num(b):
+        raise bad("'intercept' must be a number")
+
+
+def _check_multiclass_coef(coef: Any, b: Any, bad: Callable[[str], Exception],
+                           n_features: int, K: int) -> None:
+    """K models: K rows of n_features numbers and K intercepts."""
+    if not (isinstance(coef, list) and len(coef) == K
+            and all(_is_number_list(row) for row in coef)):
+        raise bad(f"'coef' must be a list of {K} lists of numbers (one per class)")
+    if any(len(row) != n_features for row in coef):
+        raise bad(f"each row of 'coef' must have {n_features} entries (one per feature)")
+    if not _is_number_list(b, K):
+        raise bad(f"'intercept' must be a list of {K} numbers (one per class)")
+
+
+def _check_estimator_loss(obj: Mapping[str, Any], bad: Callable[[str], Exception]) -> None:
+    """'estimator': an object naming the loss."""
     est = obj["estimator"]
     if not isinstance(est, dict) or not isinstance(est.get("loss"), str):
         raise bad("'estimator' must be an object with the 'loss'")
+
+
+def _finite_coef(coef: Any, b: Any, bad: Callable[[str], Exception]
+                 ) -> tuple[np.ndarray, float | np.ndarray]:
+    """The checked lists as arrays (a float intercept for one model), all finite."""
     coef = np.asarray(coef, dtype=np.float64)
     b = float(b) if np.ndim(b) == 0 else np.asarray(b, dtype=np.float64)
     if not np.isfinite(coef).all() or not np.isfinite(b).all():
         raise bad("coefficients must be finite")
     return coef, b
+
+
+def _check_coef(obj: Mapping[str, Any], bad: Callable[[str], Exception], n_features: int,
+                K: int | None) -> tuple[np.ndarray, float | np.ndarray]:
+    """(coef, intercept) of a model file: their shapes for K classes (None or 2: one
+    model), the estimator's loss, finite values; `bad` makes the error."""
+    coef, b = obj["coef"], obj["intercept"]
+    if K is None or K == 2:
+        _check_binary_coef(coef, b, bad, n_features)
+    else:
+        _check_multiclass_coef(coef, b, bad, n_features, K)
+    _check_estimator_loss(obj, bad)
+    return _finite_coef(coef, b, bad)
 
 
 def read_model(path: str | os.PathLike, *, categories_as_text: bool = True) -> dict:

@@ -281,6 +281,18 @@ SELECT_EXPECTED_RUNS = 6.0
 SELECT_REFIT_SHARE: float | None = 0.1
 
 
+def _take_clone_stream(estimator: Any) -> None:
+    """Take, and drop, the child stream that a clone of ``estimator`` takes from a numpy
+    Generator ``random_state`` (``dperm.sklearn._base.PrivateLinearBase.__sklearn_clone__``).
+
+    Until auto's Lambda was planned (the estimators' ``_auto_alpha``), fit_with_selection
+    cloned the estimator at two points for fits whose models it discarded; taking the
+    same child streams there keeps the release of a Generator-seeded fit what it was
+    (tests/privacy/test_selection_pinned.py).  An int seed or None: nothing to take."""
+    if isinstance(estimator.random_state, np.random.Generator):
+        spawn_generator(estimator.random_state)
+
+
 def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Any:
     """Fit ``estimator`` (a PrivateLinearClassifier or PrivateLinearRegression with
     ``alpha="select"``) with its Lambda chosen privately on all rows; returns it fitted.
@@ -315,6 +327,10 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
         raise ValueError(f"alpha='select' needs a private ERM fit with a Lambda; "
                          f"{'perturbation' if 'perturbation' in params else 'method'}={how!r} "
                          "has none to choose (use 'objective' or 'output')")
+    base = clone(estimator).set_params(alpha="auto", accountant=None)
+    _check_estimator(base)               # e.g. classes=None, before anything is read
+    if fit_params:                       # refused as a fit refuses them (sample_weight)
+        base._start_fit(fit_params, base._privacy_param)
     accountant = estimator.accountant
     if accountant is not None:
         if not isinstance(accountant, BudgetAccountant):
@@ -324,13 +340,12 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
     share = SELECT_REFIT_SHARE
     eps_select = eps if share is None else share * eps
     eps_model = (1.0 - DEFAULT_SCORE_FRACTION) * eps_select / _RUN_FACTORS["logarithmic"]
-    base = clone(estimator).set_params(alpha="auto", accountant=None)
     # auto's Lambda at the runs' epsilon: a public function of (n, d, epsilon, bounds),
-    # read from a fit whose model is discarded
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        probe = clone(base).set_params(epsilon=eps_model, random_state=None)
-        center = probe.fit(X, y, **fit_params).alpha_
+    # planned as a fit plans it (the estimator's _auto_alpha: nothing minimized)
+    rows, _, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False, frames=True)
+    n_rows, n_features = _oracle.n_rows(rows), int(rows.shape[1])
+    center = base._auto_alpha(eps_model, n_rows, n_features)
+    _take_clone_stream(base)
     with warnings.catch_warnings():
         # the grid is the rule's (public): no NoiseDominatedWarning for a Lambda the user
         # did not give (the runs' small epsilon is by design)
@@ -345,9 +360,8 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
         # the chosen factor carried to auto's Lambda at the final fit's epsilon (the
         # runs' models are noisier than the final one: their best Lambda is larger)
         final = clone(base).set_params(epsilon=eps - eps_select, accountant=None)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            final_center = clone(final).set_params(random_state=None).fit(X, y).alpha_
+        final_center = base._auto_alpha(eps - eps_select, n_rows, n_features)
+        _take_clone_stream(final)
         final.set_params(alpha=final_center * res.best_alpha_ / center, accountant=accountant)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NoiseDominatedWarning)

@@ -32,12 +32,12 @@ from dperm.data.validation import (
     check_X,
     spawn_generator,
 )
-from dperm.exceptions import BudgetExceededError, ClippingWarning
+from dperm.exceptions import BudgetExceededError, ClippingWarning, PrivacyLeakWarning
 from dperm.optim import erm
 from dperm.privacy.accountant import BudgetAccountant, Event
 from dperm.privacy.mechanisms import PRIVACY_PARAMETERS
 from dperm.privacy.noise import warn_if_seeded
-from dperm.privacy.record import ReleaseRecord, record_to_dict
+from dperm.privacy.record import ReleaseRecord, public_count, record_to_dict
 
 __all__ = ["PrivateLinearBase", "split_intercept", "ALPHA_OPTIONS", "ALPHA",
            "COMMON_PARAMETERS"]
@@ -167,6 +167,31 @@ class PrivateLinearBase(BaseEstimator):
         self.alpha_ = alpha
         self.release_record_ = record
         self.fit_diagnostics_ = diagnostics
+
+    def _auto_alpha(self, epsilon: float, n_rows: int, n_features: int) -> float:
+        """``alpha="auto"``'s Lambda for a fit of this estimator at ``epsilon`` on
+        ``n_rows`` rows of ``n_features`` columns (the intercept's column not counted),
+        computed by the fit's own planning step from public values only: nothing is read
+        and nothing is minimized.  The count is a fit's public count
+        (dperm.privacy.record.public_count: ``n_public`` when given, else ``n_rows``);
+        the parameters are checked as a fit checks them (``alpha`` and ``accountant``
+        are not used).  ``alpha="select"`` (dperm.privacy.selection.fit_with_selection)
+        centres its grid here."""
+        est = type(self)(**{**self.get_params(deep=False), "alpha": "auto",
+                            "epsilon": epsilon, "accountant": None, "random_state": None})
+        est._check_params()
+        n = public_count(est.neighbouring, est.n_public, int(n_rows))
+        assert n is not None                # a count-normalised fit always has one
+        d = int(n_features) + (1 if est.fit_intercept else 0)
+        with warnings.catch_warnings():
+            # add_remove without n_public: the count's PrivacyLeakWarning is the fits' to give
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            return est._planned_alpha(n, d)
+
+    def _planned_alpha(self, n: int, d: int) -> float:
+        """Lambda of the fit's plan for the public count n and d columns (intercept
+        included): each estimator's planning step (see `_auto_alpha`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no planning step for Lambda")
 
     @property
     def privacy_(self) -> dict[str, Any]:

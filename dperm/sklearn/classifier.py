@@ -544,6 +544,15 @@ class PrivateLinearClassifier(ClassifierMixin, PrivateLinearBase):
                                    plan.loss, plan.eps_fit, plan.delta_fit, plan.neighbouring,
                                    plan.K if multinomial else 2, stacklevel=4)
 
+    def _planned_alpha(self, n: int, d: int) -> float:
+        """Lambda of `_plan` and `_plan_alpha` for the public count n, d columns (intercept
+        included) and the public label set (``classes``: K is read from it, never from y)."""
+        if self.classes is None:
+            raise ValueError("classes: Lambda is planned before the labels are read, from the "
+                             "public label set; pass classes=[...]")
+        plan = self._plan(n, int(np.asarray(self.classes).size), False)
+        return self._plan_alpha(plan, d)
+
     def _check_budget(self, plan: _Plan, d: int) -> Sequence[Event | float] | None:
         """The fit's accountant events, checked against the budget before the data are
         fitted (None without an accountant)."""

@@ -481,6 +481,14 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
                      delta=delta, eps=eps, R=float(self.data_norm), h=h, B=B, centre=centre,
                      alpha=alpha)
 
+    def _planned_alpha(self, n: int, d: int) -> float:
+        """Lambda of `_plan` for the public count n and d columns (intercept included)."""
+        plan = self._plan(n, d, *self._label())
+        if plan.alpha is None:
+            raise ValueError(f"method={self.method!r}: AdaSSP has no Lambda (it chooses its "
+                             "ridge from its own release)")
+        return plan.alpha
+
     def _check_budget(self, plan: _Plan, d: int) -> Sequence[Event | float] | None:
         """The fit's accountant events, checked against the budget before the data are
         fitted (None without an accountant)."""

@@ -15,7 +15,9 @@ with the passes over the rows on the executors (dperm.data.spark_rows): the same
 coefficients, to the solver's tolerance, as the local fit with the same seed, whatever
 the partitioning.  `estimate_bounds(df, epsilon, columns=...)` is dperm.estimate_bounds
 on a DataFrame: one pass that counts each column's histogram over the public grid on the
-executors; the same PrivateBounds as the local function on the same rows.
+executors; the same PrivateBounds as the local function on the same rows.  Each takes
+an ``accountant`` (a dperm.BudgetAccountant), checked before any row is read and charged
+as the local estimator or function is.
 
 This package needs pyspark (and a Java runtime): ``pip install 'dperm[spark]'``.
 ``import dperm`` never imports it.

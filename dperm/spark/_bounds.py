@@ -26,6 +26,7 @@ from dperm.data.validation import check_epsilon
 from dperm.exceptions import ClippingWarning
 from dperm.privacy import quantiles as _q
 from dperm.privacy.accountant import BudgetAccountant, PureEvent
+from dperm.privacy.noise import warn_if_seeded
 
 __all__ = ["estimate_bounds", "column_counts"]
 
@@ -158,7 +159,10 @@ def estimate_bounds(df: Any, epsilon: float, *, columns: Sequence[Any] | None = 
                         f"{type(accountant).__name__}")
     keys = _numeric_columns(df, columns)
     if accountant is not None:
-        accountant.check(PureEvent(epsilon))      # before the rows are read
+        # before the rows are read: a seed with an accountant is refused (the local
+        # function's ValueError; the seed's warning comes with the release), the budget
+        warn_if_seeded(random_state, accountant=accountant)
+        accountant.check(PureEvent(epsilon))
     counts = column_counts(df, keys, g)
     _warn_outside(counts, g)
     return _q.bounds_from_histograms(

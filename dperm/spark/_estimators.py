@@ -7,6 +7,7 @@ record -- so `model.privacy` is the dict the local estimator's `privacy_` would 
 `model.localModel` is a fitted dperm estimator (for numpy and pandas rows).
 """
 import json
+import warnings
 from dataclasses import replace
 from typing import Any
 
@@ -27,6 +28,7 @@ from pyspark.ml.util import (
     DefaultParamsReadable,
     DefaultParamsReader,
     DefaultParamsWritable,
+    DefaultParamsWriter,
     MLReadable,
     MLReader,
     MLWritable,
@@ -36,7 +38,9 @@ from pyspark.ml.util import (
 from dperm.data.design import WithInterceptColumn
 from dperm.data.spark_rows import SparkRows
 from dperm.data.validation import bound_rows
+from dperm.exceptions import NoiseDominatedWarning, PrivacyLeakWarning
 from dperm.optim import erm
+from dperm.privacy.accountant import BudgetAccountant
 from dperm.sklearn import classifier as _clf
 from dperm.sklearn import regressor as _reg
 from dperm.sklearn._base import _warn_clipped
@@ -69,6 +73,13 @@ def _to_optional_pair(value):
     if len(pair) != 2:
         raise TypeError(f"labelBounds: a pair [low, high] or None, got {value!r}")
     return pair
+
+
+def _to_accountant(value):
+    if value is None or isinstance(value, BudgetAccountant):
+        return value
+    raise TypeError(f"accountant: expected a dperm.BudgetAccountant or None, got "
+                    f"{type(value).__name__}")
 
 
 def _param(name, doc, conv):
@@ -119,6 +130,28 @@ class _PrivateParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasFitInterc
         for name, local in {**_COMMON, **self._LOCAL}.items():
             out[local] = self.getOrDefault(name)
         return out
+
+
+class _HasAccountant(Params):
+    """The estimators' ``accountant`` (not the models': a fitted model spends nothing).
+
+    A dperm.BudgetAccountant is runtime state, a ledger shared by every fit it is passed
+    to: the Param holds the object itself (``copy()``, a Pipeline's or CrossValidator's
+    copies of the estimator share it, never duplicate it), and it is never written by
+    ``save()`` (an estimator loaded from disk has none until ``setAccountant``)."""
+
+    accountant = _param("accountant", "None or a dperm.BudgetAccountant: each fit checks its "
+                        "whole cost against it before the rows are read and is charged once "
+                        "per release, as the local estimator's (runtime state: not saved)",
+                        _to_accountant)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(accountant=None)
+
+
+#: Params that are runtime state, never written by an estimator's or a model's save()
+_RUNTIME_PARAMS = ("accountant",)
 
 
 def _accessors(cls):
@@ -224,6 +257,7 @@ def _fit_classifier(local, rows, multi_class="auto"):
     designs = [WithInterceptColumn(t, plan.R) if local.fit_intercept else t for t in targets]
     d = designs[0].shape[1]
     plan = replace(plan, alpha=local._plan_alpha(plan, d))
+    events = local._check_budget(plan, d)      # the local fit's events (None: no accountant)
     _warn_clipped(clipped, n, plan.R)
     rng = local._fit_generator()
     binary = None if plan.mode == "multinomial" else designs
@@ -233,6 +267,8 @@ def _fit_classifier(local, rows, multi_class="auto"):
         W, record, diagnostics = local._fit_private(designs[0], None, plan, rng, binary)
     diagnostics["rows_clipped"] = int(clipped)
     coef, intercept = local._coef_intercept(W, plan, d)
+    if events is not None:
+        local._spend_events(events)            # once per release, as the local fit
     local.classes_ = classes
     local.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1, X.shape[1])
     local.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(-1)
@@ -256,6 +292,7 @@ def _fit_regression(local, rows):
     X, clipped = bound_rows(rows, R, local.norm_policy, return_clipped=True)
     Xa = WithInterceptColumn(X, R) if local.fit_intercept else X
     plan = local._plan(n, Xa.shape[1], B, centre)
+    events = local._check_budget(plan, Xa.shape[1])
     _warn_clipped(clipped, n, R)
     _reg._warn_labels_clipped(rows.labels_clipped, n, B, centre)
     step = {"adassp": local._fit_adassp, "none": local._fit_nonprivate}.get(
@@ -263,6 +300,8 @@ def _fit_regression(local, rows):
     W, record, diagnostics = step(Xa, None, plan)
     diagnostics.update(rows_clipped=int(clipped), labels_clipped=int(rows.labels_clipped))
     coef, intercept = local._coef_intercept(W, plan)
+    if events is not None:
+        local._spend_events(events)
     local.coef_ = np.asarray(coef, dtype=np.float64).reshape(-1)
     local.intercept_ = float(intercept)
     local._set_fitted(X.shape[1], None, plan.alpha, local._regression_record(record, plan),
@@ -270,10 +309,62 @@ def _fit_regression(local, rows):
     return local
 
 
+def _classifier_budget_plan(local, n, n_features):
+    """(plan with Lambda, d of the design) that `_fit_classifier` will fit, for n rows of
+    n_features features: the same `_plan` and `_plan_alpha`, from public values only, for
+    the accountant's check before the rows are read."""
+    plan = local._plan(n, np.asarray(local.classes).size, False)
+    d = n_features + (1 if local.fit_intercept else 0)
+    return replace(plan, alpha=local._plan_alpha(plan, d)), d
+
+
+def _regression_budget_plan(local, n, n_features):
+    """(plan, d of the design) that `_fit_regression` will fit (the same `_plan`)."""
+    d = n_features + (1 if local.fit_intercept else 0)
+    return local._plan(n, d, *local._label()), d
+
+
+def _feature_width(dataset, col):
+    """The number of features of `col`: its ML attributes' ``num_attrs`` (VectorAssembler
+    writes them: schema metadata, no job), else the length of one row's vector (a job
+    that reads one row's features column, for its length only)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if col not in dataset.schema.names:
+        raise ValueError(f"featuresCol: the DataFrame has no column {col!r} "
+                         f"(columns: {dataset.schema.names})")
+    field = dataset.schema[col]
+    width = (field.metadata or {}).get("ml_attr", {}).get("num_attrs")
+    if width is not None:
+        return int(width)
+    if type(field.dataType).__name__ == "VectorUDT":
+        from pyspark.ml.functions import vector_to_array
+
+        x = vector_to_array(F.col(col), "float64")
+    elif isinstance(field.dataType, T.ArrayType):
+        x = F.col(col)
+    else:
+        raise TypeError(f"featuresCol: column {col!r} has type "
+                        f"{field.dataType.simpleString()}; expected a vector or an array of "
+                        "numbers")
+    row = dataset.select(F.size(x).alias("d")).head()
+    return 0 if row is None else int(row["d"])
+
+
 class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable):
+    def _local_params(self):
+        """The local estimator's parameters, the accountant included."""
+        return {**super()._local_params(), "accountant": self.getOrDefault("accountant")}
+
     def _fit(self, dataset):
         local = self._local_class(**self._local_params())
         local._check_params()
+        if local.accountant is not None:
+            # before anything is read: the local fit's refusals (a non-private fit, a
+            # seed: with an accountant neither warns, both raise) and the budget
+            local._start_fit({}, self._privacy_param)
+            self._check_budget_before_reading(local, dataset)
         # the fit's clipping onto dataNorm is counted (or refused) as the rows are read
         rows = SparkRows(dataset, self.getFeaturesCol(), self.getLabelCol(), **self._rows_kw(local),
                          n_threads=self.getOrDefault("threadsPerTask"),
@@ -286,13 +377,52 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
         self._copyValues(model)
         return model
 
+    def _check_budget_before_reading(self, local, dataset):
+        """The accountant's check of the fit's events (the local estimator's, for this
+        fit's plan) before the rows are read; the fit checks them again on the rows'
+        shape, just before the mechanism, and is charged them once, as the local fit.
+
+        Pure epsilon (delta = 0): the events are epsilon (epsilon / K for each of K
+        one-vs-rest models) whatever the rows: nothing is read.  delta > 0: the Gaussian
+        events depend on the public count and the number of features, so this check
+        reads them, and only them: ``nPublic`` (else the row count, a count job) and
+        the features' width (`_feature_width`)."""
+        if float(local.delta) == 0.0:
+            n, width = 2, 1                      # pure events: the same for every shape
+        else:
+            n_public = local.n_public
+            n = int(n_public) if n_public is not None else int(dataset.count())
+            width = _feature_width(dataset, self.getFeaturesCol())
+        with warnings.catch_warnings():
+            # the count and Lambda warnings are the fit's own, given once when it plans
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            warnings.simplefilter("ignore", NoiseDominatedWarning)
+            plan, d = self._budget_plan(local, max(n, 2), width)
+        local._check_budget(plan, d)
+
+    def write(self):
+        """DefaultParamsWriter without the runtime state (the accountant)."""
+        return _EstimatorWriter(self)
+
+
+class _EstimatorWriter(DefaultParamsWriter):
+    """An estimator's save(): MLlib's default layout, every Param but the runtime ones
+    (`_RUNTIME_PARAMS`: a BudgetAccountant is a live ledger, not a setting)."""
+
+    def saveImpl(self, path):
+        inst = self.instance
+        params = {p.name: v for p, v in inst._paramMap.items() if p.name not in _RUNTIME_PARAMS}
+        DefaultParamsWriter.saveMetadata(inst, path, self.sparkSession, paramMap=params)
+
 
 @_accessors
-class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
+class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams, _HasAccountant):
     """Differentially private binary linear classifier on a Spark DataFrame: the
     mechanisms of dperm.PrivateLinearClassifier (objective or output perturbation,
     pure epsilon or (epsilon, delta); AMP; "none" for the non-private baseline) with the
-    passes over the rows on the executors.
+    passes over the rows on the executors.  accountant: a dperm.BudgetAccountant,
+    checked for the fit's whole cost before any row is read and charged as the local
+    estimator is (runtime state: not saved).
 
     featuresCol: a vector (VectorAssembler's) or array column with ||x|| <= dataNorm;
     labelCol: one of the public values in `classes` (default [0.0, 1.0], MLlib's
@@ -308,6 +438,8 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
     """
 
     _local_class = _clf.PrivateLinearClassifier
+    _privacy_param = "perturbation"
+    _budget_plan = staticmethod(_classifier_budget_plan)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
@@ -326,7 +458,7 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams):
 
 
 @_accessors
-class PrivateLinearRegression(_PrivateEstimator, _RegressionParams):
+class PrivateLinearRegression(_PrivateEstimator, _RegressionParams, _HasAccountant):
     """Differentially private linear regression (the pseudo-Huber loss of
     dperm.PrivateLinearRegression) on a Spark DataFrame: objective or output
     perturbation (method "auto" picks objective), the passes on the executors, or
@@ -335,9 +467,11 @@ class PrivateLinearRegression(_PrivateEstimator, _RegressionParams):
     featuresCol: rows with ||x|| <= dataNorm; labelCol: real targets, clipped to
     [-labelBound, labelBound], or, with labelBounds = [low, high], centred on the public
     midpoint and clipped to the half-width (as the local label_bounds).  The model adds
-    predictionCol (f.x + b)."""
+    predictionCol (f.x + b).  accountant: as for PrivateLinearClassifier."""
 
     _local_class = _reg.PrivateLinearRegression
+    _privacy_param = "method"
+    _budget_plan = staticmethod(_regression_budget_plan)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()

@@ -333,3 +333,102 @@ def test_alpha_select_refit_leaves_no_attribute_of_an_earlier_fit():
         est.fit(X, yc)
     assert not hasattr(est, "feature_names_in_")
     assert est.n_features_in_ == 4 and est.alpha == "select"
+
+
+# ------------------------------------------------------------------ auto's Lambda, planned
+def _auto_cases():
+    from dperm import PrivateLinearRegression
+
+    C, R = PrivateLinearClassifier, PrivateLinearRegression
+    return [
+        (C(epsilon=0.3, classes=[-1, 1]), "binary"),
+        (C(epsilon=0.3, perturbation="output", classes=[-1, 1], data_norm=2.0), "binary"),
+        (C(epsilon=2.0, classes=[0, 1, 2], loss="huber", h=0.2), "ovr"),
+        (C(epsilon=2.0, delta=1e-5, classes=[0, 1, 2]), "ovr"),            # multinomial
+        (C(epsilon=1.0, delta=1e-5, perturbation="amp", classes=[-1, 1]), "binary"),
+        (C(epsilon=0.5, neighbouring="add_remove", classes=[-1, 1]), "binary"),
+        (C(epsilon=0.5, neighbouring="add_remove", n_public=5000, classes=[-1, 1],
+           fit_intercept=False), "binary"),
+        (C(epsilon=0.5, n_public=4000, classes=[-1, 1]), "binary"),
+        (R(epsilon=0.7, label_bounds=(1.0, 5.0)), "regression"),
+        (R(epsilon=0.7, method="output", label_bound=4.0, h=0.5), "regression"),
+        (R(epsilon=0.7, delta=1e-5, label_bound=4.0, n_public=3500), "regression"),
+        (R(epsilon=0.7, neighbouring="add_remove", label_bound=4.0,
+           fit_intercept=False), "regression"),
+    ]
+
+
+@pytest.mark.parametrize("i", range(len(_auto_cases())))
+def test_auto_alpha_is_the_fits_lambda_without_a_fit(i):
+    """The estimators' ``_auto_alpha(epsilon, n_rows, n_features)`` is the ``alpha_`` of an
+    alpha="auto" fit at that epsilon (binary, one-vs-rest, multinomial, regression; pure
+    and Gaussian; replace_one and add_remove; with and without n_public and the
+    intercept), computed from the shape alone: the data never enter."""
+    est, task = _auto_cases()[i]
+    X, yc, yr = _lin(n=3000, seed=2)
+    y = {"binary": yc, "regression": yr,
+         "ovr": np.digitize(X @ np.array([1.0, -1.0, 0.5, 0.0]), [-0.1, 0.1])}[task]
+    est.set_params(alpha=0.123, random_state=0)         # alpha and the seed are not read
+    planned = est._auto_alpha(est.epsilon / 2, 3000, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = clone(est).set_params(alpha="auto", epsilon=est.epsilon / 2).fit(X, y).alpha_
+    assert planned == fitted
+    assert est.alpha == 0.123 and not hasattr(est, "alpha_")
+    # the count is the public one: n_public when given, the rows' count otherwise
+    other = est._auto_alpha(est.epsilon / 2, 7000, 4)
+    assert (other == planned) == (est.n_public is not None)
+
+
+def test_auto_alpha_needs_the_public_label_set_and_a_lambda():
+    from dperm import PrivateLinearRegression
+
+    with pytest.raises(ValueError, match="classes"):
+        PrivateLinearClassifier()._auto_alpha(1.0, 100, 3)
+    with pytest.raises(ValueError, match="AdaSSP"):
+        PrivateLinearRegression(method="adassp", delta=1e-5)._auto_alpha(1.0, 100, 3)
+    with pytest.raises(ValueError, match="data_norm"):
+        PrivateLinearClassifier(classes=[0, 1], data_norm=-1.0)._auto_alpha(1.0, 100, 3)
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_alpha_select_fits_only_the_runs_and_the_released_model(regression, monkeypatch):
+    """No throw-away fit: one alpha="select" fit calls the mechanism (``_fit_private``)
+    once per selection run and once for the released model, nothing else."""
+    from dperm import PrivateLinearRegression
+
+    X, yc, yr = _lin(n=800)
+    cls = PrivateLinearRegression if regression else PrivateLinearClassifier
+    calls, runs = [], []
+    fit_private, select = cls._fit_private, S.select_alpha
+
+    def counted(self, *args, **kwargs):
+        calls.append(self.alpha)
+        return fit_private(self, *args, **kwargs)
+
+    def recorded(*args, **kwargs):
+        res = select(*args, **kwargs)
+        runs.append(res.n_runs)
+        return res
+
+    monkeypatch.setattr(cls, "_fit_private", counted)
+    monkeypatch.setattr(S, "select_alpha", recorded)
+    est = (PrivateLinearRegression(epsilon=2.0, alpha="select", label_bounds=(1.0, 5.0))
+           if regression else
+           PrivateLinearClassifier(epsilon=2.0, alpha="select", classes=[-1, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, yr if regression else yc)
+    assert len(runs) == 1 and runs[0] >= 1
+    assert len(calls) == runs[0] + 1
+    assert calls[-1] == est.alpha_                # the last one is the released model
+    assert all(not isinstance(a, str) for a in calls)   # no alpha="auto" fit among them
+
+
+def test_alpha_select_refuses_fit_params_before_spending():
+    X, yc, _ = _lin(n=300)
+    acc = BudgetAccountant(5.0)
+    est = PrivateLinearClassifier(epsilon=1.0, alpha="select", classes=[-1, 1], accountant=acc)
+    with pytest.raises(TypeError, match="sample_weight"):
+        est.fit(X, yc, sample_weight=np.ones(len(yc)))
+    assert acc.spent == 0 and not acc.history
