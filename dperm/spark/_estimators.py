@@ -309,11 +309,13 @@ def _fit_regression(local, rows):
     return local
 
 
-def _classifier_budget_plan(local, n, n_features):
+def _classifier_budget_plan(local, n, n_features, multi_class="auto"):
     """(plan with Lambda, d of the design) that `_fit_classifier` will fit, for n rows of
-    n_features features: the same `_plan` and `_plan_alpha`, from public values only, for
-    the accountant's check before the rows are read."""
+    n_features features: the same `_plan` and `_plan_alpha` (and the `multiClass` routing),
+    from public values only, for the accountant's check before the rows are read."""
     plan = local._plan(n, np.asarray(local.classes).size, False)
+    if plan.mode == "multinomial" and multi_class == "ovr":
+        plan = _one_vs_rest(local, plan)
     d = n_features + (1 if local.fit_intercept else 0)
     return replace(plan, alpha=local._plan_alpha(plan, d)), d
 
@@ -439,7 +441,9 @@ class PrivateLinearClassifier(_PrivateEstimator, _ClassifierParams, _HasAccounta
 
     _local_class = _clf.PrivateLinearClassifier
     _privacy_param = "perturbation"
-    _budget_plan = staticmethod(_classifier_budget_plan)
+
+    def _budget_plan(self, local, n, n_features):
+        return _classifier_budget_plan(local, n, n_features, self.getOrDefault("multiClass"))
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
