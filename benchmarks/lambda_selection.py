@@ -396,14 +396,15 @@ def sim_split(AA, Xtr, ytr, Xte, yte, eps, shares, draws, rng):
     _, acc_auto = _sim_fits(AA, Xtr, ytr, Xte, yte, np.array([auto(eps)]), eps, draws, crn())
     out = {"auto": float(acc_auto.mean()), "auto_draws": acc_auto[0].tolist(), "shares": {}}
     f = np.asarray(SIM_FACTORS)
-    for sh in shares:
+    for sh, frac in shares:
         e_sel = sh * eps
-        e_model = (1.0 - S.DEFAULT_SCORE_FRACTION) * e_sel / 2.0
+        e_model = (1.0 - frac) * e_sel / 2.0
         mis, _ = _sim_fits(AA, Xtr, ytr, Xte, yte, auto(e_model) * f, e_model, draws, rng)
         _, acc = _sim_fits(AA, Xtr, ytr, Xte, yte, auto(eps - e_sel) * f, eps - e_sel, draws,
                            crn())
-        out["shares"][sh] = {"mistakes": mis.tolist(), "final": acc.mean(axis=1).tolist(),
-                             "eps_score": S.DEFAULT_SCORE_FRACTION * e_sel / 2.0,
+        out["shares"][f"{sh:g}/{frac:g}"] = {
+                             "mistakes": mis.tolist(), "final": acc.mean(axis=1).tolist(),
+                             "eps_score": frac * e_sel / 2.0,
                              "n_eps_model": n * e_model / K}
     return out
 
@@ -438,25 +439,40 @@ def sim_variant_accuracy(split, eps_k_n, variant, trials, rng):
         return split["auto"]
     if factors == "oracle":          # the best final factor in hindsight (not private)
         return max(split["shares"][share]["final"][SIM_FACTORS.index(f)] for f in (0.5, 1, 2))
+    if factors == "oracle 5":
+        return max(split["shares"][share]["final"])
+    if factors == "runs oracle":     # the factor of the fewest mean training mistakes at the
+        # runs' epsilon (no score noise), carried to the final epsilon: the transfer alone
+        sh = split["shares"][share]
+        i = [SIM_FACTORS.index(f) for f in (0.5, 1, 2)]
+        j = i[int(np.argmin(np.asarray(sh["mistakes"], dtype=float)[i].mean(axis=1)))]
+        return sh["final"][j]
     p = sim_choice(split, share, factors, bonus, ek, trials, rng)
     fin = np.asarray(split["shares"][share]["final"])[[SIM_FACTORS.index(f) for f in factors]]
     return float(p @ fin)
 
 
 def sim_variants():
-    """The variants the simulator compares: name -> (share, factors, bonus, E K, gate)."""
-    v = {"select": (0.1, (0.5, 1.0, 2.0), 0.0, 6.0, None),
-         "oracle of x(0.5,1,2) at 0.9 eps": (0.1, "oracle", 0.0, 6.0, None)}
+    """The variants the simulator compares: name -> (share/score fraction, factors, bonus,
+    E K, gate)."""
+    v = {"select": ("0.1/0.1", (0.5, 1.0, 2.0), 0.0, 6.0, None),
+         "oracle of x(0.5,1,2) at 0.9 eps": ("0.1/0.1", "oracle", 0.0, 6.0, None),
+         "oracle of x(0.2,...,5) at 0.9 eps": ("0.1/0.1", "oracle 5", 0.0, 6.0, None),
+         "oracle of x(0.5,1,2) at 0.95 eps": ("0.05/0.1", "oracle", 0.0, 6.0, None),
+         "runs' oracle carried to 0.9 eps": ("0.1/0.1", "runs oracle", 0.0, 6.0, None),
+         "select score 0.5": ("0.1/0.5", (0.5, 1.0, 2.0), 0.0, 6.0, None),
+         "select score 0.5 bonus 3": ("0.1/0.5", (0.5, 1.0, 2.0), 3.0, 6.0, None),
+         "select score 0.5 5 bonus 3": ("0.1/0.5", (0.2, 0.5, 1.0, 2.0, 5.0), 3.0, 10.0, None)}
     for c in (1.0, 2.0, 3.0, 5.0, 10.0):
-        v[f"select bonus {c:g}"] = (0.1, (0.5, 1.0, 2.0), c, 6.0, None)
-        v[f"select wide bonus {c:g}"] = (0.1, (0.2, 1.0, 5.0), c, 6.0, None)
-        v[f"select 5 bonus {c:g}"] = (0.1, (0.2, 0.5, 1.0, 2.0, 5.0), c, 10.0, None)
+        v[f"select bonus {c:g}"] = ("0.1/0.1", (0.5, 1.0, 2.0), c, 6.0, None)
+        v[f"select wide bonus {c:g}"] = ("0.1/0.1", (0.2, 1.0, 5.0), c, 6.0, None)
+        v[f"select 5 bonus {c:g}"] = ("0.1/0.1", (0.2, 0.5, 1.0, 2.0, 5.0), c, 10.0, None)
     for g in (1e3, 1e4, 1e5):
-        v[f"select gate {g:g}"] = (0.1, (0.5, 1.0, 2.0), 0.0, 6.0, g)
+        v[f"select gate {g:g}"] = ("0.1/0.1", (0.5, 1.0, 2.0), 0.0, 6.0, g)
         for c in (2.0, 5.0):
-            v[f"select bonus {c:g} gate {g:g}"] = (0.1, (0.5, 1.0, 2.0), c, 6.0, g)
-    v["select share 0.05 bonus 3"] = (0.05, (0.5, 1.0, 2.0), 3.0, 6.0, None)
-    v["select share 0.05"] = (0.05, (0.5, 1.0, 2.0), 0.0, 6.0, None)
+            v[f"select bonus {c:g} gate {g:g}"] = ("0.1/0.1", (0.5, 1.0, 2.0), c, 6.0, g)
+    v["select share 0.05 bonus 3"] = ("0.05/0.1", (0.5, 1.0, 2.0), 3.0, 6.0, None)
+    v["select share 0.05"] = ("0.05/0.1", (0.5, 1.0, 2.0), 0.0, 6.0, None)
     return v
 
 
@@ -470,7 +486,7 @@ def simulate(a):
     if a.only:
         cases = [c for c in cases if c[0] in a.only.split(",")]
     variants = sim_variants()
-    shares = sorted({v[0] for v in variants.values()})
+    shares = sorted({tuple(float(x) for x in v[0].split("/")) for v in variants.values()})
     rows = []
     t = time.perf_counter()
     for name, n in cases:
@@ -485,23 +501,26 @@ def simulate(a):
             splits = AA._splits(X.shape[0], n, np.random.default_rng(a.seed))
             K = 2 if y.dtype.kind == "f" else int(y.max()) + 1
             res = {k: [] for k in variants}
-            auto = []
+            auto, raw = [], []
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 for tr, te in splits[: a.sim_splits]:
                     sp = sim_split(AA, X[tr], y[tr], X[te], y[te], eps, shares, a.sim_draws,
                                    rng)
                     auto.append(sp["auto"])
+                    raw.append({**sp, "n_eps_k": tr.size * eps / K})
                     for k, v in variants.items():
                         res[k].append(sim_variant_accuracy(sp, tr.size * eps / K, v, 20000,
                                                            rng))
             row = {"data": name, "n_train": int(splits[0][0].size), "epsilon": eps,
                    "auto": float(np.mean(auto)),
-                   "diff": {k: float(np.mean(v) - np.mean(auto)) for k, v in res.items()}}
+                   "diff": {k: float(np.mean(v) - np.mean(auto)) for k, v in res.items()},
+                   "splits": raw}
             rows.append(row)
             print(f"{name} n={row['n_train']} eps={eps:g}: auto {row['auto']:.4f} "
                   + " ".join(f"[{k}] {d:+.4f}" for k, d in row["diff"].items() if
                              k in ("select", "oracle of x(0.5,1,2) at 0.9 eps",
+                                   "runs' oracle carried to 0.9 eps",
                                    "select bonus 3", "select gate 1e4"))
                   + f"  {time.perf_counter() - t0:.0f} s", flush=True)
             if a.out:
@@ -509,6 +528,44 @@ def simulate(a):
                     json.dump(rows, fh, indent=1)
     print(sim_summary(rows))
     print(f"\n({time.perf_counter() - t:.0f} s; seeded: a benchmark, not a release)")
+
+
+def sim_analyse(a):
+    """--sim-analyse JSON: every variant of sim_variants() again from the stored fits of a
+    --suite sim-* run (no fits: the selection's Monte Carlo only); with --rescore-like
+    curves (--curves JSON, a --suite heldout --out file) also each variant's gap to the
+    study's best in hindsight and to the de-biased one: the curve's auto gap minus
+    (variant - auto)."""
+    with open(a.sim_analyse) as fh:
+        rows = json.load(fh)
+    variants = sim_variants()
+    rng = np.random.default_rng([a.seed, 3])
+    curves = {}
+    if a.curves:
+        with open(a.curves) as fh:
+            curves = {(r["data"], r["n_train"], r["epsilon"]): r for r in json.load(fh)}
+    for row in rows:
+        auto = [sp["auto"] for sp in row["splits"]]
+        row["diff"] = {k: float(np.mean([sim_variant_accuracy(sp, sp["n_eps_k"], v, 20000, rng)
+                                         for sp in row["splits"]]) - np.mean(auto))
+                       for k, v in variants.items()}
+        c = curves.get((row["data"], row["n_train"], row["epsilon"]))
+        if c is not None:
+            row["gap"] = {k: c["study_auto_gap"] - d for k, d in row["diff"].items()}
+            row["gap_cv"] = {k: c["study_auto_gap_cv"] - d for k, d in row["diff"].items()}
+            row["gap"]["auto (the study's curve)"] = c["study_auto_gap"]
+            row["gap_cv"]["auto (the study's curve)"] = c["study_auto_gap_cv"]
+    print(sim_summary(rows))
+    if curves:
+        keys = list(rows[0]["gap"])
+        print("\nvariant | gap to the study's best: mean / largest | de-biased: mean / largest")
+        for k in keys[-1:] + keys[:-1]:
+            g = np.array([r["gap"][k] for r in rows if "gap" in r])
+            gc = np.array([r["gap_cv"][k] for r in rows if "gap" in r])
+            print(f"{k} | {g.mean():+.4f} / {g.max():+.4f} | {gc.mean():+.4f} / {gc.max():+.4f}")
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump(rows, fh, indent=1)
 
 
 def sim_summary(rows):
@@ -594,6 +651,10 @@ def main(argv=None):
     p.add_argument("--rescore", default=None, metavar="JSON",
                    help="--suite heldout: add the de-biased best in hindsight to a JSON "
                         "written earlier by --out (recomputes the curves only)")
+    p.add_argument("--sim-analyse", default=None, metavar="JSON",
+                   help="re-evaluate the variants from a --suite sim-* JSON (no fits)")
+    p.add_argument("--curves", default=None, metavar="JSON",
+                   help="--sim-analyse: a --suite heldout JSON with the study's curves")
     p.add_argument("--sim-draws", type=int, default=20,
                    help="--suite sim-*: noise draws per split and Lambda")
     p.add_argument("--sim-splits", type=int, default=3, help="--suite sim-*: splits used")
@@ -615,6 +676,9 @@ def main(argv=None):
     PERTURBATION = a.perturbation
     if a.rescore:
         rescore(a)
+        return
+    if a.sim_analyse:
+        sim_analyse(a)
         return
     if a.suite.startswith("sim-"):
         simulate(a)
