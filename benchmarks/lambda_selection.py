@@ -546,8 +546,10 @@ def sim_analyse(a):
             curves = {(r["data"], r["n_train"], r["epsilon"]): r for r in json.load(fh)}
     for row in rows:
         auto = [sp["auto"] for sp in row["splits"]]
-        row["diff"] = {k: float(np.mean([sim_variant_accuracy(sp, sp["n_eps_k"], v, 20000, rng)
-                                         for sp in row["splits"]]) - np.mean(auto))
+        # variants already in the file are kept (their Monte Carlo is the run's own)
+        row["diff"] = {k: row.get("diff", {}).get(k) if k in row.get("diff", {}) else
+                       float(np.mean([sim_variant_accuracy(sp, sp["n_eps_k"], v, 20000, rng)
+                                      for sp in row["splits"]]) - np.mean(auto))
                        for k, v in variants.items()}
         c = curves.get((row["data"], row["n_train"], row["epsilon"]))
         if c is not None:
