@@ -45,6 +45,27 @@ as for alpha_auto.py.
 
     python benchmarks/lambda_selection.py --suite heldout --rdata DIR --reps 2 \
         --variants select --out benchmarks/results/lambda_selection_heldout.json
+
+Two yardsticks per case: the study's best in hindsight (the largest of 17 noisy mean
+accuracies: biased upward, the winner's curse) and a de-biased one (the best Lambda chosen
+on half of the noise draws, 0, 2, 4, ..., and scored on the other half, and vice versa,
+averaged; pessimistic, as half the draws choose less well); every method gets both gaps
+(`gap`, `gap_cv`).  `--rescore FILE` adds the second to a JSON written before it existed.
+
+``--suite sim-calibration`` / ``sim-heldout``: alpha="select"'s variants without the
+estimator: per split, exact draws of the mechanism (batched, as the study's curves) for
+`auto` at epsilon, the runs' models (auto(epsilon_model) x SIM_FACTORS: training mistakes
+per draw) and the refitted models (the final epsilon; the same noise draws as `auto`'s:
+common random numbers), then each variant's expected accuracy as P(factor chosen) (a
+Monte Carlo of random stopping with the noisy scores) times the refit's accuracy; the
+variants are sim_variants() (bonus for auto's candidate, gates on n epsilon, wider grids,
+score fraction, share, and non-private oracles as ceilings).  `--sim-analyse FILE
+[--curves HELDOUT_JSON]` recomputes them from the stored fits, with both gaps.
+
+    python benchmarks/lambda_selection.py --suite sim-heldout --rdata DIR --sim-draws 10 \
+        --out FILE
+    python benchmarks/lambda_selection.py --sim-analyse FILE \
+        --curves benchmarks/results/lambda_selection_heldout.json
 """
 import argparse
 import json
@@ -256,7 +277,6 @@ def run_heldout_case(AA, name, n, eps, data, reps, methods, seed=0, max_reps=Non
     splits, st = curve_stats(AA, name, n, eps, data, seed)
     ntr, d, K = st["n_train"], st["d"], st["n_classes"]
     eps_k = eps if K == 2 else eps / K
-    best = st["best_accuracy"]
     global CLASSES
     CLASSES = [-1.0, 1.0] if K == 2 else list(range(K))          # public label sets
     Xe = X[:, :-1] / INTERCEPT_SCALE       # the clipped rows without the intercept column
