@@ -241,8 +241,9 @@ def _private_coef(mech, Xtr, t, alphas, eps, n_draws, rng, loss):
     return np.asarray(res.coef).reshape(alphas.size, n_draws, d)
 
 
-def _fit_accuracy(mech, Xtr, ytr, Xte, yte, alphas, eps, n_draws, rng, loss):
-    """Test accuracy per alpha, averaged over the noise draws: (len(alphas),)."""
+def _fit_accuracy(mech, Xtr, ytr, Xte, yte, alphas, eps, n_draws, rng, loss, per_draw=False):
+    """Test accuracy per alpha, averaged over the noise draws: (len(alphas),); with
+    per_draw, every draw's: (len(alphas), n_draws) (the same random numbers either way)."""
     K = 2 if ytr.dtype.kind == "f" else int(max(ytr.max(), yte.max())) + 1
     targets = [ytr] if K == 2 else [np.where(ytr == k, 1.0, -1.0) for k in range(K)]
     eps_k = eps / len(targets)
@@ -260,7 +261,7 @@ def _fit_accuracy(mech, Xtr, ytr, Xte, yte, alphas, eps, n_draws, rng, loss):
         acc = ((scores[0] > 0) == (yte > 0)).mean(axis=-1)
     else:
         acc = (np.argmax(np.stack(scores), axis=0) == yte).mean(axis=-1)
-    return acc.mean(axis=1)
+    return acc if per_draw else acc.mean(axis=1)
 
 
 def _splits(n_total, n, rng):

@@ -45,6 +45,27 @@ as for alpha_auto.py.
 
     python benchmarks/lambda_selection.py --suite heldout --rdata DIR --reps 2 \
         --variants select --out benchmarks/results/lambda_selection_heldout.json
+
+Two yardsticks per case: the study's best in hindsight (the largest of 17 noisy mean
+accuracies: biased upward, the winner's curse) and a de-biased one (the best Lambda chosen
+on half of the noise draws, 0, 2, 4, ..., and scored on the other half, and vice versa,
+averaged; pessimistic, as half the draws choose less well); every method gets both gaps
+(`gap`, `gap_cv`).  `--rescore FILE` adds the second to a JSON written before it existed.
+
+``--suite sim-calibration`` / ``sim-heldout``: alpha="select"'s variants without the
+estimator: per split, exact draws of the mechanism (batched, as the study's curves) for
+`auto` at epsilon, the runs' models (auto(epsilon_model) x SIM_FACTORS: training mistakes
+per draw) and the refitted models (the final epsilon; the same noise draws as `auto`'s:
+common random numbers), then each variant's expected accuracy as P(factor chosen) (a
+Monte Carlo of random stopping with the noisy scores) times the refit's accuracy; the
+variants are sim_variants() (bonus for auto's candidate, gates on n epsilon, wider grids,
+score fraction, share, and non-private oracles as ceilings).  `--sim-analyse FILE
+[--curves HELDOUT_JSON]` recomputes them from the stored fits, with both gaps.
+
+    python benchmarks/lambda_selection.py --suite sim-heldout --rdata DIR --sim-draws 10 \
+        --out FILE
+    python benchmarks/lambda_selection.py --sim-analyse FILE \
+        --curves benchmarks/results/lambda_selection_heldout.json
 """
 import argparse
 import json
@@ -205,10 +226,13 @@ def _alpha_auto():
     return mod
 
 
-def run_heldout_case(AA, name, n, eps, data, reps, methods, seed=0, max_reps=None):
-    """One case of the study's held-out half: the study's curve (objective perturbation)
-    and every method's test accuracy on the same splits; returns a JSON-able dict."""
-    from dperm.data.design import INTERCEPT_SCALE
+def curve_stats(AA, name, n, eps, data, seed=0):
+    """The study's curve for one held-out case (objective or PERTURBATION) and both
+    yardsticks: the best Lambda in hindsight of the mean curve (the study's: the max over
+    17 noisy means, biased upward by the winner's curse) and the de-biased one (choose the
+    best Lambda on half of the noise draws, score it on the other half, and vice versa,
+    averaged: draws 0, 2, 4, ... against 1, 3, 5, ..., each half pooled over the splits).
+    Returns (splits, stats)."""
     X, y = data
     rng = np.random.default_rng(seed)                    # as alpha_auto.run_case
     splits = AA._splits(X.shape[0], n, rng)
@@ -223,11 +247,36 @@ def run_heldout_case(AA, name, n, eps, data, reps, methods, seed=0, max_reps=Non
         for tr, te in splits:
             AA._fit_accuracy("objective", X[tr], y[tr], X[te], y[te], alphas, eps, draws,
                              rng, "logistic")
-    curves = [AA._fit_accuracy(PERTURBATION, X[tr], y[tr], X[te], y[te], alphas, eps, draws,
-                               rng, "logistic") for tr, te in splits]
-    curve = np.mean(curves, axis=0)
+    # (splits, n_alpha, draws); the mean over draws then splits is the study's curve
+    per_draw = np.array([AA._fit_accuracy(PERTURBATION, X[tr], y[tr], X[te], y[te], alphas,
+                                          eps, draws, rng, "logistic", per_draw=True)
+                         for tr, te in splits])
+    curve = np.mean([c.mean(axis=1) for c in per_draw], axis=0)
     g = curve[:-1]
-    best, best_alpha = float(g.max()), float(grid[g.argmax()])
+    half_a = per_draw[:, :-1, 0::2].mean(axis=2).mean(axis=0)
+    half_b = per_draw[:, :-1, 1::2].mean(axis=2).mean(axis=0)
+    best_cv = 0.5 * (half_b[half_a.argmax()] + half_a[half_b.argmax()])
+    stats = {"n_train": int(ntr), "d": int(d), "n_classes": K, "draws": draws,
+             "best_alpha": float(grid[g.argmax()]), "best_accuracy": float(g.max()),
+             "best_accuracy_cv": float(best_cv),
+             "best_alpha_cv": [float(grid[half_a.argmax()]), float(grid[half_b.argmax()])],
+             "auto_alpha": float(a_auto), "study_auto_accuracy": float(curve[-1]),
+             "study_auto_gap": float(g.max() - curve[-1]),
+             "study_auto_gap_cv": float(best_cv - curve[-1]),
+             "grid": grid.tolist(), "grid_accuracy": g.tolist(),
+             "grid_accuracy_halves": [half_a.tolist(), half_b.tolist()],
+             "grid_accuracy_splits": per_draw[:, :-1].mean(axis=2).tolist()}
+    return splits, stats
+
+
+def run_heldout_case(AA, name, n, eps, data, reps, methods, seed=0, max_reps=None):
+    """One case of the study's held-out half: the study's curve (objective perturbation)
+    and every method's test accuracy on the same splits; returns a JSON-able dict."""
+    from dperm.data.design import INTERCEPT_SCALE
+    X, y = data
+    splits, st = curve_stats(AA, name, n, eps, data, seed)
+    ntr, d, K = st["n_train"], st["d"], st["n_classes"]
+    eps_k = eps if K == 2 else eps / K
     global CLASSES
     CLASSES = [-1.0, 1.0] if K == 2 else list(range(K))          # public label sets
     Xe = X[:, :-1] / INTERCEPT_SCALE       # the clipped rows without the intercept column
@@ -267,16 +316,20 @@ def run_heldout_case(AA, name, n, eps, data, reps, methods, seed=0, max_reps=Non
                     model = fit_select(eps, Xtr, ytr, mrng, *SELECT_VARIANTS[k])
                     chosen.append(float(model.alpha_))
                 accs[k].append(acc(model, Xte, yte))
-    out = {"data": name, "perturbation": PERTURBATION, "n_train": int(ntr),
-           "n_rows": int(X.shape[0]), "d": int(d),
-           "n_classes": K, "epsilon": eps, "splits": len(splits), "draws": draws,
-           "reps_per_split": r_split, "best_alpha": best_alpha, "best_accuracy": best,
-           "auto_alpha": float(a_auto), "study_auto_accuracy": float(curve[-1]),
-           "study_auto_gap": best - float(curve[-1]), "grid": grid.tolist(),
-           "grid_accuracy": g.tolist(), "select_alphas": chosen,
-           "accuracy": {k: v for k, v in accs.items()},
-           "gap": {k: best - float(np.mean(v)) for k, v in accs.items()}}
+    out = {"data": name, "perturbation": PERTURBATION, "n_rows": int(X.shape[0]),
+           "epsilon": eps, "splits": len(splits), "reps_per_split": r_split, **st,
+           "select_alphas": chosen, "accuracy": {k: v for k, v in accs.items()}}
+    add_gaps(out)
     return out
+
+
+def add_gaps(r):
+    """r["gap"] (the study's best in hindsight - the method's mean accuracy) and
+    r["gap_cv"] (the de-biased best - the same), per method."""
+    r["gap"] = {k: r["best_accuracy"] - float(np.mean(v)) for k, v in r["accuracy"].items()}
+    if "best_accuracy_cv" in r:
+        r["gap_cv"] = {k: r["best_accuracy_cv"] - float(np.mean(v))
+                       for k, v in r["accuracy"].items()}
 
 
 def heldout(a):
@@ -308,8 +361,10 @@ def heldout(a):
                                      a.max_reps_large)
             results.append(r)
             print(f"{name} n={r['n_train']} eps={eps:g}: best {r['best_accuracy']:.4f} "
-                  f"(Lambda {r['best_alpha']:.0e}; study's auto gap {r['study_auto_gap']:+.4f}) "
-                  + " ".join(f"{k} {v:+.4f}" for k, v in r["gap"].items())
+                  f"(Lambda {r['best_alpha']:.0e}; de-biased {r['best_accuracy_cv']:.4f}; "
+                  f"study's auto gap {r['study_auto_gap']:+.4f}) gaps (study / de-biased) "
+                  + " ".join(f"{k} {v:+.4f} / {r['gap_cv'][k]:+.4f}"
+                             for k, v in r["gap"].items())
                   + f"  {time.perf_counter() - t0:.0f} s", flush=True)
             if a.out:
                 with open(a.out, "w") as fh:
@@ -318,28 +373,292 @@ def heldout(a):
     print(f"\n({time.perf_counter() - t:.0f} s; seeded: a benchmark, not a release)")
 
 
-def summary(results, methods):
-    """Mean and largest gap per method, over all cases and per epsilon (text)."""
-    lines = ["method | cases | mean gap | largest gap | per epsilon (mean / largest)"]
-    for k in ["study auto", *methods]:
-        def gaps(rs):
-            return [r["study_auto_gap"] if k == "study auto" else r["gap"][k] for r in rs
-                    if k == "study auto" or k in r["gap"]]
-        g = gaps(results)
-        if not g:
+# ------------------------------------------------------------ the selection's exact law
+#: factors the simulator fits (every variant's grid is a subset)
+SIM_FACTORS = (0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+def _sim_fits(AA, Xtr, ytr, Xte, yte, alphas, eps, draws, rng):
+    """Batched private fits (PERTURBATION, one-vs-rest at eps / K as the estimator):
+    (training mistakes, test accuracy), each (len(alphas), draws)."""
+    K = 2 if ytr.dtype.kind == "f" else int(max(ytr.max(), yte.max())) + 1
+    targets = [ytr] if K == 2 else [np.where(ytr == k, 1.0, -1.0) for k in range(K)]
+    s_tr, s_te = [], []
+    for t in targets:
+        coef = AA._private_coef(PERTURBATION, Xtr, t, alphas, eps / len(targets), draws, rng,
+                                "logistic")
+        s_tr.append(AA._scores(coef, Xtr))
+        s_te.append(AA._scores(coef, Xte))
+    if K == 2:
+        return (((s_tr[0] > 0) != (ytr > 0)).sum(axis=-1),
+                ((s_te[0] > 0) == (yte > 0)).mean(axis=-1))
+    return ((np.argmax(np.stack(s_tr), axis=0) != ytr).sum(axis=-1),
+            (np.argmax(np.stack(s_te), axis=0) == yte).mean(axis=-1))
+
+
+def sim_split(AA, Xtr, ytr, Xte, yte, eps, shares, draws, rng):
+    """Everything the selection's law needs on one split: auto at eps; per share s, the
+    runs' models (auto(eps_model) x SIM_FACTORS at eps_model = 0.9 s eps / 2: training
+    mistakes per draw) and the final models (auto((1 - s) eps) x SIM_FACTORS at
+    (1 - s) eps: mean test accuracy).  The noise draws are exact draws of the mechanism."""
+    n, d = Xtr.shape
+    K = 2 if ytr.dtype.kind == "f" else int(ytr.max()) + 1
+
+    def auto(e):
+        return AA.auto_alpha(n, d, e / K, perturbation=PERTURBATION, loss="logistic")
+    # common random numbers: every call draws the same unit noise vectors (each scaled by
+    # its own mechanism's 1 / beta), so auto and the final models differ by Lambda and
+    # epsilon only, not by independent noise
+    seed = int(rng.integers(2**63))
+
+    def crn():
+        return np.random.default_rng(seed)
+    _, acc_auto = _sim_fits(AA, Xtr, ytr, Xte, yte, np.array([auto(eps)]), eps, draws, crn())
+    out = {"auto": float(acc_auto.mean()), "auto_draws": acc_auto[0].tolist(), "shares": {}}
+    f = np.asarray(SIM_FACTORS)
+    for sh, frac in shares:
+        e_sel = sh * eps
+        e_model = (1.0 - frac) * e_sel / 2.0
+        mis, _ = _sim_fits(AA, Xtr, ytr, Xte, yte, auto(e_model) * f, e_model, draws, rng)
+        _, acc = _sim_fits(AA, Xtr, ytr, Xte, yte, auto(eps - e_sel) * f, eps - e_sel, draws,
+                           crn())
+        out["shares"][f"{sh:g}/{frac:g}"] = {
+                             "mistakes": mis.tolist(), "final": acc.mean(axis=1).tolist(),
+                             "eps_score": frac * e_sel / 2.0,
+                             "n_eps_model": n * e_model / K}
+    return out
+
+
+def sim_choice(split, share, factors, bonus, expected_runs, trials, rng):
+    """P(each factor is chosen) under random stopping (logarithmic K of mean
+    expected_runs, a uniform factor per run, its model a random draw of the fitted ones,
+    score = mistakes + Laplace(1 / eps_score) - bonus x the Laplace scale when the factor
+    is 1): a Monte Carlo over `trials` selections."""
+    sh = split["shares"][share]
+    idx = [SIM_FACTORS.index(f) for f in factors]
+    mis = np.asarray(sh["mistakes"], dtype=np.float64)[idx]        # (m, draws)
+    b = 1.0 / sh["eps_score"]
+    gamma = S._logarithmic_gamma(expected_runs)
+    k = rng.logseries(1.0 - gamma, size=trials)
+    kmax = int(k.max())
+    cand = rng.integers(len(idx), size=(trials, kmax))
+    drw = rng.integers(mis.shape[1], size=(trials, kmax))
+    score = mis[cand, drw] + rng.laplace(0.0, b, size=(trials, kmax))
+    score -= bonus * b * (np.asarray(factors)[cand] == 1.0)
+    score[np.arange(kmax)[None, :] >= k[:, None]] = np.inf
+    best = cand[np.arange(trials), score.argmin(axis=1)]
+    return np.bincount(best, minlength=len(idx)) / trials
+
+
+def sim_variant_accuracy(split, eps_k_n, variant, trials, rng):
+    """Expected test accuracy of a variant on one split (exact law up to Monte Carlo):
+    variant = (share, factors, bonus, expected_runs, gate): below the gate (n eps per
+    model) alpha="auto" at the whole epsilon."""
+    share, factors, bonus, ek, gate = variant
+    if gate is not None and eps_k_n < gate:
+        return split["auto"]
+    if factors == "oracle":          # the best final factor in hindsight (not private)
+        return max(split["shares"][share]["final"][SIM_FACTORS.index(f)] for f in (0.5, 1, 2))
+    if factors == "oracle 5":
+        return max(split["shares"][share]["final"])
+    if factors == "runs oracle":     # the factor of the fewest mean training mistakes at the
+        # runs' epsilon (no score noise), carried to the final epsilon: the transfer alone
+        sh = split["shares"][share]
+        i = [SIM_FACTORS.index(f) for f in (0.5, 1, 2)]
+        j = i[int(np.argmin(np.asarray(sh["mistakes"], dtype=float)[i].mean(axis=1)))]
+        return sh["final"][j]
+    p = sim_choice(split, share, factors, bonus, ek, trials, rng)
+    fin = np.asarray(split["shares"][share]["final"])[[SIM_FACTORS.index(f) for f in factors]]
+    return float(p @ fin)
+
+
+def sim_variants():
+    """The variants the simulator compares: name -> (share/score fraction, factors, bonus,
+    E K, gate)."""
+    v = {"select": ("0.1/0.1", (0.5, 1.0, 2.0), 0.0, 6.0, None),
+         "oracle of x(0.5,1,2) at 0.9 eps": ("0.1/0.1", "oracle", 0.0, 6.0, None),
+         "oracle of x(0.2,...,5) at 0.9 eps": ("0.1/0.1", "oracle 5", 0.0, 6.0, None),
+         "oracle of x(0.5,1,2) at 0.95 eps": ("0.05/0.1", "oracle", 0.0, 6.0, None),
+         "runs' oracle carried to 0.9 eps": ("0.1/0.1", "runs oracle", 0.0, 6.0, None),
+         "select score 0.5": ("0.1/0.5", (0.5, 1.0, 2.0), 0.0, 6.0, None),
+         "select score 0.5 bonus 3": ("0.1/0.5", (0.5, 1.0, 2.0), 3.0, 6.0, None),
+         "select score 0.5 5 bonus 3": ("0.1/0.5", (0.2, 0.5, 1.0, 2.0, 5.0), 3.0, 10.0, None)}
+    for c in (1.0, 2.0, 3.0, 5.0, 10.0):
+        v[f"select bonus {c:g}"] = ("0.1/0.1", (0.5, 1.0, 2.0), c, 6.0, None)
+        v[f"select wide bonus {c:g}"] = ("0.1/0.1", (0.2, 1.0, 5.0), c, 6.0, None)
+        v[f"select 5 bonus {c:g}"] = ("0.1/0.1", (0.2, 0.5, 1.0, 2.0, 5.0), c, 10.0, None)
+    for g in (1e3, 1e4, 1e5):
+        v[f"select gate {g:g}"] = ("0.1/0.1", (0.5, 1.0, 2.0), 0.0, 6.0, g)
+        for c in (2.0, 5.0):
+            v[f"select bonus {c:g} gate {g:g}"] = ("0.1/0.1", (0.5, 1.0, 2.0), c, 6.0, g)
+    v["select share 0.05 bonus 3"] = ("0.05/0.1", (0.5, 1.0, 2.0), 3.0, 6.0, None)
+    v["select share 0.05"] = ("0.05/0.1", (0.5, 1.0, 2.0), 0.0, 6.0, None)
+    return v
+
+
+def simulate(a):
+    """--suite sim-calibration / sim-heldout: each variant's expected accuracy on each
+    case's splits from exact draws of the mechanism (no estimator fits): the mean over
+    the cases of (variant - auto), and per case."""
+    AA = _alpha_auto()
+    AA.RDATA = a.rdata
+    cases = AA.CALIBRATION if a.suite == "sim-calibration" else AA.HELD_OUT
+    if a.only:
+        cases = [c for c in cases if c[0] in a.only.split(",")]
+    variants = sim_variants()
+    shares = sorted({tuple(float(x) for x in v[0].split("/")) for v in variants.values()})
+    rows = []
+    t = time.perf_counter()
+    for name, n in cases:
+        try:
+            X, y = AA.load(name)
+        except (FileNotFoundError, ImportError) as exc:
+            print(f"{name}: skipped ({exc})", flush=True)
             continue
-        per = []
-        for e in sorted({r["epsilon"] for r in results}):
-            ge = gaps([r for r in results if r["epsilon"] == e])
-            per.append(f"eps {e:g}: {np.mean(ge):+.4f} / {np.max(ge):+.4f}")
-        lines.append(f"{k} | {len(g)} | {np.mean(g):+.4f} | {np.max(g):+.4f} | "
-                     + "; ".join(per))
+        for eps in (float(e) for e in a.epsilons.split(",")):
+            t0 = time.perf_counter()
+            rng = np.random.default_rng([a.seed, 2])
+            splits = AA._splits(X.shape[0], n, np.random.default_rng(a.seed))
+            K = 2 if y.dtype.kind == "f" else int(y.max()) + 1
+            res = {k: [] for k in variants}
+            auto, raw = [], []
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for tr, te in splits[: a.sim_splits]:
+                    sp = sim_split(AA, X[tr], y[tr], X[te], y[te], eps, shares, a.sim_draws,
+                                   rng)
+                    auto.append(sp["auto"])
+                    raw.append({**sp, "n_eps_k": tr.size * eps / K})
+                    for k, v in variants.items():
+                        res[k].append(sim_variant_accuracy(sp, tr.size * eps / K, v, 20000,
+                                                           rng))
+            row = {"data": name, "n_train": int(splits[0][0].size), "epsilon": eps,
+                   "auto": float(np.mean(auto)),
+                   "diff": {k: float(np.mean(v) - np.mean(auto)) for k, v in res.items()},
+                   "splits": raw}
+            rows.append(row)
+            print(f"{name} n={row['n_train']} eps={eps:g}: auto {row['auto']:.4f} "
+                  + " ".join(f"[{k}] {d:+.4f}" for k, d in row["diff"].items() if
+                             k in ("select", "oracle of x(0.5,1,2) at 0.9 eps",
+                                   "runs' oracle carried to 0.9 eps",
+                                   "select bonus 3", "select gate 1e4"))
+                  + f"  {time.perf_counter() - t0:.0f} s", flush=True)
+            if a.out:
+                with open(a.out, "w") as fh:
+                    json.dump(rows, fh, indent=1)
+    print(sim_summary(rows))
+    print(f"\n({time.perf_counter() - t:.0f} s; seeded: a benchmark, not a release)")
+
+
+def sim_analyse(a):
+    """--sim-analyse JSON: every variant of sim_variants() again from the stored fits of a
+    --suite sim-* run (no fits: the selection's Monte Carlo only); with --rescore-like
+    curves (--curves JSON, a --suite heldout --out file) also each variant's gap to the
+    study's best in hindsight and to the de-biased one: the curve's auto gap minus
+    (variant - auto)."""
+    with open(a.sim_analyse) as fh:
+        rows = json.load(fh)
+    variants = sim_variants()
+    rng = np.random.default_rng([a.seed, 3])
+    curves = {}
+    if a.curves:
+        with open(a.curves) as fh:
+            curves = {(r["data"], r["n_train"], r["epsilon"]): r for r in json.load(fh)}
+    for row in rows:
+        auto = [sp["auto"] for sp in row["splits"]]
+        # variants already in the file are kept (their Monte Carlo is the run's own)
+        row["diff"] = {k: row.get("diff", {}).get(k) if k in row.get("diff", {}) else
+                       float(np.mean([sim_variant_accuracy(sp, sp["n_eps_k"], v, 20000, rng)
+                                      for sp in row["splits"]]) - np.mean(auto))
+                       for k, v in variants.items()}
+        c = curves.get((row["data"], row["n_train"], row["epsilon"]))
+        if c is not None:
+            row["gap"] = {k: c["study_auto_gap"] - d for k, d in row["diff"].items()}
+            row["gap_cv"] = {k: c["study_auto_gap_cv"] - d for k, d in row["diff"].items()}
+            row["gap"]["auto (the study's curve)"] = c["study_auto_gap"]
+            row["gap_cv"]["auto (the study's curve)"] = c["study_auto_gap_cv"]
+    print(sim_summary(rows))
+    if curves:
+        keys = list(rows[0]["gap"])
+        print("\nvariant | gap to the study's best: mean / largest | de-biased: mean / largest")
+        for k in keys[-1:] + keys[:-1]:
+            g = np.array([r["gap"][k] for r in rows if "gap" in r])
+            gc = np.array([r["gap_cv"][k] for r in rows if "gap" in r])
+            print(f"{k} | {g.mean():+.4f} / {g.max():+.4f} | {gc.mean():+.4f} / {gc.max():+.4f}")
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+def sim_summary(rows):
+    lines = ["variant | mean (variant - auto) | se | worst case | cases better than auto"]
+    for k in rows[0]["diff"]:
+        d = np.array([r["diff"][k] for r in rows])
+        se = np.std(d, ddof=1) / np.sqrt(d.size) if d.size > 1 else float("nan")
+        lines.append(f"{k} | {d.mean():+.4f} | {se:.4f} | {d.min():+.4f} | "
+                     f"{int((d > 0).sum())}/{d.size}")
+    return "\n".join(lines)
+
+
+def rescore(a):
+    """Add the de-biased yardstick to a JSON written by --out before it existed: recompute
+    each case's curve (the same seed, so the same curve: checked) and the gaps."""
+    AA = _alpha_auto()
+    AA.RDATA = a.rdata
+    global PERTURBATION
+    with open(a.rescore) as fh:
+        results = json.load(fh)
+    data = {}
+    sizes = dict(AA.HELD_OUT)
+    for r in results:
+        if "best_accuracy_cv" not in r:
+            if r["data"] not in data:
+                data[r["data"]] = AA.load(r["data"])
+            PERTURBATION = r["perturbation"]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                n = "all" if sizes[r["data"]] == "all" else r["n_train"]
+                _, st = curve_stats(AA, r["data"], n, r["epsilon"], data[r["data"]], a.seed)
+            if abs(st["best_accuracy"] - r["best_accuracy"]) > 1e-12:
+                raise AssertionError(f"{r['data']} eps {r['epsilon']}: curve differs "
+                                     f"({st['best_accuracy']} != {r['best_accuracy']})")
+            r.update(st)
+        add_gaps(r)
+        print(f"{r['data']} n={r['n_train']} eps={r['epsilon']:g}: best {r['best_accuracy']:.4f}"
+              f", de-biased {r['best_accuracy_cv']:.4f}; gaps (study / de-biased) "
+              + " ".join(f"{k} {v:+.4f} / {r['gap_cv'][k]:+.4f}" for k, v in r["gap"].items()),
+              flush=True)
+    with open(a.rescore, "w") as fh:
+        json.dump(results, fh, indent=1)
+    print(summary(results, list(results[0]["gap"])))
+
+
+def summary(results, methods):
+    """Mean and largest gap per method, over all cases and per epsilon (text), to the
+    study's best in hindsight and to the de-biased one (gap_cv)."""
+    lines = ["method | yardstick | cases | mean gap | largest gap | per epsilon (mean / largest)"]
+    for k in ["study auto", *methods]:
+        for cv in ("", "_cv"):
+            def gaps(rs):
+                return [r["study_auto_gap" + cv] if k == "study auto" else r["gap" + cv][k]
+                        for r in rs if ("study_auto_gap" + cv in r if k == "study auto"
+                                        else k in r.get("gap" + cv, {}))]
+            g = gaps(results)
+            if not g:
+                continue
+            per = []
+            for e in sorted({r["epsilon"] for r in results}):
+                ge = gaps([r for r in results if r["epsilon"] == e])
+                per.append(f"eps {e:g}: {np.mean(ge):+.4f} / {np.max(ge):+.4f}")
+            lines.append(f"{k} | {'de-biased' if cv else 'study'} | {len(g)} | "
+                         f"{np.mean(g):+.4f} | {np.max(g):+.4f} | " + "; ".join(per))
     return "\n".join(lines)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--suite", default="selection", choices=("selection", "heldout"),
+    p.add_argument("--suite", default="selection", choices=("selection", "heldout", "sim-calibration",
+                                                     "sim-heldout"),
                    help="selection: the data sets above; heldout: the held-out half of "
                         "docs/alpha_auto_study.md with its protocol")
     p.add_argument("--rdata", default="/", help="--suite heldout: as alpha_auto.py's --rdata")
@@ -351,6 +670,16 @@ def main(argv=None):
     p.add_argument("--max-reps-large", type=int, default=None,
                    help="--suite heldout: at most this many repetitions per split for "
                         "n >= 100,000")
+    p.add_argument("--rescore", default=None, metavar="JSON",
+                   help="--suite heldout: add the de-biased best in hindsight to a JSON "
+                        "written earlier by --out (recomputes the curves only)")
+    p.add_argument("--sim-analyse", default=None, metavar="JSON",
+                   help="re-evaluate the variants from a --suite sim-* JSON (no fits)")
+    p.add_argument("--curves", default=None, metavar="JSON",
+                   help="--sim-analyse: a --suite heldout JSON with the study's curves")
+    p.add_argument("--sim-draws", type=int, default=20,
+                   help="--suite sim-*: noise draws per split and Lambda")
+    p.add_argument("--sim-splits", type=int, default=3, help="--suite sim-*: splits used")
     p.add_argument("--reps", type=int, default=4)
     p.add_argument("--epsilons", default=None,
                    help="comma-separated (default 0.3,1; 0.1,1,10 with --suite heldout)")
@@ -364,9 +693,18 @@ def main(argv=None):
     VARIANTS[:] = [v for v in a.variants.split(",") if v]
     BASELINES[:] = [v for v in a.baselines.split(",") if v]
     if a.epsilons is None:
-        a.epsilons = "0.1,1,10" if a.suite == "heldout" else "0.3,1"
+        a.epsilons = "0.3,1" if a.suite == "selection" else "0.1,1,10"
     global PERTURBATION
     PERTURBATION = a.perturbation
+    if a.rescore:
+        rescore(a)
+        return
+    if a.sim_analyse:
+        sim_analyse(a)
+        return
+    if a.suite.startswith("sim-"):
+        simulate(a)
+        return
     if a.suite == "heldout":
         heldout(a)
         return
