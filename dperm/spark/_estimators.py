@@ -402,7 +402,7 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
             plan, d = self._budget_plan(local, max(n, 2), width)
         local._check_budget(plan, d)
 
-    def write(self):
+    def write(self) -> MLWriter:
         """DefaultParamsWriter without the runtime state (the accountant)."""
         return _EstimatorWriter(self)
 
