@@ -7,11 +7,11 @@ outside the public classes names its chunk), each class's +-1 labels made there 
 class (dperm.data.dask_rows, `DaskRows.for_class`); a chunk dropped or counted twice for
 one class is never turned into a model, and a class picking that maps the wrong class to
 +1 is caught."""
-import json
 import warnings
 
 import numpy as np
 import pytest
+from _dask_multiclass import CHUNKINGS, model_file, problem, quiet  # noqa: E402
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -19,7 +19,6 @@ distributed = pytest.importorskip("distributed")
 import dperm  # noqa: E402
 from dperm.data import dask_rows as _dask  # noqa: E402
 from dperm.exceptions import PrivacyLeakWarning  # noqa: E402
-from dperm.model_io import model_to_dict, model_to_json  # noqa: E402
 from dperm.optim import erm  # noqa: E402
 
 TOL = 1e-9
@@ -40,8 +39,6 @@ MODES = {
     "huber-amp-delta": dict(loss="huber", perturbation="amp", epsilon=1.0, delta=1e-5),
     "huber-none": dict(loss="huber", perturbation="none"),
 }
-#: 1 chunk, 3 equal chunks, uneven chunks (n = 1200)
-CHUNKINGS = {"one": (1200,), "three": (400, 400, 400), "uneven": (700, 13, 250, 237)}
 
 
 @pytest.fixture(scope="module")
@@ -50,24 +47,7 @@ def client(dask_client):
 
 
 def _problem(n=1200, d=6, seed=0):
-    """Rows (some over norm 0.9: clipping on the workers) and K class indices."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * (1.1 / np.sqrt(d))
-    W = rng.normal(size=(K, d)) * 2.0
-    codes = np.argmax(X @ W.T + 0.5 * rng.normal(size=(n, K)), axis=1)
-    return X, codes
-
-
-def _quiet(fit):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # the seeded-noise PrivacyLeakWarning, clipping
-        return fit()
-
-
-def _file(est):
-    """The model file's content without the coefficients (compared apart, to TOL)."""
-    obj = json.loads(model_to_json(model_to_dict(est)))
-    return {k: v for k, v in obj.items() if k not in ("coef", "intercept")}
+    return problem(K, n=n, d=d, seed=seed)
 
 
 def _assert_as_local(est, local, X, Xd, name):
@@ -75,7 +55,7 @@ def _assert_as_local(est, local, X, Xd, name):
     np.testing.assert_allclose(est.intercept_, local.intercept_, rtol=0, atol=TOL,
                                err_msg=name)
     assert est.privacy_ == local.privacy_, name
-    assert _file(est) == _file(local), name
+    assert model_file(est) == model_file(local), name
     assert est.fit_diagnostics_["rows_clipped"] == local.fit_diagnostics_["rows_clipped"] > 0
     np.testing.assert_array_equal(est.predict(Xd).compute(), local.predict(X), err_msg=name)
     if est.loss == "logistic":
@@ -88,14 +68,14 @@ def test_estimator_equals_the_local_fit(client, mode):
     X, codes = _problem()
     labels = np.array(NAMES)[codes]
     kw = dict(classes=NAMES, data_norm=0.9, random_state=11, **MODES[mode])
-    local = _quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(X, labels))
+    local = quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(X, labels))
     assert local.privacy_["multiclass"] == "ovr" and local.coef_.shape == (K, 6)
     for i, (name, chunks) in enumerate(CHUNKINGS.items()):
         Xd = da.from_array(X, chunks=(chunks, -1))
         # labels as a numpy array (sent chunked like the rows) or a Dask array chunked
         # otherwise (rechunked like the rows on the workers)
         y = labels if i % 2 else da.from_array(labels, chunks=500)
-        est = _quiet(lambda Xd=Xd, y=y: dperm.PrivateLinearClassifier(**kw).fit(Xd, y))
+        est = quiet(lambda Xd=Xd, y=y: dperm.PrivateLinearClassifier(**kw).fit(Xd, y))
         _assert_as_local(est, local, X, Xd, name)
 
 
@@ -120,7 +100,7 @@ def test_labels_are_not_brought_to_the_client(client, monkeypatch):
     X, codes = _problem(n=600)
     labels = np.array(NAMES)[codes]
     kw = dict(classes=NAMES, epsilon=1.0, data_norm=0.9, random_state=1)
-    local = _quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(X, labels))
+    local = quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(X, labels))
     Xd, yd = da.from_array(X, chunks=(200, -1)), da.from_array(labels, chunks=200)
 
     def refuse(self, *a, **k):
@@ -128,7 +108,7 @@ def test_labels_are_not_brought_to_the_client(client, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(da.Array, "compute", refuse)
         m.setattr(da.Array, "__array__", refuse)
-        est = _quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(Xd, yd))
+        est = quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(Xd, yd))
     np.testing.assert_allclose(est.coef_, local.coef_, rtol=0, atol=TOL)
 
 
@@ -145,7 +125,7 @@ def test_each_class_labels_made_once_per_chunk(client, monkeypatch):
         return real(c, k)
     monkeypatch.setattr(_dask, "_class_signs", counted)
     Xd = da.from_array(X, chunks=((300, 300, 400), -1))
-    _quiet(lambda: dperm.PrivateLinearClassifier(classes=list(range(K)), epsilon=1.0,
+    quiet(lambda: dperm.PrivateLinearClassifier(classes=list(range(K)), epsilon=1.0,
                                                  random_state=0).fit(Xd, codes))
     assert sorted(calls) == sorted((k, r) for k in range(K) for r in (300, 300, 400))
 
@@ -155,11 +135,11 @@ def test_wrong_class_to_plus_one_is_caught(client, monkeypatch):
     k) no longer gives the local fit: the comparison above would fail."""
     X, codes = _problem(n=800)
     kw = dict(classes=list(range(K)), epsilon=1.0, data_norm=0.9, random_state=3)
-    local = _quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(X, codes))
+    local = quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(X, codes))
     Xd = da.from_array(X, chunks=(300, -1))
     monkeypatch.setattr(_dask, "_class_signs",
                         lambda c, k: np.where(c == (k + 1) % K, 1.0, -1.0))
-    est = _quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(Xd, codes))
+    est = quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(Xd, codes))
     with pytest.raises(AssertionError):
         _assert_as_local(est, local, X, Xd, "broken picking")
 
@@ -216,7 +196,7 @@ def test_a_chunk_dropped_or_counted_twice_for_one_class_is_refused(client, monke
     Xd = da.from_array(X, chunks=(200, -1))
     est = dperm.PrivateLinearClassifier(classes=list(range(K)), epsilon=1.0, random_state=0)
     with pytest.raises(_dask.DistributedFitError, match=match[fault]):
-        _quiet(lambda: est.fit(Xd, codes))
+        quiet(lambda: est.fit(Xd, codes))
     assert not hasattr(est, "coef_")
 
 
@@ -229,14 +209,14 @@ def test_labels_are_checked_on_the_workers_naming_the_chunk(client, dask_labels)
     est = dperm.PrivateLinearClassifier(classes=NAMES, epsilon=1.0, random_state=0)
     with pytest.raises(ValueError, match=r"y, chunk 2 \(rows 400 to 599\): values \['eel'\] "
                                          r"are not in classes"):
-        _quiet(lambda: est.fit(da.from_array(X, chunks=(200, -1)), y))
+        quiet(lambda: est.fit(da.from_array(X, chunks=(200, -1)), y))
     y = codes.astype(float)
     y[3] = np.nan
     with pytest.raises(ValueError, match=r"y, chunk 0 \(rows 0 to 199\): contains NaN"):
-        _quiet(lambda: dperm.PrivateLinearClassifier(classes=list(range(K)), random_state=0)
+        quiet(lambda: dperm.PrivateLinearClassifier(classes=list(range(K)), random_state=0)
                .fit(da.from_array(X, chunks=(200, -1)), da.from_array(y, chunks=100)))
     with pytest.raises(ValueError, match="do not match classes"):
-        _quiet(lambda: dperm.PrivateLinearClassifier(classes=[0, 1, 2, 3], random_state=0)
+        quiet(lambda: dperm.PrivateLinearClassifier(classes=[0, 1, 2, 3], random_state=0)
                .fit(da.from_array(X, chunks=(200, -1)), da.from_array(labels, chunks=200)))
 
 

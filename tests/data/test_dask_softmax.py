@@ -5,19 +5,17 @@ local pass's; PrivateLinearClassifier with K >= 3 classes gives the local fit's 
 local softmax model has (objective, output and AMP perturbation with delta > 0, no noise),
 over one chunk, three chunks and uneven chunks; a chunk dropped or counted twice is never
 turned into a model."""
-import json
-import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _dask_multiclass import CHUNKINGS, model_file, problem, quiet  # noqa: E402
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 import dperm  # noqa: E402
 from dperm.data import dask_rows as _dask  # noqa: E402
-from dperm.model_io import model_to_dict, model_to_json  # noqa: E402
 from dperm.optim import softmax  # noqa: E402
 from dperm.privacy import mechanisms  # noqa: E402
 
@@ -29,8 +27,6 @@ MODES = {
     "amp": dict(perturbation="amp", epsilon=1.0, delta=1e-5),
     "none": dict(perturbation="none"),
 }
-#: 1 chunk, 3 equal chunks, uneven chunks (n = 1200)
-CHUNKINGS = {"one": (1200,), "three": (400, 400, 400), "uneven": (700, 13, 250, 237)}
 
 
 @pytest.fixture(scope="module")
@@ -39,24 +35,7 @@ def client(dask_client):
 
 
 def _problem(n=1200, d=6, seed=0):
-    """Rows (some over norm 1: clipping on the workers) and K class labels (strings)."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * (1.1 / np.sqrt(d))
-    W = rng.normal(size=(K, d)) * 2.0
-    codes = np.argmax(X @ W.T + 0.5 * rng.normal(size=(n, K)), axis=1)
-    return X, codes
-
-
-def _quiet(fit):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # the seeded-noise PrivacyLeakWarning, clipping
-        return fit()
-
-
-def _file(est):
-    """The model file's content without the coefficients (compared apart, to TOL)."""
-    obj = json.loads(model_to_json(model_to_dict(est)))
-    return {k: v for k, v in obj.items() if k not in ("coef", "intercept")}
+    return problem(K, n=n, d=d, seed=seed)
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -65,16 +44,16 @@ def test_estimator_equals_the_local_fit(client, mode):
     labels = np.array(["ant", "bee", "cat", "dog"])[codes]
     kw = dict(classes=["ant", "bee", "cat", "dog"], data_norm=0.9, random_state=11,
               **MODES[mode])
-    local = _quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(X, labels))
+    local = quiet(lambda: dperm.PrivateLinearClassifier(**kw).fit(X, labels))
     assert local.privacy_["multiclass"] == "multinomial" and local.coef_.shape == (K, 6)
     for name, chunks in CHUNKINGS.items():
         Xd = da.from_array(X, chunks=(chunks, -1))
-        est = _quiet(lambda Xd=Xd: dperm.PrivateLinearClassifier(**kw).fit(Xd, labels))
+        est = quiet(lambda Xd=Xd: dperm.PrivateLinearClassifier(**kw).fit(Xd, labels))
         np.testing.assert_allclose(est.coef_, local.coef_, rtol=0, atol=TOL, err_msg=name)
         np.testing.assert_allclose(est.intercept_, local.intercept_, rtol=0, atol=TOL,
                                    err_msg=name)
         assert est.privacy_ == local.privacy_, name
-        assert _file(est) == _file(local), name
+        assert model_file(est) == model_file(local), name
         assert est.fit_diagnostics_["rows_clipped"] == local.fit_diagnostics_["rows_clipped"] > 0
         # predictions on the workers, as the local model's
         np.testing.assert_allclose(est.predict_proba(Xd).compute(), local.predict_proba(X),
@@ -93,8 +72,8 @@ def test_mechanisms_and_csr_chunks_equal_the_local_fit(client):
               n_draws=2, random_state=4)
     for local_X, dask_X in ((Xs, Xs_d), (X32, da.from_array(X32, chunks=((500, 400), -1)))):
         for mech in (mechanisms.objective_perturbation, mechanisms.output_perturbation):
-            a = _quiet(lambda m=mech, A=local_X: m(A, codes, **kw))
-            b = _quiet(lambda m=mech, A=dask_X: m(A, codes, **kw))
+            a = quiet(lambda m=mech, A=local_X: m(A, codes, **kw))
+            b = quiet(lambda m=mech, A=dask_X: m(A, codes, **kw))
             np.testing.assert_allclose(b.coef, a.coef, rtol=0, atol=TOL)
             assert a.record() == b.record()
 
@@ -141,7 +120,7 @@ def test_a_chunk_dropped_or_counted_twice_is_refused(client, monkeypatch, mode, 
     with pytest.raises(_dask.DistributedFitError, match=match[fault]):
         softmax.minimize_multinomial(Xd, codes, K, alpha=0.1)
     with pytest.raises(_dask.DistributedFitError, match=match[fault]):
-        _quiet(lambda: dperm.PrivateLinearClassifier(epsilon=1.0, delta=1e-5, random_state=0)
+        quiet(lambda: dperm.PrivateLinearClassifier(epsilon=1.0, delta=1e-5, random_state=0)
                .fit(Xd, codes))
 
 
