@@ -27,23 +27,6 @@ CLASSES = [0.0, 1.0, 2.0]
 TOL = 1e-9
 
 
-@pytest.fixture(scope="module")
-def frames(spark_frame, spark_data):
-    """partitions -> a cached DataFrame (features, label, target, cls), made once."""
-    X, y, t = spark_data
-    y3 = np.digitize(X @ np.array([1.0, -0.5, 0.3, 0.2]), [-0.15, 0.15]).astype(np.float64)
-    made = {}
-
-    def get(partitions):
-        if partitions not in made:
-            made[partitions] = spark_frame(X, y, t, y3, partitions=partitions)
-        return made[partitions]
-    get.y3 = y3
-    yield get
-    for df in made.values():
-        df.unpersist()
-
-
 def _quiet(fit):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # the seeded-noise PrivacyLeakWarning, on purpose
