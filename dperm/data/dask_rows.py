@@ -1075,12 +1075,37 @@ def _count_mistakes(block, labels, predict):
     return np.array([np.count_nonzero(np.asarray(predict(block)) != labels)], dtype=np.int64)
 
 
+def _aligned(pred, y):
+    """(pred, y) as Dask arrays of the same chunks: y a Dask array keeps its chunks (the
+    predictions are rechunked to them, never the labels: a rechunk of y would share its
+    task names with the fit's own rechunk, persisted on the workers), a numpy y is cut
+    like the predictions (sent with the tasks)."""
+    import dask.array as da
+
+    pred = pred.reshape(-1)
+    n = int(pred.shape[0])
+    if is_dask_array(y):
+        y = y.reshape(-1)
+        if y.shape[0] != n:
+            raise ValueError(f"y: has {y.shape[0]} labels but X has {n} rows")
+        return pred.rechunk(y.chunks), y
+    y = np.asarray(y).reshape(-1)
+    if y.shape[0] != n:
+        raise ValueError(f"y: has {y.shape[0]} labels but X has {n} rows")
+    return pred, da.from_array(y, chunks=pred.chunks)
+
+
 def count_mistakes(estimator, X, y):
-    """Number of rows of the Dask array X whose predicted label differs from y (a numpy
-    array), counted on the workers: each chunk returns its count, the client adds them."""
+    """Number of rows of the Dask array X whose predicted label differs from y, counted
+    on the workers: y a numpy array (each chunk's slice sent with its task), or a Dask
+    array (the predictions compared with its chunks there: the labels never come to the
+    client); each chunk returns its count, the client adds them."""
     import dask.array as da
 
     X = _check_array(X)
+    if is_dask_array(y):
+        pred, y = _aligned(estimator.predict(X), y)
+        return int((pred != y).sum().compute())
     y = np.asarray(y)
     bounds = np.concatenate(([0], np.cumsum(X.chunks[0])))
     counts = [da.from_delayed(
@@ -1093,6 +1118,18 @@ def _delayed_count(block, labels, predict):
     from dask import delayed
 
     return delayed(_count_mistakes)(block.to_delayed().ravel()[0], labels, predict)
+
+
+def clipped_abs_error(pred, y, low, high):
+    """sum_i |clip(pred_i) - clip(y_i)|, both clipped to [low, high], for predictions
+    pred (a Dask array, on the workers) and labels y (numpy, or a Dask array: compared
+    with its chunks there); computed on the workers, the sum comes back."""
+    import dask.array as da
+
+    pred, y = _aligned(pred, y)
+    err = da.abs(da.clip(pred.astype(np.float64), low, high)
+                 - da.clip(y.astype(np.float64), low, high))
+    return float(err.sum().compute())
 
 
 def map_rows(X, fn, n_features, out_cols=None, dtype=np.float64):
