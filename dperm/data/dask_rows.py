@@ -666,6 +666,51 @@ def _class_codes(y, classes, block_info=None):
     return codes
 
 
+def _centred_targets(block, centre):
+    """One chunk of regression targets, checked as `check_real_labels` checks them (on
+    a worker), as float64 minus the public centre."""
+    y = np.asarray(block)
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"y: a regression target must be numeric, got dtype {y.dtype}")
+    yf = np.asarray(y, dtype=np.float64)
+    if not np.all(np.isfinite(yf)):
+        raise ValueError("y: contains NaN or infinity")
+    return yf if centre is None else yf - centre
+
+
+def _bounded_targets(block, centre, bound, count):
+    """One chunk's targets checked, centred and clipped to [-bound, bound] (on a
+    worker); with `count`, how many were clipped, as a (1,) array."""
+    yf = _centred_targets(block, centre)
+    if count:
+        return np.array([np.count_nonzero(np.abs(yf) > bound)], dtype=np.int64)
+    return np.clip(yf, -bound, bound)
+
+
+def worker_targets(y, n, label_bound, centre=None):
+    """dperm.data.oracle.worker_targets: the Dask array y's targets checked, centred and
+    clipped on the workers (lazily), and the count of those clipped (computed there).
+    Each call's tasks get names of their own (a fit's persisted labels and another
+    graph never share a task name: dask/dask#9888)."""
+    import uuid
+
+    if y.ndim == 2 and 1 in y.shape:
+        y = y.reshape(-1)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y: expected {n} targets (1-D), got shape {y.shape}")
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"y: a regression target must be numeric, got dtype {y.dtype}")
+    B = float(label_bound)
+    c = None if centre is None else float(centre)
+    key = uuid.uuid4().hex
+    counts = y.map_blocks(_bounded_targets, c, B, True, chunks=((1,) * y.numblocks[0],),
+                          dtype=np.int64, meta=np.empty((0,), np.int64),
+                          name=f"dperm-targets-clipped-{key}")
+    targets = y.map_blocks(_bounded_targets, c, B, False, dtype=np.float64,
+                           meta=np.empty((0,), np.float64), name=f"dperm-targets-{key}")
+    return targets, int(counts.sum().compute())
+
+
 def label_set(y):
     """The distinct labels of y (numpy, or a Dask array: found on the workers, only the
     set comes back), sorted."""

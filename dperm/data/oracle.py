@@ -468,6 +468,15 @@ def with_worker_labels(X, labels, *, min_samples=1, regression=False, n_classes=
     return X
 
 
+def worker_targets(y, n, label_bound, centre=None):
+    """(targets, how many were clipped) for a regression fit on rows on the Dask
+    workers, y a Dask array: checked (numeric, finite), moved by the public centre and
+    clipped to [-label_bound, label_bound] there, as `check_real_labels` and
+    `bound_labels` do locally (the same operations, the same bits); only the count of
+    clipped targets (for the analyst) comes to the client."""
+    return dask_rows.worker_targets(y, n, label_bound, centre)
+
+
 def class_rows(X, y, classes, *, min_samples=1):
     """Rows of a Dask array X whose labels, on the workers, are the indices of y's labels
     in the public `classes` (mapped and checked there, chunk by chunk: y is not brought

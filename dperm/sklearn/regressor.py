@@ -438,9 +438,13 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         """(rows, targets on the fit's scale, distributed): rows checked once (a Dask
         collection's stay on the workers), targets finite and, with label_bounds, moved
         by the public centre (the fit sees y - c in [-B, B])."""
-        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
+        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True,
+                                                  labels_on_workers=True)
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
+        if distributed and _oracle.is_dask_array(y):
+            # a Dask y stays on the workers: checked, centred and clipped there (`_bound`)
+            return X, y, distributed
         y = check_real_labels(y, X.shape[0], name="y")
         centre = self._label()[1]
         if centre is not None:
@@ -452,13 +456,19 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         """(rows within data_norm, rows clipped, targets within [-B, B], targets clipped):
         the public row-by-row maps; rows on the workers get their clipped targets first."""
         R = float(self.data_norm)
-        if distributed:
+        worker_targets = distributed and _oracle.is_dask_array(y)
+        if worker_targets:     # checked, centred and clipped on the workers
+            yc, y_clipped = _oracle.worker_targets(y, X.shape[0], B, self._label()[1])
+            X = _oracle.with_worker_labels(X, yc, min_samples=2, regression=True)
+        elif distributed:
             X = _oracle.with_worker_labels(X, bound_labels(y, B)[0], min_samples=2,
                                            regression=True)
         row_stats: dict[str, float] = {}
         X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
         if "max_norm" in row_stats:
             warn_if_rows_far_inside(row_stats["max_norm"], R, stacklevel=4)
+        if worker_targets:     # the targets are the rows' own, on the workers
+            return X, clipped, None, y_clipped
         yc, y_clipped = bound_labels(y, B)
         return X, clipped, yc, y_clipped
 
