@@ -437,7 +437,9 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     def _rows_and_targets(self, X: Any, y: Any) -> tuple[Any, np.ndarray, bool]:
         """(rows, targets on the fit's scale, distributed): rows checked once (a Dask
         collection's stay on the workers), targets finite and, with label_bounds, moved
-        by the public centre (the fit sees y - c in [-B, B])."""
+        by the public centre (the fit sees y - c in [-B, B]).  With a Dask array X, a
+        Dask y (or dask Series) is returned as it is: `_bound` has it checked, centred
+        and clipped on the workers."""
         X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True,
                                                   labels_on_workers=True)
         if y is None:
@@ -452,9 +454,11 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
         return X, y, distributed
 
     def _bound(self, X: Any, y: np.ndarray, B: float,
-               distributed: bool) -> tuple[Any, int, np.ndarray, int]:
+               distributed: bool) -> tuple[Any, int, np.ndarray | None, int]:
         """(rows within data_norm, rows clipped, targets within [-B, B], targets clipped):
-        the public row-by-row maps; rows on the workers get their clipped targets first."""
+        the public row-by-row maps; rows on the workers get their clipped targets first
+        (a Dask y: made there, dperm.data.oracle.worker_targets, and the targets
+        returned are None: the rows carry them, as dperm.spark's)."""
         R = float(self.data_norm)
         worker_targets = distributed and _oracle.is_dask_array(y)
         if worker_targets:     # checked, centred and clipped on the workers
