@@ -678,37 +678,47 @@ def _centred_targets(block, centre):
     return yf if centre is None else yf - centre
 
 
-def _bounded_targets(block, centre, bound, count):
-    """One chunk's targets checked, centred and clipped to [-bound, bound] (on a
-    worker); with `count`, how many were clipped, as a (1,) array."""
-    yf = _centred_targets(block, centre)
+def _clipped_targets(block, bound, count):
+    """One chunk's targets clipped to [-bound, bound] (on a worker); with `count`, how
+    many were clipped, as a (1,) array (as `bound_labels`)."""
+    yf = np.asarray(block, dtype=np.float64)
     if count:
         return np.array([np.count_nonzero(np.abs(yf) > bound)], dtype=np.int64)
     return np.clip(yf, -bound, bound)
 
 
-def worker_targets(y, n, label_bound, centre=None):
-    """dperm.data.oracle.worker_targets: the Dask array y's targets checked, centred and
-    clipped on the workers (lazily), and the count of those clipped (computed there).
-    Each call's tasks get names of their own (a fit's persisted labels and another
-    graph never share a task name: dask/dask#9888)."""
+def _own_name(what):
+    """A task name of its own: a fit's persisted labels never share a name with another
+    graph's tasks of another form (dask/dask#9888)."""
     import uuid
 
+    return f"dperm-{what}-{uuid.uuid4().hex}"
+
+
+def centred_targets(y, n, centre=None):
+    """dperm.data.oracle.real_targets for the Dask array y: checked (numeric, finite)
+    and moved by the public centre on the workers, lazily."""
     if y.ndim == 2 and 1 in y.shape:
         y = y.reshape(-1)
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y: expected {n} targets (1-D), got shape {y.shape}")
     if y.dtype.kind not in "biuf":
         raise ValueError(f"y: a regression target must be numeric, got dtype {y.dtype}")
+    return y.map_blocks(_centred_targets, None if centre is None else float(centre),
+                        dtype=np.float64, meta=np.empty((0,), np.float64),
+                        name=_own_name("targets"))
+
+
+def clipped_targets(y, label_bound):
+    """(y clipped to [-label_bound, label_bound] on the workers, lazily; how many were
+    clipped, counted there): dperm.data.oracle.targets_to_workers for a Dask y."""
     B = float(label_bound)
-    c = None if centre is None else float(centre)
-    key = uuid.uuid4().hex
-    counts = y.map_blocks(_bounded_targets, c, B, True, chunks=((1,) * y.numblocks[0],),
+    counts = y.map_blocks(_clipped_targets, B, True, chunks=((1,) * y.numblocks[0],),
                           dtype=np.int64, meta=np.empty((0,), np.int64),
-                          name=f"dperm-targets-clipped-{key}")
-    targets = y.map_blocks(_bounded_targets, c, B, False, dtype=np.float64,
-                           meta=np.empty((0,), np.float64), name=f"dperm-targets-{key}")
-    return targets, int(counts.sum().compute())
+                          name=_own_name("targets-clipped-count"))
+    clipped = y.map_blocks(_clipped_targets, B, False, dtype=np.float64,
+                           meta=np.empty((0,), np.float64), name=_own_name("targets-clipped"))
+    return clipped, int(counts.sum().compute())
 
 
 def label_set(y):

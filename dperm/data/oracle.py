@@ -468,13 +468,33 @@ def with_worker_labels(X, labels, *, min_samples=1, regression=False, n_classes=
     return X
 
 
-def worker_targets(y, n, label_bound, centre=None):
-    """(targets, how many were clipped) for a regression fit on rows on the Dask
-    workers, y a Dask array: checked (numeric, finite), moved by the public centre and
-    clipped to [-label_bound, label_bound] there, as `check_real_labels` and
-    `bound_labels` do locally (the same operations, the same bits); only the count of
-    clipped targets (for the analyst) comes to the client."""
-    return dask_rows.worker_targets(y, n, label_bound, centre)
+def real_targets(X, y, centre=None):
+    """A regression fit's targets on its scale: finite real numbers minus the public
+    centre (``label_bounds``' midpoint; None: unchanged), one per row of X.  Local:
+    checked here (`check_real_labels`), a float64 array.  A Dask array y beside rows on
+    the Dask workers stays there: checked and centred chunk by chunk on the workers
+    (lazily; the same operations, the same bits), a Dask array."""
+    if dask_rows.is_distributed(X) and dask_rows.is_dask_array(y):
+        return dask_rows.centred_targets(y, int(X.shape[0]), centre)
+    y = check_real_labels(y, X.shape[0], name="y")
+    if centre is not None:
+        y = np.asarray(y, dtype=np.float64) - centre
+    return y
+
+
+def targets_to_workers(X, y, label_bound, *, min_samples=2):
+    """(rows on the Dask workers with their targets clipped to [-label_bound,
+    label_bound], how many were clipped, the clipped targets or None): y from
+    `real_targets`.  A numpy y is clipped here (`bound_labels`) and sent chunked like
+    the rows; a Dask y is clipped on the workers, only the count comes back (the
+    targets returned are None: the rows carry them)."""
+    from dperm.data.validation import bound_labels
+
+    if dask_rows.is_dask_array(y):
+        yc, clipped = dask_rows.clipped_targets(y, label_bound)
+        return with_worker_labels(X, yc, min_samples=min_samples, regression=True), clipped, None
+    yc, clipped = bound_labels(y, label_bound)
+    return with_worker_labels(X, yc, min_samples=min_samples, regression=True), clipped, yc
 
 
 def class_rows(X, y, classes, *, min_samples=1):
