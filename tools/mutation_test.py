@@ -209,12 +209,13 @@ MUTANTS = [
     ("selection_score_noise", "Lambda selection: score noise at twice the score's epsilon",
      "rng.laplace(0.0, sensitivity / eps_score)", "rng.laplace(0.0, 0.5 * sensitivity / eps_score)"),
     ("selection_regression_sensitivity", "Lambda selection: a regression score's sensitivity B (not 2 B)",
-     "return float(np.sum(err)), 2.0 * B", "return float(np.sum(err)), 1.0 * B"),
+     "return _oracle.clipped_abs_error(est, X, y, c - B, c + B), 2.0 * B",
+     "return _oracle.clipped_abs_error(est, X, y, c - B, c + B), 1.0 * B"),
     ("selection_refit_full_epsilon", "Lambda selection: the refit charged as if it had all of epsilon",
      "final = clone(base).set_params(epsilon=eps - eps_select, accountant=None)",
      "final = clone(base).set_params(epsilon=eps, accountant=None)"),
     ("selection_regression_unclipped_label", "Lambda selection: the regression score's labels not clipped",
-     "np.clip(np.asarray(y, dtype=np.float64), c - B, c + B)", "np.asarray(y, dtype=np.float64)"),
+     "np.clip(np.asarray(y, dtype=np.float64), low, high)", "np.asarray(y, dtype=np.float64)"),
 ]
 
 #: the test files a privacy mutant must fail (found by name anywhere under tests/)

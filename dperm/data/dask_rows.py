@@ -666,6 +666,61 @@ def _class_codes(y, classes, block_info=None):
     return codes
 
 
+def _centred_targets(block, centre):
+    """One chunk of regression targets, checked as `check_real_labels` checks them (on
+    a worker), as float64 minus the public centre."""
+    y = np.asarray(block)
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"y: a regression target must be numeric, got dtype {y.dtype}")
+    yf = np.asarray(y, dtype=np.float64)
+    if not np.all(np.isfinite(yf)):
+        raise ValueError("y: contains NaN or infinity")
+    return yf if centre is None else yf - centre
+
+
+def _clipped_targets(block, bound, count):
+    """One chunk's targets clipped to [-bound, bound] (on a worker); with `count`, how
+    many were clipped, as a (1,) array (as `bound_labels`)."""
+    yf = np.asarray(block, dtype=np.float64)
+    if count:
+        return np.array([np.count_nonzero(np.abs(yf) > bound)], dtype=np.int64)
+    return np.clip(yf, -bound, bound)
+
+
+def _own_name(what):
+    """A task name of its own: a fit's persisted labels never share a name with another
+    graph's tasks of another form (dask/dask#9888)."""
+    import uuid
+
+    return f"dperm-{what}-{uuid.uuid4().hex}"
+
+
+def centred_targets(y, n, centre=None):
+    """dperm.data.oracle.real_targets for the Dask array y: checked (numeric, finite)
+    and moved by the public centre on the workers, lazily."""
+    if y.ndim == 2 and 1 in y.shape:
+        y = y.reshape(-1)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y: expected {n} targets (1-D), got shape {y.shape}")
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"y: a regression target must be numeric, got dtype {y.dtype}")
+    return y.map_blocks(_centred_targets, None if centre is None else float(centre),
+                        dtype=np.float64, meta=np.empty((0,), np.float64),
+                        name=_own_name("targets"))
+
+
+def clipped_targets(y, label_bound):
+    """(y clipped to [-label_bound, label_bound] on the workers, lazily; how many were
+    clipped, counted there): dperm.data.oracle.targets_to_workers for a Dask y."""
+    B = float(label_bound)
+    counts = y.map_blocks(_clipped_targets, B, True, chunks=((1,) * y.numblocks[0],),
+                          dtype=np.int64, meta=np.empty((0,), np.int64),
+                          name=_own_name("targets-clipped-count"))
+    clipped = y.map_blocks(_clipped_targets, B, False, dtype=np.float64,
+                           meta=np.empty((0,), np.float64), name=_own_name("targets-clipped"))
+    return clipped, int(counts.sum().compute())
+
+
 def label_set(y):
     """The distinct labels of y (numpy, or a Dask array: found on the workers, only the
     set comes back), sorted."""
@@ -1075,12 +1130,37 @@ def _count_mistakes(block, labels, predict):
     return np.array([np.count_nonzero(np.asarray(predict(block)) != labels)], dtype=np.int64)
 
 
+def _aligned(pred, y):
+    """(pred, y) as Dask arrays of the same chunks: y a Dask array keeps its chunks (the
+    predictions are rechunked to them, never the labels: a rechunk of y would share its
+    task names with the fit's own rechunk, persisted on the workers), a numpy y is cut
+    like the predictions (sent with the tasks)."""
+    import dask.array as da
+
+    pred = pred.reshape(-1)
+    n = int(pred.shape[0])
+    if is_dask_array(y):
+        y = y.reshape(-1)
+        if y.shape[0] != n:
+            raise ValueError(f"y: has {y.shape[0]} labels but X has {n} rows")
+        return pred.rechunk(y.chunks), y
+    y = np.asarray(y).reshape(-1)
+    if y.shape[0] != n:
+        raise ValueError(f"y: has {y.shape[0]} labels but X has {n} rows")
+    return pred, da.from_array(y, chunks=pred.chunks)
+
+
 def count_mistakes(estimator, X, y):
-    """Number of rows of the Dask array X whose predicted label differs from y (a numpy
-    array), counted on the workers: each chunk returns its count, the client adds them."""
+    """Number of rows of the Dask array X whose predicted label differs from y, counted
+    on the workers: y a numpy array (each chunk's slice sent with its task), or a Dask
+    array (the predictions compared with its chunks there: the labels never come to the
+    client); each chunk returns its count, the client adds them."""
     import dask.array as da
 
     X = _check_array(X)
+    if is_dask_array(y):
+        pred, y = _aligned(estimator.predict(X), y)
+        return int((pred != y).sum().compute())
     y = np.asarray(y)
     bounds = np.concatenate(([0], np.cumsum(X.chunks[0])))
     counts = [da.from_delayed(
@@ -1093,6 +1173,18 @@ def _delayed_count(block, labels, predict):
     from dask import delayed
 
     return delayed(_count_mistakes)(block.to_delayed().ravel()[0], labels, predict)
+
+
+def clipped_abs_error(pred, y, low, high):
+    """sum_i |clip(pred_i) - clip(y_i)|, both clipped to [low, high], for predictions
+    pred (a Dask array, on the workers) and labels y (numpy, or a Dask array: compared
+    with its chunks there); computed on the workers, the sum comes back."""
+    import dask.array as da
+
+    pred, y = _aligned(pred, y)
+    err = da.abs(da.clip(pred.astype(np.float64), low, high)
+                 - da.clip(y.astype(np.float64), low, high))
+    return float(err.sum().compute())
 
 
 def map_rows(X, fn, n_features, out_cols=None, dtype=np.float64):

@@ -25,6 +25,7 @@ rows", whatever the storage:
 Solvers (dperm.optim), mechanisms (dperm.privacy) and the estimators (dperm.sklearn)
 call these and never test a storage type themselves.
 """
+import functools
 from typing import Any
 
 import numpy as np
@@ -467,6 +468,35 @@ def with_worker_labels(X, labels, *, min_samples=1, regression=False, n_classes=
     return X
 
 
+def real_targets(X, y, centre=None):
+    """A regression fit's targets on its scale: finite real numbers minus the public
+    centre (``label_bounds``' midpoint; None: unchanged), one per row of X.  Local:
+    checked here (`check_real_labels`), a float64 array.  A Dask array y beside rows on
+    the Dask workers stays there: checked and centred chunk by chunk on the workers
+    (lazily; the same operations, the same bits), a Dask array."""
+    if dask_rows.is_distributed(X) and dask_rows.is_dask_array(y):
+        return dask_rows.centred_targets(y, int(X.shape[0]), centre)
+    y = check_real_labels(y, X.shape[0], name="y")
+    if centre is not None:
+        y = np.asarray(y, dtype=np.float64) - centre
+    return y
+
+
+def targets_to_workers(X, y, label_bound, *, min_samples=2):
+    """(rows on the Dask workers with their targets clipped to [-label_bound,
+    label_bound], how many were clipped, the clipped targets or None): y from
+    `real_targets`.  A numpy y is clipped here (`bound_labels`) and sent chunked like
+    the rows; a Dask y is clipped on the workers, only the count comes back (the
+    targets returned are None: the rows carry them)."""
+    from dperm.data.validation import bound_labels
+
+    if dask_rows.is_dask_array(y):
+        yc, clipped = dask_rows.clipped_targets(y, label_bound)
+        return with_worker_labels(X, yc, min_samples=min_samples, regression=True), clipped, None
+    yc, clipped = bound_labels(y, label_bound)
+    return with_worker_labels(X, yc, min_samples=min_samples, regression=True), clipped, yc
+
+
 def class_rows(X, y, classes, *, min_samples=1):
     """Rows of a Dask array X whose labels, on the workers, are the indices of y's labels
     in the public `classes` (mapped and checked there, chunk by chunk: y is not brought
@@ -515,13 +545,68 @@ def row_parts(X, y, parts):
 
 def count_mistakes(estimator, X, y):
     """Rows whose predicted label differs from y: counted chunk by chunk (partition by
-    partition) on the workers for a Dask array (DataFrame), only the counts coming
-    back; locally otherwise."""
+    partition) on the workers for a Dask array (DataFrame; y numpy, or for a Dask array
+    a Dask array of labels, compared there), only the counts coming back; on the
+    executors for Spark rows (their labels there; y not used); locally otherwise."""
+    if spark_rows.is_spark_rows(X):
+        return int(round(X.block_sum(functools.partial(_mistakes, estimator.predict))))
     if dask_rows.is_dask_array(X):
         return dask_rows.count_mistakes(estimator, X, y)
     if dask_rows.is_dask_frame(X):
         return dask_rows.count_frame_mistakes(estimator, X, y)
     return int(np.count_nonzero(np.asarray(estimator.predict(X)) != y))
+
+
+def _mistakes(predict, X, labels):
+    """Rows of one block whose predicted label differs from labels (on a worker)."""
+    return np.count_nonzero(np.asarray(predict(X)) != labels)
+
+
+def clipped_abs_error(estimator, X, y, low, high):
+    """sum_i |clip(f(x_i)) - clip(y_i)|, both clipped to [low, high] (a regression's
+    score in private selection): predicted and summed chunk by chunk on the workers for
+    a Dask array or DataFrame (y numpy, or a Dask array: compared there; the sum comes
+    back), on the executors for Spark rows (their targets there; y not used); locally
+    otherwise."""
+    if spark_rows.is_spark_rows(X):
+        return float(X.block_sum(functools.partial(_abs_error, estimator.predict, low, high)))
+    pred = estimator.predict(X)
+    if dask_rows.is_dask_array(pred):      # rows on the workers: the sum computed there
+        return dask_rows.clipped_abs_error(pred, y, low, high)
+    return _abs_error(lambda _: pred, low, high, None, y)
+
+
+def _abs_error(predict, low, high, X, y):
+    pred = np.clip(np.asarray(predict(X), dtype=np.float64), low, high)
+    err = np.abs(pred - np.clip(np.asarray(y, dtype=np.float64), low, high))
+    # two values of [low, high]: each term in [0, high - low]
+    return float(np.sum(err))
+
+
+def scored_rows(X, y):
+    """(X, y) for fits that are scored on their own training rows (private selection,
+    dperm.privacy.selection): Spark rows as they are (their labels on the executors; y
+    as given, unused); a Dask array's rows on the workers, and its labels there too
+    when y is a Dask array or a dask Series (made a Dask array; never brought to the
+    client); a data frame as it is (`labelled_rows` with ``frames``); local X validated
+    and y a numpy array."""
+    if spark_rows.is_spark_rows(X):
+        return X, y
+    X, y, _ = labelled_rows(X, y, accept_worker_rows=False, frames=True,
+                            labels_on_workers=True)
+    if not (dask_rows.is_dask_array(X) and dask_rows.is_dask_array(y)):
+        y = np.asarray(y)
+    return X, y
+
+
+def rows_shape(X):
+    """(n, d) of X as a fit would read it (a Dask array's from its chunks, a dask
+    DataFrame's row count counted on the workers, Spark rows' from their build), without
+    reading any label."""
+    if spark_rows.is_spark_rows(X):
+        return int(X.shape[0]), int(X.shape[1])
+    rows, _, _ = labelled_rows(X, None, accept_worker_rows=False, frames=True)
+    return n_rows(rows), int(rows.shape[1])
 
 
 def on_workers_if_dask(out_cols=None, dtype=None):

@@ -401,6 +401,19 @@ class SparkRows:
                                         0, 0.0, None)
         return gram, xty
 
+    def block_sum(self, fn):
+        """sum over the partitions of fn(X_p, labels_p), each on its executor: X_p the
+        partition's rows as read (before the row maps `ops`: the rows a released model
+        predicts on, as the local rows it is scored on), labels_p their labels as given
+        in the label column (the values of `classes`; regression: the targets clipped to
+        the public interval [label_centre - label_bound, label_centre + label_bound]).
+        Only each partition's number comes back, added in the fixed tree order after the
+        check that every non-empty partition answered once.  fn: a picklable function of
+        public values (e.g. a released model's score on the rows: private selection,
+        dperm.privacy.selection) returning a number."""
+        _, S = self._source.reduce("block_sum", (), fn, 0, 0.0, None)
+        return float(np.asarray(S).reshape(-1)[0])
+
     def with_intercept(self, value, scale):
         """WithInterceptColumn, on the executors."""
         if any(op[0] == "icpt" for op in self.ops):
@@ -713,6 +726,25 @@ def _gram(spec, p, ops, bounds):
     return (p, nr, xty, gram)
 
 
+def _block_sum(spec, p, fn):
+    """(p, rows, None, [fn(X_p, labels_p)]) of partition p's rows as read and their
+    labels in the label column's values (`SparkRows.block_sum`), or ("miss", p)."""
+    folder = _block_dir(spec)
+    try:
+        X = np.load(os.path.join(folder, f"x{p}.npy"), mmap_mode="r")
+        y = np.load(os.path.join(folder, f"y{p}.npy"))
+    except FileNotFoundError:
+        return ("miss", p)
+    task, classes, label_centre = spec[2], spec[3], spec[5]
+    if task == "binary":                      # stored as -1 / +1
+        labels = np.where(y > 0, classes[1], classes[0])
+    elif task == "multiclass":                # stored as the class indices
+        labels = np.asarray(classes, dtype=np.float64)[y.astype(np.int64)]
+    else:                                     # stored minus the centre, clipped
+        labels = y if label_centre is None else y + label_centre
+    return (p, X.shape[0], None, np.array([float(fn(np.asarray(X), labels))]))
+
+
 def _run_pass(spec, pass_spec, p):
     """(p, rows, sum of losses or None, sums of gradient terms) of one partition, or
     ("miss", p) when its block is not on this host."""
@@ -724,6 +756,8 @@ def _run_pass(spec, pass_spec, p):
             return _gram(spec, p, ops, Wargs)
         except ValueError as exc:
             return ("error", str(exc))
+    if method == "block_sum":
+        return _block_sum(spec, p, Wargs)
     try:
         hit = _prepare(spec, p, ops)
     except ValueError as exc:   # norm_policy="error": a row over the bound

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +53,7 @@ from dperm.privacy.accountant import BudgetAccountant, PureEvent
 from dperm.privacy.noise import warn_if_seeded
 
 __all__ = ["select_alpha", "SelectionResult", "alpha_grid", "DEFAULT_FACTORS",
-           "fit_with_selection", "SELECT_FACTORS"]
+           "fit_with_selection", "fit_selected", "check_selection", "SELECT_FACTORS"]
 
 #: the default grid: auto's Lambda times these factors (public)
 DEFAULT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -152,10 +152,8 @@ def _score(est, X, y):
     rec = est.privacy_
     B = float(rec["label_bound"])
     c = float(rec.get("label_centre") or 0.0)
-    pred = np.clip(np.asarray(est.predict(X), dtype=np.float64), c - B, c + B)
-    err = np.abs(pred - np.clip(np.asarray(y, dtype=np.float64), c - B, c + B))
     # two values of [c - B, c + B]: each term in [0, 2 B]
-    return float(np.sum(err)), 2.0 * B
+    return _oracle.clipped_abs_error(est, X, y, c - B, c + B), 2.0 * B
 
 
 def _check_alphas(alphas):
@@ -178,7 +176,8 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
                  expected_runs: float | None = None,
                  score_fraction: float = DEFAULT_SCORE_FRACTION,
                  accountant: BudgetAccountant | None = None,
-                 random_state: Any = None) -> SelectionResult:
+                 random_state: Any = None,
+                 fit: Callable[[Any], Any] | None = None) -> SelectionResult:
     """Choose Lambda (the estimator's ``alpha``) with epsilon-DP, every model on all rows.
 
     Parameters
@@ -202,6 +201,12 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
         after (only on success).
     random_state : None, int or numpy Generator; a seed voids the guarantee (warns; refused
         with an accountant).
+    fit : callable, optional
+        ``fit(est)`` fits a clone ``est`` of the estimator on the data (default
+        ``est.fit(X, y)``): the seam for an engine whose fit is not the estimator's own,
+        e.g. dperm.spark, whose X is its rows on the executors (labels there, y None).
+        Each run's model is scored on X by dperm.data.oracle (on the workers or the
+        executors for rows held there).
     """
     from sklearn.base import clone
 
@@ -222,8 +227,8 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
         raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
                         f"{type(accountant).__name__}")
     params = _check_estimator(estimator)
-    X, y, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False, frames=True)
-    y = np.asarray(y)
+    # a Dask array's rows and labels stay on the workers, Spark rows on the executors
+    X, y = _oracle.scored_rows(X, y)
     warn_if_seeded(random_state, accountant=accountant)
     event = PureEvent(epsilon)
     if accountant is not None:
@@ -245,7 +250,10 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
         if "accountant" in params:
             settings["accountant"] = None           # charged once, below
         est.set_params(**settings)
-        est.fit(X, y)
+        if fit is None:
+            est.fit(X, y)
+        else:
+            fit(est)
         est.set_params(random_state=None)           # no generator left in a released model
         # a count of mistakes moves by at most 1 with one row: Laplace(1 / eps_score);
         # a regression's clipped absolute error by at most 2 B: Laplace(2 B / eps_score)
@@ -293,6 +301,38 @@ def _take_clone_stream(estimator: Any) -> None:
         spawn_generator(estimator.random_state)
 
 
+def check_selection(estimator: Any, fit_params: dict[str, Any] | None = None) -> float:
+    """What an ``alpha="select"`` fit checks before it reads any data, in this order:
+    epsilon; delta = 0; a mechanism with a Lambda (not 'none' or 'adassp'); the
+    estimator (:func:`select_alpha`'s conditions, e.g. a public ``classes``); no fit
+    parameters (refused as a fit refuses ``sample_weight``); the accountant's type and
+    its budget for the whole ``epsilon``; and with an accountant, no seed.  Returns
+    epsilon.  Nothing is spent.  :func:`fit_selected` calls it first; an engine that
+    reads its rows before calling that (dperm.spark) calls it before reading them."""
+    eps = check_epsilon(estimator.epsilon, "epsilon")
+    params = estimator.get_params(deep=False)
+    if float(params.get("delta", 0.0) or 0.0) != 0.0:
+        raise ValueError("alpha='select': the selection's guarantee is for pure epsilon; set "
+                         "delta=0 (or choose alpha='auto' or a number)")
+    how = params.get("perturbation", params.get("method"))
+    if how in ("none", "adassp"):
+        raise ValueError(f"alpha='select' needs a private ERM fit with a Lambda; "
+                         f"{'perturbation' if 'perturbation' in params else 'method'}={how!r} "
+                         "has none to choose (use 'objective' or 'output')")
+    _check_estimator(estimator)          # e.g. classes=None, before anything is read
+    if fit_params:                       # refused as a fit refuses them (sample_weight)
+        estimator._start_fit(fit_params, estimator._privacy_param)
+    accountant = estimator.accountant
+    if accountant is not None:
+        if not isinstance(accountant, BudgetAccountant):
+            raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
+                            f"{type(accountant).__name__}")
+        accountant.check(PureEvent(eps))
+        # a seed with an accountant is refused (select_alpha's check, made before reading)
+        warn_if_seeded(estimator.random_state, accountant=accountant)
+    return eps
+
+
 def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Any:
     """Fit ``estimator`` (a PrivateLinearClassifier or PrivateLinearRegression with
     ``alpha="select"``) with its Lambda chosen privately on all rows; returns it fitted.
@@ -310,40 +350,38 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
     record with ``epsilon`` the released model's own epsilon (per one-vs-rest model) and
     ``epsilon_total`` the estimator's epsilon (selection and fit).  The estimator's
     accountant is charged ``epsilon`` in all (checked before any data are read).
+
+    X may be a Dask array (y numpy, or a Dask array kept on the workers): every run and
+    the final model are fitted on the workers and each run's score is computed there
+    (dperm.data.oracle), as for local rows.
     """
+    return fit_selected(estimator, X, y, fit_params=fit_params)
+
+
+def fit_selected(estimator: Any, X: Any, y: Any, *, fit: Callable[[Any], Any] | None = None,
+                 fit_params: dict[str, Any] | None = None) -> Any:
+    """:func:`fit_with_selection`'s rule, with the fit step given: ``fit(est)`` fits an
+    estimator ``est`` (a clone of ``estimator`` with a numeric ``alpha``) on the data
+    (default ``est.fit(X, y, **fit_params)``).  The seam of an engine whose fit is not
+    the estimator's own: dperm.spark passes its rows on the executors as X (y None) and
+    its fit of those rows; the runs' scores are computed where the rows are
+    (dperm.data.oracle).  Returns ``estimator``, fitted."""
     import warnings
 
     from sklearn.base import clone
 
     from dperm.exceptions import NoiseDominatedWarning
 
-    eps = check_epsilon(estimator.epsilon, "epsilon")
-    params = estimator.get_params(deep=False)
-    if float(params.get("delta", 0.0) or 0.0) != 0.0:
-        raise ValueError("alpha='select': the selection's guarantee is for pure epsilon; set "
-                         "delta=0 (or choose alpha='auto' or a number)")
-    how = params.get("perturbation", params.get("method"))
-    if how in ("none", "adassp"):
-        raise ValueError(f"alpha='select' needs a private ERM fit with a Lambda; "
-                         f"{'perturbation' if 'perturbation' in params else 'method'}={how!r} "
-                         "has none to choose (use 'objective' or 'output')")
+    fit_params = fit_params or {}
+    eps = check_selection(estimator, fit_params)
     base = clone(estimator).set_params(alpha="auto", accountant=None)
-    _check_estimator(base)               # e.g. classes=None, before anything is read
-    if fit_params:                       # refused as a fit refuses them (sample_weight)
-        base._start_fit(fit_params, base._privacy_param)
     accountant = estimator.accountant
-    if accountant is not None:
-        if not isinstance(accountant, BudgetAccountant):
-            raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
-                            f"{type(accountant).__name__}")
-        accountant.check(PureEvent(eps))
     share = SELECT_REFIT_SHARE
     eps_select = eps if share is None else share * eps
     eps_model = (1.0 - DEFAULT_SCORE_FRACTION) * eps_select / _RUN_FACTORS["logarithmic"]
     # auto's Lambda at the runs' epsilon: a public function of (n, d, epsilon, bounds),
     # planned as a fit plans it (the estimator's _auto_alpha: nothing minimized)
-    rows, _, _ = _oracle.labelled_rows(X, y, accept_worker_rows=False, frames=True)
-    n_rows, n_features = _oracle.n_rows(rows), int(rows.shape[1])
+    n_rows, n_features = _oracle.rows_shape(X)      # no label is read
     center = base._auto_alpha(eps_model, n_rows, n_features)
     _take_clone_stream(base)
     with warnings.catch_warnings():
@@ -352,7 +390,7 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
         warnings.simplefilter("ignore", NoiseDominatedWarning)
         res = select_alpha(base, X, y, eps_select, alphas=alpha_grid(center, SELECT_FACTORS),
                            expected_runs=SELECT_EXPECTED_RUNS, accountant=accountant,
-                           random_state=estimator.random_state)
+                           random_state=estimator.random_state, fit=fit)
     final: Any
     if share is None:
         final = res.best_estimator_
@@ -365,7 +403,10 @@ def fit_with_selection(estimator: Any, X: ArrayLike, y: ArrayLike, **fit_params:
         final.set_params(alpha=final_center * res.best_alpha_ / center, accountant=accountant)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NoiseDominatedWarning)
-            final.fit(X, y, **fit_params)
+            if fit is None:
+                final.fit(X, y, **fit_params)
+            else:
+                fit(final)
     fitted = {k: v for k, v in vars(final).items()      # names ending in "_"
               if k.endswith("_") and not k.startswith("_")}
     for k in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")

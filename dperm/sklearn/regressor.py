@@ -28,7 +28,6 @@ from dperm.data.validation import (
     Satisfies,
     bound_labels,
     bound_rows,
-    check_real_labels,
     warn_if_rows_far_inside,
 )
 from dperm.exceptions import ClippingWarning, NoiseDominatedWarning
@@ -437,29 +436,30 @@ class PrivateLinearRegression(RegressorMixin, PrivateLinearBase):
     def _rows_and_targets(self, X: Any, y: Any) -> tuple[Any, np.ndarray, bool]:
         """(rows, targets on the fit's scale, distributed): rows checked once (a Dask
         collection's stay on the workers), targets finite and, with label_bounds, moved
-        by the public centre (the fit sees y - c in [-B, B])."""
-        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True)
+        by the public centre (the fit sees y - c in [-B, B]).  With a Dask array X, a
+        Dask y (or dask Series) stays one: checked and centred on the workers
+        (dperm.data.oracle.real_targets), clipped there by `_bound`."""
+        X, y, distributed = _oracle.labelled_rows(X, y, min_samples=2, describe=True,
+                                                  labels_on_workers=True)
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
-        y = check_real_labels(y, X.shape[0], name="y")
-        centre = self._label()[1]
-        if centre is not None:
-            y = np.asarray(y, dtype=np.float64) - centre
-        return X, y, distributed
+        return X, _oracle.real_targets(X, y, self._label()[1]), distributed
 
     def _bound(self, X: Any, y: np.ndarray, B: float,
-               distributed: bool) -> tuple[Any, int, np.ndarray, int]:
+               distributed: bool) -> tuple[Any, int, np.ndarray | None, int]:
         """(rows within data_norm, rows clipped, targets within [-B, B], targets clipped):
-        the public row-by-row maps; rows on the workers get their clipped targets first."""
+        the public row-by-row maps; rows on the workers get their clipped targets first
+        (a Dask y: made there, dperm.data.oracle.targets_to_workers, and the targets
+        returned are None: the rows carry them, as dperm.spark's)."""
         R = float(self.data_norm)
-        if distributed:
-            X = _oracle.with_worker_labels(X, bound_labels(y, B)[0], min_samples=2,
-                                           regression=True)
+        if distributed:        # the rows get their clipped targets (a Dask y's: made there)
+            X, y_clipped, yc = _oracle.targets_to_workers(X, y, B)
         row_stats: dict[str, float] = {}
         X, clipped = bound_rows(X, R, self.norm_policy, return_clipped=True, stats=row_stats)
         if "max_norm" in row_stats:
             warn_if_rows_far_inside(row_stats["max_norm"], R, stacklevel=4)
-        yc, y_clipped = bound_labels(y, B)
+        if not distributed:
+            yc, y_clipped = bound_labels(y, B)
         return X, clipped, yc, y_clipped
 
     def _plan(self, n: int, d: int, B: float, centre: float | None) -> _Plan:

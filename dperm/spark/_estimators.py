@@ -40,10 +40,11 @@ from dperm.data.spark_rows import SparkRows
 from dperm.data.validation import bound_rows
 from dperm.exceptions import NoiseDominatedWarning, PrivacyLeakWarning
 from dperm.optim import erm
+from dperm.privacy import selection as _selection
 from dperm.privacy.accountant import BudgetAccountant
 from dperm.sklearn import classifier as _clf
 from dperm.sklearn import regressor as _reg
-from dperm.sklearn._base import _warn_clipped
+from dperm.sklearn._base import ALPHA_OPTIONS, _warn_clipped
 
 __all__ = ["PrivateLinearClassifier", "PrivateLinearClassificationModel",
            "PrivateLinearRegression", "PrivateLinearRegressionModel"]
@@ -60,8 +61,9 @@ def _to_optional_float(value):
 
 def _to_alpha(value):
     if isinstance(value, str):
-        if value != "auto":
-            raise TypeError(f"alpha: 'auto' or a positive number, got {value!r}")
+        if value not in ALPHA_OPTIONS:
+            raise TypeError(f"alpha: one of {', '.join(map(repr, ALPHA_OPTIONS))} or a "
+                            f"positive number, got {value!r}")
         return value
     return TypeConverters.toFloat(value)
 
@@ -106,7 +108,10 @@ class _PrivateParams(HasFeaturesCol, HasLabelCol, HasPredictionCol, HasFitInterc
                           "give nPublic)", TypeConverters.toString)
     nPublic = _param("nPublic", "add_remove only: the public count normalising the objective",
                      _to_optional_int)
-    alpha = _param("alpha", "regularization Lambda > 0, or 'auto' (a public rule)", _to_alpha)
+    alpha = _param("alpha", "regularization Lambda > 0, 'auto' (a public rule) or 'select' "
+                   "(chosen privately within epsilon, every candidate fitted on all rows: "
+                   "dperm.privacy.selection; pure epsilon, a mechanism with a Lambda)",
+                   _to_alpha)
     dataNorm = _param("dataNorm", "public bound R on a row's Euclidean norm (longer rows are "
                       "clipped or refused, per normPolicy)", TypeConverters.toFloat)
     normPolicy = _param("normPolicy", "'clip' or 'error': rows over dataNorm",
@@ -362,7 +367,12 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
     def _fit(self, dataset):
         local = self._local_class(**self._local_params())
         local._check_params()
-        if local.accountant is not None:
+        select = isinstance(local.alpha, str) and local.alpha == "select"
+        if select:
+            # Lambda chosen privately: the local fit's refusals and the selection's whole
+            # epsilon checked against the accountant, before anything is read
+            _selection.check_selection(local)
+        elif local.accountant is not None:
             # before anything is read: the local fit's refusals (a non-private fit, a
             # seed: with an accountant neither warns, both raise) and the budget
             local._start_fit({}, self._privacy_param)
@@ -372,7 +382,14 @@ class _PrivateEstimator(Estimator, DefaultParamsReadable, DefaultParamsWritable)
                          n_threads=self.getOrDefault("threadsPerTask"),
                          bound=(local.data_norm, local.norm_policy))
         try:
-            self._fit_local(local, rows)
+            if select:
+                # the local rule (dperm.privacy.selection.fit_with_selection), each run
+                # and the final model fitted by this estimator's steps on the executors,
+                # each run scored there (SparkRows.block_sum)
+                _selection.fit_selected(local, rows, None,
+                                        fit=lambda est: self._fit_local(est, rows))
+            else:
+                self._fit_local(local, rows)
         finally:
             rows.close()
         model = self._model_class(local)
