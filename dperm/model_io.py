@@ -466,6 +466,48 @@ def _check_coef(obj: Mapping[str, Any], bad: Callable[[str], Exception], n_featu
     return _finite_coef(coef, b, bad)
 
 
+def _raw_feature_names(obj: Mapping[str, Any], bad: Callable[[str], Exception]) -> list[str]:
+    """A version 4 (raw features, no schema) model's feature names, its norm bound checked."""
+    if obj["schema"] is not None:
+        raise bad(f"a format_version {MODEL_FORMAT_VERSION_RAW} model has no schema")
+    names = obj["feature_names"]
+    if not (isinstance(names, list) and names and all(isinstance(c, str) for c in names)):
+        raise bad("'feature_names' must be a list of column names")
+    _check_row_norm_bound(obj, bad)
+    return names
+
+
+def _check_row_norm_bound(obj: Mapping[str, Any], bad: Callable[[str], Exception]) -> None:
+    bound = (obj.get("preprocessing") or {}).get("row_norm_bound")
+    if not (isinstance(bound, (int, float)) and not isinstance(bound, bool)
+            and math.isfinite(bound) and bound > 0):
+        raise bad("'preprocessing.row_norm_bound' must be a positive number")
+
+
+def _model_schema(obj: Mapping[str, Any], version: int, task: str,
+                  bad: Callable[[str], Exception],
+                  categories_as_text: bool) -> tuple[PublicSchema | None, list[str]]:
+    """(schema, feature names) of a model file: None and the raw names for version 4."""
+    if version == MODEL_FORMAT_VERSION_RAW:
+        return None, _raw_feature_names(obj, bad)
+    if task == "regression":
+        if version != MODEL_FORMAT_VERSION_REGRESSION:
+            raise bad(f"a regression model has format_version {MODEL_FORMAT_VERSION_REGRESSION}")
+        return _schema(obj, bad, categories_as_text)
+    if version > 2 or "task" in obj and obj["task"] != "classification":
+        raise bad("'task' must be 'classification' or (format version 3) 'regression'")
+    return _schema(obj, bad, categories_as_text)
+
+
+def _model_classes(obj: Mapping[str, Any], version: int, bad: Callable[[str], Exception],
+                   as_text: bool) -> list[Any]:
+    """A classifier's classes (two for a version 1 file)."""
+    classes = _classes(obj, bad, as_text)
+    if len(classes) > 2 and version < 2:
+        raise bad("a version 1 model has exactly two classes")
+    return classes
+
+
 def read_model(path: str | os.PathLike, *, categories_as_text: bool = True) -> dict:
     """Read and check a model file (format versions 1 to 4); returns its dict with a
     PublicSchema `schema` (None for version 4), numpy `coef` ((d,) for two classes or a
@@ -491,31 +533,10 @@ def read_model(path: str | os.PathLike, *, categories_as_text: bool = True) -> d
     task = obj.get("task", "classification")
     if task not in ("classification", "regression"):
         raise bad("'task' must be 'classification' or 'regression'")
-    if version == MODEL_FORMAT_VERSION_RAW:
-        if obj["schema"] is not None:
-            raise bad(f"a format_version {MODEL_FORMAT_VERSION_RAW} model has no schema")
-        names = obj["feature_names"]
-        if not (isinstance(names, list) and names and all(isinstance(c, str) for c in names)):
-            raise bad("'feature_names' must be a list of column names")
-        bound = (obj.get("preprocessing") or {}).get("row_norm_bound")
-        if not (isinstance(bound, (int, float)) and not isinstance(bound, bool)
-                and math.isfinite(bound) and bound > 0):
-            raise bad("'preprocessing.row_norm_bound' must be a positive number")
-        schema = None
-    elif task == "regression":
-        if version != MODEL_FORMAT_VERSION_REGRESSION:
-            raise bad(f"a regression model has format_version {MODEL_FORMAT_VERSION_REGRESSION}")
-        schema, names = _schema(obj, bad, categories_as_text)
-    else:
-        if version > 2 or "task" in obj and obj["task"] != "classification":
-            raise bad("'task' must be 'classification' or (format version 3) 'regression'")
-        schema, names = _schema(obj, bad, categories_as_text)
+    schema, names = _model_schema(obj, version, task, bad, categories_as_text)
     K = None
     if task == "classification":
-        classes = _classes(obj, bad, categories_as_text and schema is not None)
-        if len(classes) > 2 and version < 2:
-            raise bad("a version 1 model has exactly two classes")
-        K = len(classes)
+        K = len(_model_classes(obj, version, bad, categories_as_text and schema is not None))
     coef, b = _check_coef(obj, bad, len(names), K)
     return dict(obj, coef=coef, intercept=b, schema=schema)
 
