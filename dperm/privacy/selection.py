@@ -171,6 +171,79 @@ def _check_alphas(alphas):
     return out
 
 
+def _check_expected_runs(expected_runs: Any, n_alphas: int) -> float:
+    if expected_runs is None:
+        expected_runs = 2.0 * n_alphas
+    if isinstance(expected_runs, (bool, np.bool_)) or not isinstance(expected_runs, numbers.Real) \
+            or not (math.isfinite(float(expected_runs)) and float(expected_runs) >= 1.0):
+        raise ValueError(f"expected_runs: must be a number >= 1, got {expected_runs!r}")
+    return float(expected_runs)
+
+
+def _check_selection_args(epsilon: Any, alphas: Any, runs: Any, expected_runs: Any,
+                          score_fraction: Any,
+                          accountant: Any) -> tuple[float, list[float], float]:
+    """select_alpha's public arguments, checked in this order: (epsilon, the grid, the
+    mean number of runs)."""
+    epsilon = check_epsilon(epsilon, "epsilon")
+    grid = _check_alphas(alphas)
+    expected_runs = _check_expected_runs(expected_runs, len(grid))
+    if runs not in _RUN_FACTORS:
+        raise ValueError(f"runs: must be one of {sorted(_RUN_FACTORS)}, got {runs!r}")
+    if isinstance(score_fraction, (bool, np.bool_)) or not isinstance(score_fraction, numbers.Real) \
+            or not 0.0 < float(score_fraction) < 1.0:
+        raise ValueError(f"score_fraction: must be in (0, 1), got {score_fraction!r}")
+    if accountant is not None and not isinstance(accountant, BudgetAccountant):
+        raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
+                        f"{type(accountant).__name__}")
+    return epsilon, grid, expected_runs
+
+
+def _draw_n_runs(runs: str, expected_runs: float, rng: np.random.Generator) -> int | None:
+    """The number of runs K, drawn first (runs="logarithmic"); None: runs="geometric"
+    (no draw here; each run ends with a coin, :func:`_stop`)."""
+    if runs != "logarithmic":
+        return None
+    gamma = _logarithmic_gamma(expected_runs)
+    return 1 if gamma is None else int(rng.logseries(1.0 - gamma))
+
+
+def _one_run(estimator: Any, params: Any, grid: list[float], rng: np.random.Generator,
+             eps_model: float, eps_score: float, X: Any, y: Any,
+             fit: Callable[[Any], Any] | None) -> tuple[Any, float, float]:
+    """One run: a Lambda drawn from the grid, a clone fitted at eps_model, its noisy
+    score; (the fitted clone, its Lambda, the noisy score).  The draws in this order:
+    the Lambda, the fit's child stream, the score's noise."""
+    from sklearn.base import clone
+
+    alpha = grid[int(rng.integers(len(grid)))]
+    est = clone(estimator)
+    settings = {"epsilon": eps_model, "alpha": alpha, "random_state": spawn_generator(rng)}
+    if "accountant" in params:
+        settings["accountant"] = None           # charged once, by select_alpha
+    est.set_params(**settings)
+    if fit is None:
+        est.fit(X, y)
+    else:
+        fit(est)
+    est.set_params(random_state=None)           # no generator left in a released model
+    # a count of mistakes moves by at most 1 with one row: Laplace(1 / eps_score);
+    # a regression's clipped absolute error by at most 2 B: Laplace(2 B / eps_score)
+    raw, sensitivity = _score(est, X, y)
+    score = raw + rng.laplace(0.0, sensitivity / eps_score)
+    return est, alpha, score
+
+
+def _stop(done: int, n_runs: int | None, expected_runs: float,
+          rng: np.random.Generator) -> bool:
+    """Whether the selection stops after `done` runs: K = n_runs reached (logarithmic), or
+    (n_runs None: geometric) a coin with probability 1 / expected_runs, one uniform draw
+    per run."""
+    if n_runs is not None:
+        return done >= n_runs
+    return rng.uniform() < 1.0 / expected_runs   # geometric: stop with probability gamma
+
+
 def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
                  alphas: Sequence[float], runs: str = "logarithmic",
                  expected_runs: float | None = None,
@@ -208,24 +281,8 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
         Each run's model is scored on X by dperm.data.oracle (on the workers or the
         executors for rows held there).
     """
-    from sklearn.base import clone
-
-    epsilon = check_epsilon(epsilon, "epsilon")
-    grid = _check_alphas(alphas)
-    if expected_runs is None:
-        expected_runs = 2.0 * len(grid)
-    if isinstance(expected_runs, (bool, np.bool_)) or not isinstance(expected_runs, numbers.Real) \
-            or not (math.isfinite(float(expected_runs)) and float(expected_runs) >= 1.0):
-        raise ValueError(f"expected_runs: must be a number >= 1, got {expected_runs!r}")
-    expected_runs = float(expected_runs)
-    if runs not in _RUN_FACTORS:
-        raise ValueError(f"runs: must be one of {sorted(_RUN_FACTORS)}, got {runs!r}")
-    if isinstance(score_fraction, (bool, np.bool_)) or not isinstance(score_fraction, numbers.Real) \
-            or not 0.0 < float(score_fraction) < 1.0:
-        raise ValueError(f"score_fraction: must be in (0, 1), got {score_fraction!r}")
-    if accountant is not None and not isinstance(accountant, BudgetAccountant):
-        raise TypeError(f"accountant: expected a dperm.BudgetAccountant, got "
-                        f"{type(accountant).__name__}")
+    epsilon, grid, expected_runs = _check_selection_args(epsilon, alphas, runs, expected_runs,
+                                                         score_fraction, accountant)
     params = _check_estimator(estimator)
     # a Dask array's rows and labels stay on the workers, Spark rows on the executors
     X, y = _oracle.scored_rows(X, y)
@@ -238,34 +295,16 @@ def select_alpha(estimator: Any, X: ArrayLike, y: ArrayLike, epsilon: float, *,
     eps_run = epsilon / _RUN_FACTORS[runs]
     eps_model = (1.0 - float(score_fraction)) * eps_run
     eps_score = float(score_fraction) * eps_run
-    if runs == "logarithmic":           # K drawn before any data is read
-        gamma = _logarithmic_gamma(expected_runs)
-        n_runs = 1 if gamma is None else int(rng.logseries(1.0 - gamma))
+    n_runs = _draw_n_runs(runs, expected_runs, rng)     # K drawn before any data is read
     best = None
     tried = []
     while True:
-        alpha = grid[int(rng.integers(len(grid)))]
-        est = clone(estimator)
-        settings = {"epsilon": eps_model, "alpha": alpha, "random_state": spawn_generator(rng)}
-        if "accountant" in params:
-            settings["accountant"] = None           # charged once, below
-        est.set_params(**settings)
-        if fit is None:
-            est.fit(X, y)
-        else:
-            fit(est)
-        est.set_params(random_state=None)           # no generator left in a released model
-        # a count of mistakes moves by at most 1 with one row: Laplace(1 / eps_score);
-        # a regression's clipped absolute error by at most 2 B: Laplace(2 B / eps_score)
-        raw, sensitivity = _score(est, X, y)
-        score = raw + rng.laplace(0.0, sensitivity / eps_score)
+        est, alpha, score = _one_run(estimator, params, grid, rng, eps_model, eps_score,
+                                     X, y, fit)
         tried.append((alpha, float(score)))
         if best is None or score < best[1]:
             best = (est, score, alpha)
-        if runs == "logarithmic":
-            if len(tried) >= n_runs:
-                break
-        elif rng.uniform() < 1.0 / expected_runs:   # geometric: stop with probability gamma
+        if _stop(len(tried), n_runs, expected_runs, rng):
             break
     if accountant is not None:
         accountant.spend(event, label=f"select_alpha({type(estimator).__name__}, "
