@@ -684,45 +684,65 @@ def _as_float(values, name):
 def _columns(X, columns):
     """[(key, float array)] for the chosen columns, without modifying X."""
     if isinstance(X, Mapping) or hasattr(X, "columns"):     # a mapping or a DataFrame
-        labels = list(X.keys() if isinstance(X, Mapping) else X.columns)
-        if columns is None:
-            # every column, whatever its values: the set of columns released must not
-            # depend on the data (picking columns by pandas' inferred dtype would drop a
-            # column from the release when one cell of a neighbour reads "?")
-            keys = labels
-            if not isinstance(X, Mapping):
-                other = [c for c in labels if getattr(X[c].dtype, "kind", "O") not in "fiu"]
-                if other:
-                    raise ValueError(
-                        f"columns: X is a DataFrame with columns of non-numeric dtype "
-                        f"{other[:12]}; name the numeric columns to release with "
-                        "columns=[...] (which columns are numeric must be public, not read "
-                        "from the data)")
-            if not keys:
-                raise ValueError("X: has no columns")
-        else:
-            keys = _column_list(columns)
-            lacking = [c for c in keys if c not in labels]
-            if lacking:
-                raise ValueError(f"columns: {lacking} not in X (X has columns: {labels[:12]})")
-        return [(c, _as_float(X[c], c)) for c in keys]
+        return _labelled_columns(X, columns)
+    return _array_columns(X, columns)
+
+
+def _labelled_columns(X, columns):
+    """_columns of a mapping or a DataFrame: its columns by label."""
+    labels = list(X.keys() if isinstance(X, Mapping) else X.columns)
+    if columns is None:
+        # every column, whatever its values: the set of columns released must not
+        # depend on the data (picking columns by pandas' inferred dtype would drop a
+        # column from the release when one cell of a neighbour reads "?")
+        keys = labels
+        if not isinstance(X, Mapping):
+            _check_numeric_dtypes(X, labels)
+        if not keys:
+            raise ValueError("X: has no columns")
+    else:
+        keys = _column_list(columns)
+        lacking = [c for c in keys if c not in labels]
+        if lacking:
+            raise ValueError(f"columns: {lacking} not in X (X has columns: {labels[:12]})")
+    return [(c, _as_float(X[c], c)) for c in keys]
+
+
+def _check_numeric_dtypes(X, labels):
+    """Every column of a DataFrame of numeric dtype (columns=None: all are released)."""
+    other = [c for c in labels if getattr(X[c].dtype, "kind", "O") not in "fiu"]
+    if other:
+        raise ValueError(
+            f"columns: X is a DataFrame with columns of non-numeric dtype "
+            f"{other[:12]}; name the numeric columns to release with "
+            "columns=[...] (which columns are numeric must be public, not read "
+            "from the data)")
+
+
+def _array_columns(X, columns):
+    """_columns of a 2-D array: its columns by integer index."""
     arr = np.asarray(X)
     if arr.ndim != 2:
         raise ValueError(f"X: expected a 2-D array or DataFrame, got shape {arr.shape}")
     if columns is None:
         keys = list(range(arr.shape[1]))
     else:
-        keys = _column_list(columns)
-        for j in keys:
-            if isinstance(j, (bool, np.bool_)) or not isinstance(j, (numbers.Integral, np.integer)):
-                raise ValueError(f"columns: X is an array; name columns by integer index, got {j!r}")
-            if not 0 <= j < arr.shape[1]:
-                raise ValueError(f"columns: index {j} is out of range; X has {arr.shape[1]} "
-                                 "column(s)")
-        keys = [int(j) for j in keys]
+        keys = _column_indices(columns, arr.shape[1])
     if not keys:
         raise ValueError("X: has no columns")
     return [(j, _as_float(arr[:, j], j)) for j in keys]
+
+
+def _column_indices(columns, n_columns):
+    """columns= for an array: integer indices in [0, n_columns), as ints."""
+    keys = _column_list(columns)
+    for j in keys:
+        if isinstance(j, (bool, np.bool_)) or not isinstance(j, (numbers.Integral, np.integer)):
+            raise ValueError(f"columns: X is an array; name columns by integer index, got {j!r}")
+        if not 0 <= j < n_columns:
+            raise ValueError(f"columns: index {j} is out of range; X has {n_columns} "
+                             "column(s)")
+    return [int(j) for j in keys]
 
 
 def _column_list(columns):
