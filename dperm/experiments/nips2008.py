@@ -498,12 +498,7 @@ def _method_reading(key):
     return method, reading
 
 
-def write_nips2008(result, out_dir):
-    """CSV files (always) and PNG figures (when matplotlib is importable); returns their paths."""
-    os.makedirs(out_dir, exist_ok=True)
-    cfg = result["config"]
-    paths = []
-    dg = result["figure1"]
+def _figure1_rows(dg):
     rows = []
     for lam in dg["lambdas"]:
         for k in KEYS:
@@ -514,13 +509,26 @@ def write_nips2008(result, out_dir):
                 rows.append([dg["d"], dg["gamma"], dg["epsilon"], f"{lam:g}", m, n, f"{mu:.5f}",
                              f"{sd:.5f}", dg["errors"][(k, lam)][si].size,
                              "" if b is None else f"{b[si]:.5g}", reading])
-    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure1.csv"),
-                               ["d", "gamma", "epsilon", "lambda", "method", "n", "error_mean",
-                                "error_std", "runs", "epsilon_bound", "reading"], rows))
+    return rows
 
-    head = ["margin", "method", "lambda", "epsilon", "error_mean", "error_std", "error_fold_std",
-            "folds", "runs_per_fold", "epsilon_bound", "paper_mean", "paper_std", "difference",
-            "within_paper_std", "reading"]
+
+def _lambda_grid_rows(name, ds, k, ms):
+    """Figure 2's Lambda grid rows of one method (the grid, then the table's Lambda)."""
+    m, reading = _method_reading(k)
+    grid = []
+    lg = ds["lambda_grid"]
+    for j, a in enumerate(lg["lambdas"]):
+        gm = cm.fold_mean_std(lg["errors"][k][j])
+        grid.append([name.split()[1], m, f"{np.log10(a):g}", f"{gm[0]:.5f}",
+                     f"{gm[1]:.5f}", "", reading])
+    grid.append([name.split()[1], m, f"{np.log10(ds['table']['lambda']):g}", f"{ms[0]:.5f}",
+                 f"{ms[1]:.5f}", "yes", reading])
+    return grid
+
+
+def _table_rows(result):
+    """(Figure 2's table rows, the real data sets' rows, Figure 2's Lambda grid rows)."""
+    cfg = result["config"]
     rows, real, grid = [], [], []
     for name, ds in result["datasets"].items():
         tb = ds["table"]
@@ -539,25 +547,14 @@ def write_nips2008(result, out_dir):
                              f"{ms[1]:.5f}", "yes", "" if b is None else f"{b:.5g}", "run"]
                             + paper + [reading, e.shape[0], e.shape[1]])
             if "lambda_grid" in ds:
-                lg = ds["lambda_grid"]
-                for j, a in enumerate(lg["lambdas"]):
-                    gm = cm.fold_mean_std(lg["errors"][k][j])
-                    grid.append([name.split()[1], m, f"{np.log10(a):g}", f"{gm[0]:.5f}",
-                                 f"{gm[1]:.5f}", "", reading])
-                grid.append([name.split()[1], m, f"{np.log10(tb['lambda']):g}", f"{ms[0]:.5f}",
-                             f"{ms[1]:.5f}", "yes", reading])
-    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure2_table.csv"), head, rows))
-    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure2_lambda_grid.csv"),
-                               ["margin", "method", "log10_lambda", "error_mean", "error_std",
-                                "best", "reading"], grid))
+                grid.extend(_lambda_grid_rows(name, ds, k, ms))
     if "pima" not in result["datasets"]:
         real.append(["pima", "", "", "", "", "", "", "", result["pima_status"], "", "", "", "",
                      "", "", ""])
-    paths.append(cm.write_rows(
-        os.path.join(out_dir, "nips2008_real_data.csv"),
-        ["dataset", "method", "lambda", "epsilon", "error_mean", "error_std", "paper_setting",
-         "epsilon_bound", "status", "paper_mean", "paper_std", "difference", "within_paper_std",
-         "reading", "folds", "runs_per_fold"], real))
+    return rows, real, grid
+
+
+def _figure3_rows(result):
     rows = []
     for name, ds in result["datasets"].items():
         if "epsilon_curve" not in ds:
@@ -569,9 +566,11 @@ def write_nips2008(result, out_dir):
                 mu, sd = cm.fold_mean_std(ec["errors"][k][i])
                 rows.append([name.split()[1], m, f"{ds['lambda']:g}", e, f"{mu:.5f}", f"{sd:.5f}",
                              reading])
-    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure3.csv"),
-                               ["margin", "method", "lambda", "epsilon", "error_mean",
-                                "error_std", "reading"], rows))
+    return rows
+
+
+def _figure4_rows(result):
+    cfg = result["config"]
     rows = []
     for name, ds in result["datasets"].items():
         lc = ds["learning_curve"]
@@ -582,19 +581,50 @@ def write_nips2008(result, out_dir):
                 rows.append([name.split()[1] if name.startswith("margin") else "", m,
                              f"{ds['lambda']:g}", cfg["eps"], n, f"{mu:.5f}", f"{sd:.5f}",
                              lc["errors"][k][i].size, reading, name])
-    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure4.csv"),
-                               ["margin", "method", "lambda", "epsilon", "n", "error_mean",
-                                "error_std", "runs", "reading", "dataset"], rows))
+    return rows
+
+
+def _preprocessing_rows(result):
     rows = []
     for (name, how), e in result["preprocessing"].items():
         ms = cm.fold_mean_std(e)
         rows.append([name, how, f"{ms[0]:.5f}", f"{ms[1]:.5f}"]
                     + cm.paper_cells(PAPER[name]["standard"], ms)
                     + ["yes" if how == UCI_PREPROCESSING else ""])
+    return rows
+
+
+def write_nips2008(result, out_dir):
+    """CSV files (always) and PNG figures (when matplotlib is importable); returns their paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure1.csv"),
+                               ["d", "gamma", "epsilon", "lambda", "method", "n", "error_mean",
+                                "error_std", "runs", "epsilon_bound", "reading"],
+                               _figure1_rows(result["figure1"])))
+    head = ["margin", "method", "lambda", "epsilon", "error_mean", "error_std", "error_fold_std",
+            "folds", "runs_per_fold", "epsilon_bound", "paper_mean", "paper_std", "difference",
+            "within_paper_std", "reading"]
+    rows, real, grid = _table_rows(result)
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure2_table.csv"), head, rows))
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure2_lambda_grid.csv"),
+                               ["margin", "method", "log10_lambda", "error_mean", "error_std",
+                                "best", "reading"], grid))
+    paths.append(cm.write_rows(
+        os.path.join(out_dir, "nips2008_real_data.csv"),
+        ["dataset", "method", "lambda", "epsilon", "error_mean", "error_std", "paper_setting",
+         "epsilon_bound", "status", "paper_mean", "paper_std", "difference", "within_paper_std",
+         "reading", "folds", "runs_per_fold"], real))
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure3.csv"),
+                               ["margin", "method", "lambda", "epsilon", "error_mean",
+                                "error_std", "reading"], _figure3_rows(result)))
+    paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_figure4.csv"),
+                               ["margin", "method", "lambda", "epsilon", "n", "error_mean",
+                                "error_std", "runs", "reading", "dataset"], _figure4_rows(result)))
     paths.append(cm.write_rows(os.path.join(out_dir, "nips2008_uci_preprocessing.csv"),
                                ["dataset", "preprocessing", "error_mean", "error_fold_std",
                                 "paper_mean", "paper_std", "difference", "within_paper_std",
-                                "used"], rows))
+                                "used"], _preprocessing_rows(result)))
     paths.extend(early.write_early(result["early"], out_dir))
     try:
         paths.extend(_plot_all(result, out_dir))
