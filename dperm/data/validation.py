@@ -53,17 +53,9 @@ def check_X(X: Any, *, name: str = "X", min_samples: int = 1, accept_sparse: boo
     """
     if getattr(X, "_dperm_distributed", False):
         return X   # rows on a Dask cluster, validated there (dperm.data.dask_rows)
-    if type(X).__module__.startswith("dask."):
-        raise TypeError(f"{name}: a Dask collection is accepted by dperm.optim.erm.minimize, the "
-                        f"mechanisms, private_tuning and PrivateLinearClassifier (fit, "
-                        f"predict, score, ...: they run on the workers); here it would be "
-                        f"loaded into this process. Elsewhere apply the function per block: "
-                        f"{name}.map_blocks(f, ...)")
+    _refuse_dask(X, name)
     if isinstance(X, DesignRows):
-        if X.checked and (accept_sparse or not _is_sparse(X.X)) and X.shape[0] >= min_samples:
-            return X   # validated once already (the estimator hands its rows down)
-        return X.with_X(check_X(X.X, name=name, min_samples=min_samples,
-                                accept_sparse=accept_sparse), checked=True)
+        return _check_design_rows(X, name, min_samples, accept_sparse)
     if _is_sparse(X):
         if not accept_sparse:
             raise TypeError(f"{name}: sparse input is not supported here; pass a dense array "
@@ -71,6 +63,34 @@ def check_X(X: Any, *, name: str = "X", min_samples: int = 1, accept_sparse: boo
         return _check_csr(X, name, min_samples)
     if isinstance(X, np.memmap) or _is_mapped(X):
         return _check_mapped(X, name, min_samples)
+    arr = _numeric_array(X, name)
+    _check_2d(arr, name)
+    _check_shape(arr.shape, name, min_samples)
+    dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    _check_finite(arr, name)
+    return arr
+
+
+def _refuse_dask(X, name):
+    if type(X).__module__.startswith("dask."):
+        raise TypeError(f"{name}: a Dask collection is accepted by dperm.optim.erm.minimize, the "
+                        f"mechanisms, private_tuning and PrivateLinearClassifier (fit, "
+                        f"predict, score, ...: they run on the workers); here it would be "
+                        f"loaded into this process. Elsewhere apply the function per block: "
+                        f"{name}.map_blocks(f, ...)")
+
+
+def _check_design_rows(X, name, min_samples, accept_sparse):
+    """check_X of a DesignRows: itself when validated already, else one over the checked X."""
+    if X.checked and (accept_sparse or not _is_sparse(X.X)) and X.shape[0] >= min_samples:
+        return X   # validated once already (the estimator hands its rows down)
+    return X.with_X(check_X(X.X, name=name, min_samples=min_samples,
+                            accept_sparse=accept_sparse), checked=True)
+
+
+def _numeric_array(X, name):
+    """X as a numpy array of numbers or booleans (an object array of numbers converted)."""
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
@@ -87,17 +107,16 @@ def check_X(X: Any, *, name: str = "X", min_samples: int = 1, accept_sparse: boo
             raise ValueError(f"{name}: must be numeric ({exc})") from None
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise ValueError(f"{name}: must be numeric, got dtype {arr.dtype}")
+    return arr
+
+
+def _check_2d(arr, name):
     if arr.ndim != 2:
         hint = (" Reshape your data either using array.reshape(-1, 1) if your data has a "
                 "single feature or array.reshape(1, -1) if it contains a single sample."
                 if arr.ndim == 1 else "")
         raise ValueError(f"{name}: expected a 2-D array (n_samples, n_features), "
                          f"got shape {arr.shape}.{hint}")
-    _check_shape(arr.shape, name, min_samples)
-    dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
-    arr = np.ascontiguousarray(arr, dtype=dtype)
-    _check_finite(arr, name)
-    return arr
 
 
 def _check_shape(shape, name, min_samples):
