@@ -53,10 +53,8 @@ __all__ = ["multinomial_value_grad", "minimize_multinomial", "multinomial_predic
 MultinomialResult = MinimizeResult
 
 
-def _batch_params(alpha: Any, extra_l2: Any, linear: ArrayLike | None, K: int, d: int,
-                  m: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """l2 (m,) = alpha + extra_l2 and B (m, K, d) or None, broadcast to m problems
-    (m from the arguments when not given: each has size 1 or m)."""
+def _alpha_array(alpha: Any) -> np.ndarray:
+    """alpha as a (p,) float64 array of positive finite values (p >= 1)."""
     if isinstance(alpha, str):
         raise ValueError(f"alpha: must be a positive number or a 1-D sequence of them, got {alpha!r}")
     a = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
@@ -64,26 +62,52 @@ def _batch_params(alpha: Any, extra_l2: Any, linear: ArrayLike | None, K: int, d
         raise ValueError(f"alpha: must be a positive number or a 1-D sequence of them, got {alpha!r}")
     if not (np.all(np.isfinite(a)) and np.all(a > 0)):
         raise ValueError(f"alpha: every value must be positive and finite, got {alpha!r}")
+    return a
+
+
+def _extra_l2_array(extra_l2: Any) -> np.ndarray:
+    """extra_l2 (None: 0) as a (p,) float64 array of finite values >= 0 (p >= 1)."""
     e = np.atleast_1d(np.asarray(0.0 if extra_l2 is None else extra_l2, dtype=np.float64))
     if e.ndim != 1 or e.size == 0 or not (np.all(np.isfinite(e)) and np.all(e >= 0)):
         raise ValueError(f"extra_l2: must be >= 0 and finite (scalar or one per problem), "
                          f"got {extra_l2!r}")
-    B = None
-    if linear is not None:
-        B = np.asarray(linear, dtype=np.float64)
-        if B.ndim == 2:
-            B = B[None]
-        if B.ndim != 3 or B.shape[1:] != (K, d):
-            raise ValueError(f"linear: expected shape ({K}, {d}) or (m, {K}, {d}), "
-                             f"got {np.shape(linear)}")
-        if not np.all(np.isfinite(B)):
-            raise ValueError("linear: contains NaN or infinity")
-    sizes = [a.size, e.size] + ([B.shape[0]] if B is not None else [])
+    return e
+
+
+def _linear_array(linear: ArrayLike | None, K: int, d: int) -> np.ndarray | None:
+    """The linear term as a (p, K, d) float64 array of finite values, or None."""
+    if linear is None:
+        return None
+    B = np.asarray(linear, dtype=np.float64)
+    if B.ndim == 2:
+        B = B[None]
+    if B.ndim != 3 or B.shape[1:] != (K, d):
+        raise ValueError(f"linear: expected shape ({K}, {d}) or (m, {K}, {d}), "
+                         f"got {np.shape(linear)}")
+    if not np.all(np.isfinite(B)):
+        raise ValueError("linear: contains NaN or infinity")
+    return B
+
+
+def _problem_count(sizes: list[int], m: int | None) -> int:
+    """m (when not given: the largest size), each of alpha, extra_l2, linear of size 1 or m."""
     if m is None:
         m = max(sizes)
     for nm, s in zip(("alpha", "extra_l2", "linear"), sizes):
         if s not in (1, m):
             raise ValueError(f"{nm}: has {s} entries for {m} problems (give 1 or {m})")
+    return m
+
+
+def _batch_params(alpha: Any, extra_l2: Any, linear: ArrayLike | None, K: int, d: int,
+                  m: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """l2 (m,) = alpha + extra_l2 and B (m, K, d) or None, broadcast to m problems
+    (m from the arguments when not given: each has size 1 or m)."""
+    a = _alpha_array(alpha)
+    e = _extra_l2_array(extra_l2)
+    B = _linear_array(linear, K, d)
+    sizes = [a.size, e.size] + ([B.shape[0]] if B is not None else [])
+    m = _problem_count(sizes, m)
     l2 = np.ascontiguousarray(np.broadcast_to(a, (m,)) + np.broadcast_to(e, (m,)))
     if B is not None:
         B = np.ascontiguousarray(np.broadcast_to(B, (m, K, d)))
