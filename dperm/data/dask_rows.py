@@ -1073,15 +1073,57 @@ def frame_as_array(X, name="X"):
     are its partitions (their lengths counted on the workers: n is public to a fit).  A
     column of another type is an error naming it: encode such columns with the public
     schema first (dperm.PublicBoundsTransformer in a Pipeline)."""
-    import pandas as pd
-
-    bad = [c for c, t in X.dtypes.items()
-           if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
+    bad = _non_numeric_columns(X)
     if bad:
         raise ValueError(f"{name}: column {bad[0]!r} of the dask DataFrame is not numeric "
                          f"({X.dtypes[bad[0]]}); encode it with the public schema first "
                          "(dperm.PublicBoundsTransformer in a Pipeline)")
     return X.to_dask_array(lengths=True)
+
+
+def _non_numeric_columns(X):
+    import pandas as pd
+
+    return [c for c, t in X.dtypes.items()
+            if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
+
+
+def is_numeric_frame(X):
+    """True for a dask DataFrame of numeric (or boolean) columns only (frame_as_array
+    takes it)."""
+    return is_dask_frame(X) and not _non_numeric_columns(X)
+
+
+def is_dask_series(y):
+    """True for a dask.dataframe.Series (without importing dask)."""
+    dd = sys.modules.get("dask.dataframe")
+    return dd is not None and isinstance(y, dd.Series)
+
+
+def series_labels(y, row_chunks=None, name="y"):
+    """A dask Series of labels as a Dask array chunked by its partitions (their lengths
+    counted on the workers; the values stay there).  With `row_chunks` (the rows per
+    partition of X, a dask DataFrame) the partitions must be aligned with X's: the same
+    number, of the same lengths -- a label is paired with the row of its place in its
+    partition, and a Series partitioned otherwise (another index, another frame) is
+    refused, naming y and the fix, rather than paired by a guess."""
+    lengths = tuple(int(k) for k in y.map_partitions(len).compute())
+    if row_chunks is not None:
+        rows = tuple(int(k) for k in row_chunks)
+        if sum(lengths) != sum(rows):
+            raise ValueError(f"{name}: has {sum(lengths)} labels but X has {sum(rows)} rows")
+        if lengths != rows:
+            j = next((j for j, (a, b) in enumerate(zip(lengths, rows)) if a != b),
+                     min(len(lengths), len(rows)))
+            detail = (f"{len(lengths)} partitions against X's {len(rows)}"
+                      if len(lengths) != len(rows) else
+                      f"partition {j} holds {lengths[j]} labels and X's {rows[j]} rows")
+            raise ValueError(
+                f"{name}: the dask Series' partitions are not aligned with X's ({detail}); "
+                "take X and y from the same dask DataFrame (fit(ddf[features], "
+                "ddf['label'])), or repartition y like X "
+                "(y = y.repartition(divisions=X.divisions) when their index is the same)")
+    return y.to_dask_array(lengths=lengths)
 
 
 def frame_lengths(X):
