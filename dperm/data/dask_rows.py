@@ -1123,7 +1123,13 @@ def series_labels(y, row_chunks=None, name="y"):
                 "take X and y from the same dask DataFrame (fit(ddf[features], "
                 "ddf['label'])), or repartition y like X "
                 "(y = y.repartition(divisions=X.divisions) when their index is the same)")
-    return y.to_dask_array(lengths=lengths)
+    import warnings
+
+    with warnings.catch_warnings():
+        # labels of a pandas string dtype become object: read as they are by the fit
+        warnings.filterwarnings("ignore", message="Dask currently has limited support for "
+                                "converting pandas extension dtypes", category=UserWarning)
+        return y.to_dask_array(lengths=lengths)
 
 
 def frame_lengths(X):

@@ -429,7 +429,8 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
     keeps its rows on the workers: its shape and chunks are checked here and the labels
     (n values, public-sized) are brought to the client -- with `labels_on_workers` they
     are not: a Dask array of labels stays one (a dask Series becomes one, its partition
-    lengths counted), for `class_rows`.  A dask DataFrame of numeric
+    lengths counted; with a dask DataFrame X they must be X's partitions,
+    dperm.data.dask_rows.series_labels), for `class_rows`.  A dask DataFrame of numeric
     columns (without `frames`) becomes a Dask array chunked by its partitions.  Local X is validated once;
     with `describe` it comes back as a DesignRows marked checked, so that the mechanism
     and the solver below take it (and its row norms, once computed) as it is.
@@ -590,8 +591,10 @@ def scored_rows(X, y):
     dperm.privacy.selection): Spark rows as they are (their labels on the executors; y
     as given, unused); a Dask array's rows on the workers, and its labels there too
     when y is a Dask array or a dask Series (made a Dask array; never brought to the
-    client); a data frame as it is (`labelled_rows` with ``frames``); local X validated
-    and y a numpy array."""
+    client); a dask DataFrame of numeric columns with such labels as a Dask array (its
+    partitions the row chunks, the Series' partitions checked against them); another
+    data frame as it is (`labelled_rows` with ``frames``); local X validated and y a
+    numpy array."""
     if spark_rows.is_spark_rows(X):
         return X, y
     if dask_rows.is_numeric_frame(X) and (dask_rows.is_dask_series(y)
