@@ -1103,33 +1103,21 @@ def is_dask_series(y):
 def series_labels(y, row_chunks=None, name="y"):
     """A dask Series of labels as a Dask array chunked by its partitions (their lengths
     counted on the workers; the values stay there).  With `row_chunks` (the rows per
-    partition of X, a dask DataFrame) the partitions must be aligned with X's: the same
-    number, of the same lengths -- a label is paired with the row of its place in its
-    partition, and a Series partitioned otherwise (another index, another frame) is
-    refused, naming y and the fix, rather than paired by a guess."""
+    partition of X, a dask DataFrame) the labels are paired with the rows by position, as
+    a Dask array's are: a Series partitioned otherwise is re-chunked like X on the
+    workers, and one with another number of labels is refused."""
     lengths = tuple(int(k) for k in y.map_partitions(len).compute())
-    if row_chunks is not None:
-        rows = tuple(int(k) for k in row_chunks)
-        if sum(lengths) != sum(rows):
-            raise ValueError(f"{name}: has {sum(lengths)} labels but X has {sum(rows)} rows")
-        if lengths != rows:
-            j = next((j for j, (a, b) in enumerate(zip(lengths, rows)) if a != b),
-                     min(len(lengths), len(rows)))
-            detail = (f"{len(lengths)} partitions against X's {len(rows)}"
-                      if len(lengths) != len(rows) else
-                      f"partition {j} holds {lengths[j]} labels and X's {rows[j]} rows")
-            raise ValueError(
-                f"{name}: the dask Series' partitions are not aligned with X's ({detail}); "
-                "take X and y from the same dask DataFrame (fit(ddf[features], "
-                "ddf['label'])), or repartition y like X "
-                "(y = y.repartition(divisions=X.divisions) when their index is the same)")
+    rows = None if row_chunks is None else tuple(int(k) for k in row_chunks)
+    if rows is not None and sum(lengths) != sum(rows):
+        raise ValueError(f"{name}: has {sum(lengths)} labels but X has {sum(rows)} rows")
     import warnings
 
     with warnings.catch_warnings():
         # labels of a pandas string dtype become object: read as they are by the fit
         warnings.filterwarnings("ignore", message="Dask currently has limited support for "
                                 "converting pandas extension dtypes", category=UserWarning)
-        return y.to_dask_array(lengths=lengths)
+        labels = y.to_dask_array(lengths=lengths)
+    return labels if rows is None or lengths == rows else labels.rechunk((rows,))
 
 
 def frame_lengths(X):

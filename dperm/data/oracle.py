@@ -429,7 +429,7 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
     keeps its rows on the workers: its shape and chunks are checked here and the labels
     (n values, public-sized) are brought to the client -- with `labels_on_workers` they
     are not: a Dask array of labels stays one (a dask Series becomes one, its partition
-    lengths counted; with a dask DataFrame X they must be X's partitions,
+    lengths counted; with a dask DataFrame X paired with its rows by position,
     dperm.data.dask_rows.series_labels), for `class_rows`.  A dask DataFrame of numeric
     columns (without `frames`) becomes a Dask array chunked by its partitions.  Local X is validated once;
     with `describe` it comes back as a DesignRows marked checked, so that the mechanism
@@ -449,7 +449,7 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
     if distributed:
         X = dask_rows._check_array(X)
         if labels_on_workers and dask_rows.is_dask_series(y):
-            # a dask Series: its values stay there, its partitions X's when X was a frame
+            # a dask Series: its values stay there, chunked like X's rows when X was a frame
             y = dask_rows.series_labels(y, X.chunks[0] if from_frame else None)
         elif labels_on_workers and dask_rows.is_dask_array(y):
             pass
@@ -592,7 +592,7 @@ def scored_rows(X, y):
     as given, unused); a Dask array's rows on the workers, and its labels there too
     when y is a Dask array or a dask Series (made a Dask array; never brought to the
     client); a dask DataFrame of numeric columns with such labels as a Dask array (its
-    partitions the row chunks, the Series' partitions checked against them); another
+    partitions the row chunks, the Series' chunked like them); another
     data frame as it is (`labelled_rows` with ``frames``); local X validated and y a
     numpy array."""
     if spark_rows.is_spark_rows(X):

@@ -165,31 +165,24 @@ def test_series_labels_with_dask_array_rows(client, no_labels_to_client):
 
 
 @pytest.mark.parametrize("case", ["binary", "regression-output", "select-ovr"])
-def test_misaligned_partitions_are_refused(client, case):
+def test_otherwise_partitioned_series_is_paired_by_position(client, case):
     """A Series partitioned otherwise than X (the same rows, other partition lengths) is
-    refused before any fit, naming y and the fix; so is one of another length."""
+    paired with the rows by position, as a Dask array is: the same fit as the aligned
+    Series; one of another length is refused before any fit, nothing charged."""
     kind, kw, label = CASES[case]
     ddf = _frame(n=600)
-    other = dd.from_pandas(ddf[label].compute(), npartitions=4)
+    want = _quiet(lambda: _estimator(kind, 5, **kw).fit(ddf[FEATURES], ddf[label]))
+    for other in (dd.from_pandas(ddf[label].compute(), npartitions=4),
+                  ddf[label].repartition(divisions=[0, 150, 400, 599])):
+        est = _quiet(lambda y=other: _estimator(kind, 5, **kw).fit(ddf[FEATURES], y))
+        np.testing.assert_allclose(est.coef_, want.coef_, rtol=0, atol=TOL)
+        assert est.privacy_ == want.privacy_ and est.alpha_ == want.alpha_
     acc = dperm.BudgetAccountant(5.0)
-    with pytest.raises(ValueError, match=r"^y: the dask Series' partitions are not aligned "
-                                         r"with X's \(4 partitions against X's 3\).*"
-                                         r"same dask DataFrame.*repartition"):
-        _quiet(lambda: _estimator(kind, None, **kw).set_params(accountant=acc).fit(
-            ddf[FEATURES], other))
     short = dd.from_pandas(ddf[label].compute().iloc[:-1], npartitions=3)
     with pytest.raises(ValueError, match="y: has 599 labels but X has 600 rows"):
-        _quiet(lambda: _estimator(kind, 5, **kw).fit(ddf[FEATURES], short))
+        _quiet(lambda: _estimator(kind, None, **kw).set_params(accountant=acc).fit(
+            ddf[FEATURES], short))
     assert acc.spent == 0.0
-
-
-def test_same_partition_count_other_lengths_is_refused(client):
-    ddf = _frame(n=600)
-    moved = ddf["y2"].repartition(divisions=[0, 150, 400, 599])
-    with pytest.raises(ValueError, match=r"y: .*not aligned.*partition 0 holds 150 labels "
-                                         r"and X's 200 rows"):
-        _quiet(lambda: _estimator("clf", 5, classes=[-1, 1], epsilon=1.0, alpha=0.05).fit(
-            ddf[FEATURES], moved))
 
 
 def test_scored_rows_keeps_the_series_on_the_workers(client):
