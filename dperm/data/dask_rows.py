@@ -1073,15 +1073,51 @@ def frame_as_array(X, name="X"):
     are its partitions (their lengths counted on the workers: n is public to a fit).  A
     column of another type is an error naming it: encode such columns with the public
     schema first (dperm.PublicBoundsTransformer in a Pipeline)."""
-    import pandas as pd
-
-    bad = [c for c, t in X.dtypes.items()
-           if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
+    bad = _non_numeric_columns(X)
     if bad:
         raise ValueError(f"{name}: column {bad[0]!r} of the dask DataFrame is not numeric "
                          f"({X.dtypes[bad[0]]}); encode it with the public schema first "
                          "(dperm.PublicBoundsTransformer in a Pipeline)")
     return X.to_dask_array(lengths=True)
+
+
+def _non_numeric_columns(X):
+    import pandas as pd
+
+    return [c for c, t in X.dtypes.items()
+            if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
+
+
+def is_numeric_frame(X):
+    """True for a dask DataFrame of numeric (or boolean) columns only (frame_as_array
+    takes it)."""
+    return is_dask_frame(X) and not _non_numeric_columns(X)
+
+
+def is_dask_series(y):
+    """True for a dask.dataframe.Series (without importing dask)."""
+    dd = sys.modules.get("dask.dataframe")
+    return dd is not None and isinstance(y, dd.Series)
+
+
+def series_labels(y, row_chunks=None, name="y"):
+    """A dask Series of labels as a Dask array chunked by its partitions (their lengths
+    counted on the workers; the values stay there).  With `row_chunks` (the rows per
+    partition of X, a dask DataFrame) the labels are paired with the rows by position, as
+    a Dask array's are: a Series partitioned otherwise is re-chunked like X on the
+    workers, and one with another number of labels is refused."""
+    lengths = tuple(int(k) for k in y.map_partitions(len).compute())
+    rows = None if row_chunks is None else tuple(int(k) for k in row_chunks)
+    if rows is not None and sum(lengths) != sum(rows):
+        raise ValueError(f"{name}: has {sum(lengths)} labels but X has {sum(rows)} rows")
+    import warnings
+
+    with warnings.catch_warnings():
+        # labels of a pandas string dtype become object: read as they are by the fit
+        warnings.filterwarnings("ignore", message="Dask currently has limited support for "
+                                "converting pandas extension dtypes", category=UserWarning)
+        labels = y.to_dask_array(lengths=lengths)
+    return labels if rows is None or lengths == rows else labels.rechunk((rows,))
 
 
 def frame_lengths(X):

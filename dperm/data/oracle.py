@@ -429,7 +429,8 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
     keeps its rows on the workers: its shape and chunks are checked here and the labels
     (n values, public-sized) are brought to the client -- with `labels_on_workers` they
     are not: a Dask array of labels stays one (a dask Series becomes one, its partition
-    lengths counted), for `class_rows`.  A dask DataFrame of numeric
+    lengths counted; with a dask DataFrame X paired with its rows by position,
+    dperm.data.dask_rows.series_labels), for `class_rows`.  A dask DataFrame of numeric
     columns (without `frames`) becomes a Dask array chunked by its partitions.  Local X is validated once;
     with `describe` it comes back as a DesignRows marked checked, so that the mechanism
     and the solver below take it (and its row norms, once computed) as it is.
@@ -440,14 +441,16 @@ def labelled_rows(X, y, *, min_samples=1, accept_worker_rows=True, describe=Fals
         if hasattr(y, "compute"):
             y = y.compute()
         return X, y, dask_rows.is_dask_frame(X)
-    if dask_rows.is_dask_frame(X):
+    from_frame = dask_rows.is_dask_frame(X)
+    if from_frame:
         X = dask_rows.frame_as_array(X)
     distributed = dask_rows.is_distributed(X) if accept_worker_rows \
         else dask_rows.is_dask_array(X)
     if distributed:
         X = dask_rows._check_array(X)
-        if labels_on_workers and not dask_rows.is_dask_array(y) and hasattr(y, "to_dask_array"):
-            y = y.to_dask_array(lengths=True)   # a dask Series: its values stay there
+        if labels_on_workers and dask_rows.is_dask_series(y):
+            # a dask Series: its values stay there, chunked like X's rows when X was a frame
+            y = dask_rows.series_labels(y, X.chunks[0] if from_frame else None)
         elif labels_on_workers and dask_rows.is_dask_array(y):
             pass
         elif hasattr(y, "compute"):   # a Dask array or Series
@@ -588,9 +591,17 @@ def scored_rows(X, y):
     dperm.privacy.selection): Spark rows as they are (their labels on the executors; y
     as given, unused); a Dask array's rows on the workers, and its labels there too
     when y is a Dask array or a dask Series (made a Dask array; never brought to the
-    client); a data frame as it is (`labelled_rows` with ``frames``); local X validated
-    and y a numpy array."""
+    client); a dask DataFrame of numeric columns with such labels as a Dask array (its
+    partitions the row chunks, the Series' chunked like them); another
+    data frame as it is (`labelled_rows` with ``frames``); local X validated and y a
+    numpy array."""
     if spark_rows.is_spark_rows(X):
+        return X, y
+    if dask_rows.is_numeric_frame(X) and (dask_rows.is_dask_series(y)
+                                          or dask_rows.is_dask_array(y)):
+        # numeric columns and labels on the workers: the estimator reads the frame as
+        # a Dask array anyway; so are the runs scored (their labels never come here)
+        X, y, _ = labelled_rows(X, y, accept_worker_rows=False, labels_on_workers=True)
         return X, y
     X, y, _ = labelled_rows(X, y, accept_worker_rows=False, frames=True,
                             labels_on_workers=True)
