@@ -647,6 +647,16 @@ def _replay(X, ops):
     return D, clipped
 
 
+def _load_block(folder, p):
+    """(rows mapped read-only, labels) of partition p's stored block in `folder`, or None
+    when the block is not on this host (lost with its executor: rebuilt by the driver)."""
+    try:
+        return (np.load(os.path.join(folder, f"x{p}.npy"), mmap_mode="r"),
+                np.load(os.path.join(folder, f"y{p}.npy")))
+    except FileNotFoundError:
+        return None
+
+
 def _prepare(spec, p, ops):
     """(Data, rows clipped, class indices or None) of partition p after ops, from this
     process's cache or the stored block; None when the block is not on this host.
@@ -666,11 +676,10 @@ def _prepare(spec, p, ops):
                                                                f"dperm-{g}"))}
     for k in [k for k in _prepared if k[0] in gone]:
         del _prepared[k]
-    try:
-        X = np.load(os.path.join(folder, f"x{p}.npy"), mmap_mode="r")
-        y = np.load(os.path.join(folder, f"y{p}.npy"))
-    except FileNotFoundError:
+    block = _load_block(folder, p)
+    if block is None:
         return None
+    X, y = block
     from dperm._core._objective import Data
 
     D, clipped = _replay(X, ops)
@@ -702,12 +711,10 @@ def _gram(spec, p, ops, bounds):
     materialized GRAM_BLOCK_ENTRIES entries at a time and added in order; ("miss", p)
     when its block is not on this host.  bounds = (data_norm, label_bound): a row or a
     target beyond them raises ValueError (a sensitivity bound would not hold)."""
-    folder = _block_dir(spec)
-    try:
-        X = np.load(os.path.join(folder, f"x{p}.npy"), mmap_mode="r")
-        y = np.load(os.path.join(folder, f"y{p}.npy"))
-    except FileNotFoundError:
+    block = _load_block(_block_dir(spec), p)
+    if block is None:
         return ("miss", p)
+    X, y = block
     R, B = bounds
     nr = X.shape[0]
     if np.any(np.abs(y) > B):
@@ -729,12 +736,10 @@ def _gram(spec, p, ops, bounds):
 def _block_sum(spec, p, fn):
     """(p, rows, None, [fn(X_p, labels_p)]) of partition p's rows as read and their
     labels in the label column's values (`SparkRows.block_sum`), or ("miss", p)."""
-    folder = _block_dir(spec)
-    try:
-        X = np.load(os.path.join(folder, f"x{p}.npy"), mmap_mode="r")
-        y = np.load(os.path.join(folder, f"y{p}.npy"))
-    except FileNotFoundError:
+    block = _load_block(_block_dir(spec), p)
+    if block is None:
         return ("miss", p)
+    X, y = block
     task, classes, label_centre = spec[2], spec[3], spec[5]
     if task == "binary":                      # stored as -1 / +1
         labels = np.where(y > 0, classes[1], classes[0])

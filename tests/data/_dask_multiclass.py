@@ -31,3 +31,30 @@ def model_file(est):
     """The model file's content without the coefficients (compared apart, to TOL)."""
     obj = json.loads(model_to_json(model_to_dict(est)))
     return {k: v for k, v in obj.items() if k not in ("coef", "intercept")}
+
+
+#: the DistributedFitError message of each injected chunk fault
+FAULT_MESSAGE = {"missing": "partial sum", "twice": "contributed twice",
+                 "rows": "contributed 199 rows"}
+
+
+def inject_chunk_fault(monkeypatch, shard, fault, mode, only_class=None):
+    """Break the workers' per-chunk sums (`shard` is dask_rows._Shard) with `fault`
+    ("missing": chunk 0's sums never arrive; "twice": a shard also sends its first chunk's
+    sums as chunk 1's; "rows": chunk 2 reports a row short), for every pass or only the
+    passes of one class (`only_class`), under the reduction `mode` ("tree" or "flat")."""
+    from dperm.data import dask_rows
+
+    real = shard._per_chunk
+
+    def broken(self, ops, W, fn, sums=False):
+        out = real(self, ops, W, fn, sums)
+        if only_class is not None and ("class", only_class) not in tuple(ops):
+            return out
+        if fault == "missing":
+            return [o for o in out if o[0] != 0]
+        if fault == "twice":
+            return out + [(1,) + tuple(o[1:]) for o in out[:1] if o[0] != 1]
+        return [(ci, nr - (ci == 2), f, g) for ci, nr, f, g in out]
+    monkeypatch.setattr(shard, "_per_chunk", broken)
+    monkeypatch.setattr(dask_rows, "REDUCTION", mode)

@@ -11,7 +11,14 @@ import warnings
 
 import numpy as np
 import pytest
-from _dask_multiclass import CHUNKINGS, model_file, problem, quiet  # noqa: E402
+from _dask_multiclass import (
+    CHUNKINGS,
+    FAULT_MESSAGE,
+    inject_chunk_fault,
+    model_file,
+    problem,
+    quiet,  # noqa: E402
+)
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -179,23 +186,10 @@ def test_a_chunk_dropped_or_counted_twice_for_one_class_is_refused(client, monke
     """Only class 2's passes are broken (the other classes' fits are sound): the fit stops
     with DistributedFitError, no model is produced."""
     X, codes = _problem(n=800)
-    real = _dask._Shard._per_chunk
-
-    def broken(self, ops, W, fn, sums=False):
-        out = real(self, ops, W, fn, sums)
-        if ("class", 2) not in tuple(ops):
-            return out
-        if fault == "missing":      # chunk 0's sums never arrive
-            return [o for o in out if o[0] != 0]
-        if fault == "twice":        # a shard also sends its first chunk's sums as chunk 1's
-            return out + [(1,) + tuple(o[1:]) for o in out[:1] if o[0] != 1]
-        return [(ci, nr - (ci == 2), f, g) for ci, nr, f, g in out]   # a row short
-    monkeypatch.setattr(_dask._Shard, "_per_chunk", broken)
-    monkeypatch.setattr(_dask, "REDUCTION", mode)
-    match = {"missing": "partial sum", "twice": "contributed twice", "rows": "contributed 199 rows"}
+    inject_chunk_fault(monkeypatch, _dask._Shard, fault, mode, only_class=2)
     Xd = da.from_array(X, chunks=(200, -1))
     est = dperm.PrivateLinearClassifier(classes=list(range(K)), epsilon=1.0, random_state=0)
-    with pytest.raises(_dask.DistributedFitError, match=match[fault]):
+    with pytest.raises(_dask.DistributedFitError, match=FAULT_MESSAGE[fault]):
         quiet(lambda: est.fit(Xd, codes))
     assert not hasattr(est, "coef_")
 

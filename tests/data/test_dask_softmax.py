@@ -9,7 +9,14 @@ turned into a model."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _dask_multiclass import CHUNKINGS, model_file, problem, quiet  # noqa: E402
+from _dask_multiclass import (
+    CHUNKINGS,
+    FAULT_MESSAGE,
+    inject_chunk_fault,
+    model_file,
+    problem,
+    quiet,  # noqa: E402
+)
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -104,22 +111,11 @@ def test_the_sums_are_the_local_pass_over_every_row_once(client):
 @pytest.mark.parametrize("fault", ["missing", "twice", "rows"])
 def test_a_chunk_dropped_or_counted_twice_is_refused(client, monkeypatch, mode, fault):
     X, codes = _problem(n=800)
-    real = _dask._Shard._per_chunk
-
-    def broken(self, ops, W, fn, sums=False):
-        out = real(self, ops, W, fn, sums)
-        if fault == "missing":      # chunk 0's sums never arrive
-            return [o for o in out if o[0] != 0]
-        if fault == "twice":        # a shard also sends its first chunk's sums as chunk 1's
-            return out + [(1,) + tuple(o[1:]) for o in out[:1] if o[0] != 1]
-        return [(ci, nr - (ci == 2), f, g) for ci, nr, f, g in out]   # a row short
-    monkeypatch.setattr(_dask._Shard, "_per_chunk", broken)
-    monkeypatch.setattr(_dask, "REDUCTION", mode)
-    match = {"missing": "partial sum", "twice": "contributed twice", "rows": "contributed 199 rows"}
+    inject_chunk_fault(monkeypatch, _dask._Shard, fault, mode)
     Xd = da.from_array(X, chunks=(200, -1))
-    with pytest.raises(_dask.DistributedFitError, match=match[fault]):
+    with pytest.raises(_dask.DistributedFitError, match=FAULT_MESSAGE[fault]):
         softmax.minimize_multinomial(Xd, codes, K, alpha=0.1)
-    with pytest.raises(_dask.DistributedFitError, match=match[fault]):
+    with pytest.raises(_dask.DistributedFitError, match=FAULT_MESSAGE[fault]):
         quiet(lambda: dperm.PrivateLinearClassifier(epsilon=1.0, delta=1e-5, random_state=0)
                .fit(Xd, codes))
 
